@@ -1,0 +1,57 @@
+"""Level 1: every rule's embedded VALID and INVALID cases (Fixit style), plus registry checks."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from torchsync_lint.engine import lint_source
+from torchsync_lint.rule import REQUIRED_SECTIONS, load_rules
+
+RULES = load_rules()
+
+
+def _cases(kind: str):
+    for code, rule in RULES.items():
+        for i, case in enumerate(getattr(rule, kind)):
+            yield pytest.param(rule, case, id=f"{code}-{kind.lower()}-{i}")
+
+
+def _lint(rule, case):
+    settings = dict(case.config)
+    return [f for f in lint_source(case.code, "case.py", {rule.code}, settings) if f.code == rule.code]
+
+
+@pytest.mark.parametrize(("rule", "case"), list(_cases("VALID")))
+def test_valid_case_has_no_finding(rule, case):
+    ast.parse(case.code)  # a case that does not parse would pass vacuously
+    assert _lint(rule, case) == []
+
+
+@pytest.mark.parametrize(("rule", "case"), list(_cases("INVALID")))
+def test_invalid_case_is_reported(rule, case):
+    ast.parse(case.code)
+    found = _lint(rule, case)
+    assert found, f"{rule.code} missed:\n{case.code}"
+    if case.line is not None:
+        assert case.line in [f.line for f in found], f"expected line {case.line}, got {[f.line for f in found]}"
+    if case.message_contains is not None:
+        assert any(case.message_contains in f.message for f in found), [f.message for f in found]
+
+
+@pytest.mark.parametrize("rule", list(RULES.values()), ids=list(RULES))
+def test_rule_is_documented_and_tested(rule):
+    doc = rule.docs()
+    for section in REQUIRED_SECTIONS:
+        assert section in doc
+    assert len(rule.INVALID) >= 3, "at least three INVALID cases"
+    assert len(rule.VALID) >= 3, "at least three VALID near-misses"
+    assert rule.message and not rule.message.startswith(rule.code)
+    if rule.fix_title:
+        assert "## Fix safety" in doc
+
+
+def test_codes_and_names_are_unique():
+    assert len({r.name for r in RULES.values()}) == len(RULES)
+    assert all(code == rule.code for code, rule in RULES.items())

@@ -1,0 +1,56 @@
+"""Shared semantic analysis used by every rule family.
+
+- ``index``: one pass that records imports, bindings, classes, calls and loops;
+- ``values``: what an expression holds (device tensor, host value, model, loader...);
+- ``hotloops``: which code runs per training step and whether a step interval gates it.
+
+Rule families add their own trackers on top (metrics, data loaders) in sibling modules.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from torchsync_lint.analysis.hotloops import HotContext, HotLoopAnalysis
+from torchsync_lint.analysis.imports import ImportMap, canonical, dotted_parts
+from torchsync_lint.analysis.index import ModuleIndex, build_index
+from torchsync_lint.analysis.values import Kind, ValueAnalysis, source_uses_accelerator
+
+__all__ = ["HotContext", "ImportMap", "Kind", "ModuleAnalysis", "canonical", "dotted_parts"]
+
+
+class ModuleAnalysis:
+    """Everything the rules may ask about one module, computed lazily and at most once."""
+
+    def __init__(self, module: cst.Module, source: str, parents: dict, positions: dict[cst.CSTNode, CodeRange]) -> None:
+        self.module = module
+        self.source = source
+        self.index: ModuleIndex = build_index(module, parents, positions)
+        self.values = ValueAnalysis(self.index, source_uses_accelerator(source))
+        self._extensions: dict[str, object] = {}
+
+    @cached_property
+    def hot(self) -> HotLoopAnalysis:
+        return HotLoopAnalysis(self.index, self.values)
+
+    # Convenience pass-throughs used by most rules.
+    def qualname(self, node: cst.BaseExpression) -> str | None:
+        return self.index.imports.qualname(node)
+
+    def kind(self, node: cst.BaseExpression) -> Kind:
+        return self.values.kind(node)
+
+    def is_device(self, node: cst.BaseExpression) -> bool:
+        return self.values.is_device(node)
+
+    def hot_context(self, node: cst.CSTNode) -> HotContext | None:
+        return self.hot.hot_context(node)
+
+    def extension(self, key: str, factory):
+        """A family-specific tracker (e.g. metrics), built once per module on first use."""
+        if key not in self._extensions:
+            self._extensions[key] = factory(self)
+        return self._extensions[key]

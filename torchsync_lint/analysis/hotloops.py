@@ -1,0 +1,214 @@
+"""Which code runs once per training step ("hot"), and whether a step-interval `if` gates it.
+
+A loop is hot when it iterates a DataLoader-like object, or when its own body (not a nested
+loop's) runs `backward()`, `optimizer.step()`, a model forward, or calls a same-module function
+that does. A function is hot when a hot region calls it, or when it is a per-step hook of a
+LightningModule. An epoch loop that only calls `train_one_epoch()` is not hot: the step work
+happens inside that function's own loop.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.index import ModuleIndex
+from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS, Kind, ValueAnalysis
+
+_LOADER_NAME = re.compile(r"(^|_)(data)?loaders?$|^dl$|_dl$|dataloader", re.I)
+_OPTIMIZER_NAME = re.compile(r"optim|^opt$|_opt$|^opt_", re.I)
+_MODEL_NAME = re.compile(r"^(self|model|net|network|module|encoder|decoder|generator|discriminator|backbone|ddp_model|raw_model)$|_model$|model_|_net$", re.I)
+_ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "islice", "track", "chain", "cycle"})
+
+
+@dataclass(frozen=True)
+class HotContext:
+    """Why a node runs per step. ``gate`` is the step-interval `if` test, when there is one."""
+
+    reason: str
+    gate: cst.BaseExpression | None = None
+
+    @property
+    def gated(self) -> bool:
+        return self.gate is not None
+
+
+class HotLoopAnalysis:
+    def __init__(self, index: ModuleIndex, values: ValueAnalysis) -> None:
+        self.index = index
+        self.values = values
+        self._step_like: dict[cst.FunctionDef, bool] = {}
+        self.hot_loops: dict[cst.CSTNode, str] = {}
+        self.hot_functions: dict[cst.FunctionDef, HotContext] = {}
+        self._compute()
+
+    # -- classification -------------------------------------------------------------------
+    def _compute(self) -> None:
+        for loop in self.index.loops:
+            reason = self._loop_reason(loop)
+            if reason:
+                self.hot_loops[loop] = reason
+        # Lightning per-step hooks are hot by contract.
+        for func, info in self.index.class_of_method.items():
+            if func.name.value in LIGHTNING_BATCH_HOOKS and self.values.is_lightning_class(info.node):
+                self.hot_functions[func] = HotContext(f"`{func.name.value}` runs every step")
+        # Functions called from hot regions are hot, transitively (a fixed point).
+        changed = True
+        while changed:
+            changed = False
+            for call in self.index.calls:
+                target = self.index.resolve_function(call.func, call)
+                if target is None or target in self.hot_functions:
+                    continue
+                ctx = self._hot_context_uncached(call)
+                if ctx is not None and not self._inside(call, target):
+                    gate = ctx.gate
+                    self.hot_functions[target] = HotContext(f"`{target.name.value}` is called every step", gate)
+                    changed = True
+
+    def _loop_reason(self, loop: cst.For | cst.While) -> str | None:
+        if isinstance(loop, cst.For) and self._is_loader_like(loop.iter):
+            return "iterates a data loader"
+        if self._runs_step_work(loop.body):
+            return "runs a training step"
+        return None
+
+    def _is_loader_like(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Call):
+            parts = dotted_parts(node.func)
+            name = parts[-1] if parts else ""
+            if name in _ITER_WRAPPERS:
+                return any(self._is_loader_like(a.value) for a in node.args if a.keyword is None)
+            return bool(_LOADER_NAME.search(name))  # `trainer.train_dataloader()`
+        if self.values.kind(node) is Kind.LOADER:
+            return True
+        parts = dotted_parts(node)
+        return bool(parts and _LOADER_NAME.search(parts[-1]))
+
+    def _runs_step_work(self, body: cst.CSTNode) -> bool:
+        finder = _StepWorkFinder(self)
+        body.visit(finder)
+        return finder.found
+
+    def is_step_call(self, call: cst.Call) -> bool:
+        """`loss.backward()`, `optimizer.step()`, `model(x)`, or a call of a step-like function."""
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method == "backward":
+                return True
+            if method == "step":
+                receiver = func.value
+                parts = dotted_parts(receiver)
+                if self.values.kind(receiver) is Kind.OPTIMIZER or (parts and _OPTIMIZER_NAME.search(parts[-1])):
+                    return True
+                if parts and parts[-1] == "scaler" and call.args:
+                    return True
+                return False
+        target = self.index.resolve_function(func, call)
+        if target is not None:
+            return self.is_step_like(target)
+        if (self.values.qualname(func) or "") == "torch.autograd.backward":
+            return True
+        if call.args:
+            if self.values.kind(func) is Kind.MODEL:
+                return True
+            parts = dotted_parts(func)
+            if parts and _MODEL_NAME.search(parts[-1]) and not isinstance(func, cst.Attribute) or parts == ["self"]:
+                return True
+            if parts and len(parts) == 2 and parts[0] == "self" and _MODEL_NAME.search(parts[1]):
+                return True
+        return False
+
+    def is_step_like(self, func: cst.FunctionDef) -> bool:
+        """A function whose own body (outside its loops) does step work: it runs per step."""
+        if func in self._step_like:
+            return self._step_like[func]
+        self._step_like[func] = False  # recursion guard
+        result = self._runs_step_work(func.body)
+        self._step_like[func] = result
+        return result
+
+    # -- queries --------------------------------------------------------------------------
+    def hot_context(self, node: cst.CSTNode) -> HotContext | None:
+        """Why ``node`` runs per step, or None when it does not."""
+        return self._hot_context_uncached(node)
+
+    def _hot_context_uncached(self, node: cst.CSTNode) -> HotContext | None:
+        gate: cst.BaseExpression | None = None
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.If) and gate is None and _in_block(anc.body, child) and _is_step_interval(anc.test):
+                gate = anc.test
+            if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops and _in_block(anc.body, child):
+                return HotContext(f"this loop {self.hot_loops[anc]}", gate)
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                if isinstance(anc, cst.FunctionDef) and anc in self.hot_functions:
+                    outer = self.hot_functions[anc]
+                    return HotContext(outer.reason, gate or outer.gate)
+                return None
+            child = anc
+        return None
+
+    def hot_loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops:
+                return anc
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return None
+        return None
+
+    def _inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        return any(a is ancestor for a in self.index.ancestors(node))
+
+
+def _in_block(block: cst.CSTNode, child: cst.CSTNode) -> bool:
+    return child is block
+
+
+def _is_step_interval(test: cst.BaseExpression) -> bool:
+    """`step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and b % n == 0`."""
+    finder = _ModuloFinder()
+    test.visit(finder)
+    return finder.found
+
+
+class _ModuloFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
+        if isinstance(node.operator, cst.Modulo) and not isinstance(node.left, (cst.SimpleString, cst.FormattedString)):
+            self.found = True
+        return not self.found
+
+
+class _StepWorkFinder(cst.CSTVisitor):
+    """Looks for step work in a body, not descending into nested loops or definitions."""
+
+    def __init__(self, hot: HotLoopAnalysis) -> None:
+        self.hot = hot
+        self.found = False
+
+    def visit_For(self, node: cst.For) -> bool:
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if not self.found and self.hot.is_step_call(node):
+            self.found = True
+        return not self.found

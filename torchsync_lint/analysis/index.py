@@ -1,0 +1,222 @@
+"""One pass over a module that indexes what the semantic analyses need.
+
+Scopes are functions (and lambdas) plus the module; comprehensions and class bodies fold into
+the enclosing scope, which is precise enough for "where did this name come from?".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from torchsync_lint.analysis.imports import ImportMap, dotted_parts
+
+Scope = cst.Module | cst.FunctionDef | cst.Lambda
+
+
+@dataclass(frozen=True)
+class Def:
+    """One binding of a name.
+
+    ``how`` says how to compute the bound value:
+      - "assign": ``value`` itself;
+      - "unpack": element ``path`` of ``value`` (tuple targets);
+      - "for": an element of iterating ``value`` (then ``path`` into it);
+      - "aug": ``name <op>= value``;
+      - "param": the parameter ``param`` of function ``func``;
+      - "opaque": an import, a def, a class, a `with ... as` target...
+    """
+
+    name: str
+    line: int
+    how: str
+    stmt: cst.CSTNode
+    value: cst.BaseExpression | None = None
+    path: tuple[int, ...] = ()
+    func: cst.FunctionDef | None = None
+    param: cst.Param | None = None
+
+
+@dataclass
+class ClassInfo:
+    node: cst.ClassDef
+    bases: list[cst.BaseExpression]
+    methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    self_attrs: dict[str, list[Def]] = field(default_factory=dict)  # `self.x = ...` in any method
+
+
+@dataclass
+class ModuleIndex:
+    imports: ImportMap
+    parents: dict[cst.CSTNode, cst.CSTNode]
+    positions: dict[cst.CSTNode, CodeRange]
+    defs: dict[Scope, dict[str, list[Def]]] = field(default_factory=dict)
+    functions: dict[str, cst.FunctionDef] = field(default_factory=dict)  # module-level functions
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    class_of_method: dict[cst.FunctionDef, ClassInfo] = field(default_factory=dict)
+    calls: list[cst.Call] = field(default_factory=list)
+    loops: list[cst.For | cst.While] = field(default_factory=list)
+    returns: dict[cst.FunctionDef, list[cst.BaseExpression]] = field(default_factory=dict)
+
+    # -- navigation -------------------------------------------------------------------------
+    def line(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.line
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode):
+        node = self.parents.get(node)
+        while node is not None:
+            yield node
+            node = self.parents.get(node)
+
+    def scope_of(self, node: cst.CSTNode) -> Scope:
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.Module)):
+                return anc
+        raise AssertionError("node outside the module")
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        for anc in self.ancestors(node):
+            if isinstance(anc, cst.FunctionDef):
+                return anc
+        return None
+
+    def resolve_function(self, func: cst.BaseExpression, at: cst.CSTNode) -> cst.FunctionDef | None:
+        """The same-module function a call's callee names: `f(...)` or `self.f(...)`."""
+        if isinstance(func, cst.Name):
+            return self.functions.get(func.value)
+        parts = dotted_parts(func)
+        if parts and len(parts) == 2 and parts[0] in ("self", "cls"):
+            method = self.enclosing_function(at)
+            while method is not None and method not in self.class_of_method:
+                method = self.enclosing_function(method)
+            info = self.class_of_method.get(method) if method is not None else None
+            if info is not None:
+                return info.methods.get(parts[1])
+        return None
+
+
+def _target_names(target: cst.BaseExpression, path: tuple[int, ...] = ()):
+    """Yield (name, path) for every plain name bound by an assignment target."""
+    if isinstance(target, cst.Name):
+        yield target.value, path
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for i, el in enumerate(target.elements):
+            value = el.value
+            if isinstance(el, cst.StarredElement):
+                yield from _target_names(value, (*path, -1))
+            else:
+                yield from _target_names(value, (*path, i))
+
+
+class _Indexer(cst.CSTVisitor):
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.class_stack: list[ClassInfo] = []
+
+    # helpers
+    def _add(self, scope: Scope, d: Def) -> None:
+        self.index.defs.setdefault(scope, {}).setdefault(d.name, []).append(d)
+
+    def _bind(self, stmt: cst.CSTNode, target: cst.BaseExpression, value, how: str) -> None:
+        scope = self.index.scope_of(stmt)
+        line = self.index.line(stmt)
+        if how == "assign" and isinstance(target, (cst.Tuple, cst.List)):
+            for name, path in _target_names(target):
+                self._add(scope, Def(name, line, "unpack", stmt, value, path))
+            return
+        for name, path in _target_names(target):
+            self._add(scope, Def(name, line, how, stmt, value, path))
+        # `self.x = value` inside a method: remember it on the class.
+        parts = dotted_parts(target) if isinstance(target, cst.Attribute) else None
+        if parts and len(parts) == 2 and parts[0] == "self":
+            func = self.index.enclosing_function(stmt)
+            info = self.index.class_of_method.get(func) if func is not None else None
+            if info is not None:
+                info.self_attrs.setdefault(parts[1], []).append(Def(parts[1], line, how, stmt, value))
+
+    # imports
+    def visit_Import(self, node: cst.Import) -> None:
+        self.index.imports.add(node)
+        for alias in node.names:
+            local = alias.asname.name if alias.asname else alias.name
+            if isinstance(local, cst.Name):
+                self._add(self.index.scope_of(node), Def(local.value, self.index.line(node), "opaque", node))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.index.imports.add(node)
+
+    # definitions
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        info = ClassInfo(node, [arg.value for arg in node.bases])
+        if isinstance(self.index.parent(node), cst.Module):
+            self.index.classes[node.name.value] = info
+        self.class_stack.append(info)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.class_stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        parent = self.index.parent(node)
+        if isinstance(parent, cst.Module):
+            self.index.functions[node.name.value] = node
+        elif self.class_stack and isinstance(parent, cst.IndentedBlock) and self.index.parent(parent) is self.class_stack[-1].node:
+            self.class_stack[-1].methods[node.name.value] = node
+            self.index.class_of_method[node] = self.class_stack[-1]
+        self._add(self.index.scope_of(node), Def(node.name.value, self.index.line(node), "opaque", node))
+        line = self.index.line(node)
+        params = node.params
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+            self._add(node, Def(p.name.value, line, "param", node, func=node, param=p))
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                self._add(node, Def(star.name.value, line, "opaque", node))
+        self.index.returns.setdefault(node, [])
+
+    def visit_Return(self, node: cst.Return) -> None:
+        func = self.index.enclosing_function(node)
+        if func is not None and node.value is not None:
+            self.index.returns.setdefault(func, []).append(node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(node, t.target, node.value, "assign")
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node, node.target, node.value, "assign")
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self._bind(node, node.target, node.value, "aug")
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node, node.target, node.value, "assign")
+
+    def visit_For(self, node: cst.For) -> None:
+        self.index.loops.append(node)
+        self._bind(node, node.target, node.iter, "for")
+
+    def visit_While(self, node: cst.While) -> None:
+        self.index.loops.append(node)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind(node, node.target, node.iter, "for")
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node, node.asname.name, node.item, "opaque")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.index.calls.append(node)
+
+
+def build_index(module: cst.Module, parents, positions) -> ModuleIndex:
+    index = ModuleIndex(ImportMap(), parents, positions)
+    index.defs[module] = {}
+    module.visit(_Indexer(index))
+    return index

@@ -1,0 +1,566 @@
+"""What an expression holds: a device tensor, a host value, a model, a loader, an optimizer.
+
+The question every TSL1xx rule asks is "is this plausibly a torch tensor on an accelerator?".
+We answer it from the code, never from names: values of torch factories with a device,
+`.to(device)`/`.cuda()`, model and criterion calls, tensor methods of such values, through
+assignments, unpacking, augmented assignment and same-module calls. Anything we cannot place
+is UNKNOWN, and UNKNOWN never produces a finding.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+import libcst as cst
+
+from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.index import Def, ModuleIndex
+
+
+class Kind(str, enum.Enum):
+    DEVICE = "device"  # plausibly a tensor (or a container of tensors) on an accelerator
+    HOST_TENSOR = "host-tensor"  # a torch tensor that provably lives on the CPU
+    HOST = "host"  # a Python value, numpy value, string, device object...: never a device tensor
+    MODEL = "model"  # a torch.nn.Module
+    LOADER = "loader"  # a torch.utils.data.DataLoader
+    OPTIMIZER = "optimizer"  # a torch.optim.Optimizer (or an AMP GradScaler)
+    UNKNOWN = "unknown"
+
+
+HOST_KINDS = frozenset({Kind.HOST, Kind.HOST_TENSOR})
+
+
+def join(kinds) -> Kind:
+    """Combine the kinds a name may hold: "may be on the device" wins (ignores None = no info)."""
+    seen = {k for k in kinds if k is not None}
+    if not seen:
+        return Kind.UNKNOWN
+    if Kind.DEVICE in seen:
+        return Kind.DEVICE
+    if len(seen) == 1:
+        return seen.pop()
+    if seen <= HOST_KINDS:
+        return Kind.HOST_TENSOR
+    return Kind.UNKNOWN
+
+
+# Tensor methods whose result is a host value (the read itself is what TSL101 flags).
+HOST_RESULT_METHODS = frozenset(
+    "item tolist numpy cpu size dim numel nelement element_size is_contiguous data_ptr "
+    "get_device stride storage_offset is_floating_point is_complex is_pinned is_shared "
+    "__len__ __repr__ __str__ __format__ dim_order".split()
+)
+HOST_ATTRIBUTES = frozenset("shape dtype device ndim is_cuda requires_grad is_leaf layout names itemsize nbytes".split())
+SAME_VALUE_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
+MODEL_METHODS_RETURNING_MODEL = frozenset("to cuda cpu train eval half float double bfloat16 requires_grad_ share_memory".split())
+
+# Builtins and modules whose results are host values whatever they are given.
+HOST_BUILTINS = frozenset(
+    "len int float bool str repr format isinstance issubclass type range id hash print "
+    "open round chr ord hex oct bin callable hasattr getattr setattr dir vars input".split()
+)
+SAME_KIND_BUILTINS = frozenset("abs min max sum sorted reversed list tuple iter next".split())
+HOST_MODULE_PREFIXES = ("numpy.", "math.", "random.", "time.", "os.", "sys.", "json.", "pandas.", "statistics.", "np.")
+
+TORCH_FACTORIES = frozenset(
+    "zeros ones empty full rand randn randint randperm arange linspace logspace eye tensor "
+    "as_tensor asarray zeros_like ones_like empty_like full_like rand_like randn_like "
+    "randint_like from_numpy frombuffer scalar_tensor empty_strided normal".split()
+)
+TORCH_HOST_RESULTS = frozenset(
+    "is_tensor is_floating_point numel manual_seed seed initial_seed set_grad_enabled "
+    "is_grad_enabled get_default_dtype no_grad enable_grad inference_mode autocast device "
+    "set_default_dtype save load compile".split()
+)
+ACCELERATOR_WORDS = re.compile(r"cuda|mps|xla|xpu|hpu|npu|meta|gpu|accelerat", re.I)
+CPU_WORDS = re.compile(r"^cpu(:\d+)?$")
+
+# A module that never mentions an accelerator keeps every tensor on the CPU.
+_ACCELERATOR_SOURCE = re.compile(r"cuda|device|accelerat|\bxla\b|\bmps\b|lightning|Lightning|Fabric|\.to\(")
+
+
+def source_uses_accelerator(source: str) -> bool:
+    return bool(_ACCELERATOR_SOURCE.search(source))
+
+
+class ValueAnalysis:
+    """Lazily evaluates and memoises the Kind of expressions in one module."""
+
+    def __init__(self, index: ModuleIndex, uses_accelerator: bool) -> None:
+        self.index = index
+        self.uses_accelerator = uses_accelerator
+        self._memo: dict[int, Kind | None] = {}
+        self._in_progress: set[int] = set()
+        self._param_memo: dict[int, Kind] = {}
+
+    # -- public ---------------------------------------------------------------------------
+    def kind(self, node: cst.BaseExpression) -> Kind:
+        k = self._eval(node)
+        return k if k is not None else Kind.UNKNOWN
+
+    def is_device(self, node: cst.BaseExpression) -> bool:
+        return self.kind(node) is Kind.DEVICE
+
+    def qualname(self, node: cst.BaseExpression) -> str | None:
+        return self.index.imports.qualname(node)
+
+    def device_of(self, node: cst.BaseExpression) -> str | None:
+        """For a device argument: "cpu", "accelerator", or None when it is not a device."""
+        return self._device_arg(node)
+
+    # -- evaluation -----------------------------------------------------------------------
+    def _eval(self, node: cst.BaseExpression) -> Kind | None:
+        key = id(node)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._in_progress:
+            return None  # a cycle (x = x + y): contributes nothing
+        self._in_progress.add(key)
+        try:
+            result = self._compute(node)
+        finally:
+            self._in_progress.discard(key)
+        if result is Kind.DEVICE and not self.uses_accelerator:
+            result = Kind.HOST_TENSOR
+        self._memo[key] = result
+        return result
+
+    def _compute(self, node: cst.BaseExpression) -> Kind | None:
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return Kind.HOST
+        if isinstance(node, cst.Name):
+            if node.value in ("None", "True", "False"):
+                return Kind.HOST
+            return self._name(node)
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node)
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        if isinstance(node, cst.Subscript):
+            base = self._eval(node.value)
+            return base if base in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+                return Kind.HOST  # "%s" % t: string formatting
+            return self._combine(self._eval(node.left), self._eval(node.right))
+        if isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not):
+                return Kind.HOST
+            return self._eval(node.expression)
+        if isinstance(node, cst.Comparison):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+                return Kind.HOST
+            return self._combine(self._eval(node.left), *(self._eval(c.comparator) for c in node.comparisons))
+        if isinstance(node, cst.BooleanOperation):
+            return join([self._eval(node.left), self._eval(node.right)])
+        if isinstance(node, cst.IfExp):
+            return join([self._eval(node.body), self._eval(node.orelse)])
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            kinds = [self._eval(el.value) for el in node.elements]
+            if any(k is Kind.DEVICE for k in kinds):
+                return Kind.DEVICE
+            return Kind.HOST if all(k in HOST_KINDS for k in kinds) else Kind.UNKNOWN
+        if isinstance(node, cst.Dict):
+            kinds = [self._eval(el.value) for el in node.elements if isinstance(el, cst.DictElement)]
+            return Kind.DEVICE if Kind.DEVICE in kinds else Kind.UNKNOWN
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return Kind.DEVICE if self._eval(node.elt) is Kind.DEVICE else Kind.UNKNOWN
+        if isinstance(node, cst.DictComp):
+            return Kind.DEVICE if self._eval(node.value) is Kind.DEVICE else Kind.UNKNOWN
+        if isinstance(node, cst.NamedExpr):
+            return self._eval(node.value)
+        return Kind.UNKNOWN
+
+    @staticmethod
+    def _combine(*kinds: Kind | None) -> Kind | None:
+        """Arithmetic: a device operand makes a device result; all-host stays host."""
+        known = [k for k in kinds if k is not None]
+        if Kind.DEVICE in known:
+            return Kind.DEVICE
+        if known and all(k in HOST_KINDS for k in known):
+            return Kind.HOST_TENSOR if Kind.HOST_TENSOR in known else Kind.HOST
+        return Kind.UNKNOWN if known else None
+
+    # -- names ----------------------------------------------------------------------------
+    def reaching_defs(self, name: cst.Name) -> list[Def]:
+        """Bindings of ``name`` that may reach this use (flow-insensitive within a loop)."""
+        index = self.index
+        scope = index.scope_of(name)
+        line = index.line(name)
+        loops = [a for a in index.ancestors(name) if isinstance(a, (cst.For, cst.While))]
+        while True:
+            defs = index.defs.get(scope, {}).get(name.value, [])
+            if defs:
+                if isinstance(scope, cst.Module) and index.scope_of(name) is not scope:
+                    return list(defs)  # a global read inside a function: any binding may reach it
+                reaching = [d for d in defs if d.line <= line or any(self._inside(d.stmt, lp) for lp in loops)]
+                return reaching
+            if isinstance(scope, cst.Module):
+                return []
+            scope = index.scope_of(scope)
+
+    def _inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        return any(a is ancestor for a in self.index.ancestors(node))
+
+    def _name(self, node: cst.Name) -> Kind | None:
+        defs = self.reaching_defs(node)
+        if not defs:
+            return Kind.UNKNOWN
+        kinds = [self._def(d) for d in defs]
+        return join(kinds) if any(k is not None for k in kinds) else None
+
+    def _def(self, d: Def) -> Kind | None:
+        if d.how == "assign":
+            return self._eval(d.value)
+        if d.how == "unpack":
+            return self._element(d.value, d.path)
+        if d.how == "for":
+            return self._iter_element(d.value, d.path)
+        if d.how == "aug":
+            target = d.stmt.target if isinstance(d.stmt, cst.AugAssign) else None
+            return self._combine(self._eval(target) if target is not None else None, self._eval(d.value))
+        if d.how == "param":
+            return self._param(d)
+        return Kind.UNKNOWN
+
+    def _element(self, value: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
+        """Kind of element ``path`` when ``value`` is unpacked."""
+        for i, step in enumerate(path):
+            if isinstance(value, (cst.Tuple, cst.List)) and step >= 0 and step < len(value.elements):
+                value = value.elements[step].value
+                continue
+            k = self._eval(value)
+            return k if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
+        return self._eval(value)
+
+    def _iter_element(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
+        """Kind of (part of) one item produced by ``for ... in iterable``."""
+        if isinstance(iterable, cst.Call):
+            fname = self._callee_name(iterable)
+            args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+            if fname in ("enumerate",) and args:
+                if not path:
+                    return Kind.UNKNOWN
+                return Kind.HOST if path[0] == 0 else self._iter_element(args[0], path[1:])
+            if fname == "zip" and args:
+                if not path:
+                    return Kind.UNKNOWN
+                return self._iter_element(args[path[0]], path[1:]) if 0 <= path[0] < len(args) else Kind.UNKNOWN
+            if fname in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice", "track", "rich.progress.track") and args:
+                return self._iter_element(args[0], path)
+            if fname == "range":
+                return Kind.HOST
+        k = self._eval(iterable)
+        if k is Kind.LOADER:
+            return Kind.HOST_TENSOR  # a DataLoader yields CPU tensors until the loop moves them
+        if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR):
+            return k
+        return Kind.UNKNOWN
+
+    def _param(self, d: Def) -> Kind | None:
+        """A parameter is what its same-module call sites pass, or what its hook contract says."""
+        key = id(d.param)
+        if key in self._param_memo:
+            return self._param_memo[key]
+        self._param_memo[key] = Kind.UNKNOWN  # cycle guard for recursive functions
+        result = self._param_uncached(d)
+        self._param_memo[key] = result
+        return result
+
+    def _param_uncached(self, d: Def) -> Kind:
+        func, param = d.func, d.param
+        assert func is not None and param is not None
+        if param.annotation is not None:
+            qn = self.qualname(param.annotation.annotation) or ""
+            if qn in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+                return Kind.DEVICE
+            if qn == "torch.nn.Module":
+                return Kind.MODEL
+        info = self.index.class_of_method.get(func)
+        if info is not None and func.name.value in LIGHTNING_BATCH_HOOKS and self.is_lightning_class(info.node):
+            # Lightning moves the batch to the module's device before calling the hook.
+            if param.name.value == "batch":
+                return Kind.DEVICE
+        names = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+        position = names.index(param.name.value) if param.name.value in names else None
+        if info is not None and position is not None:
+            position -= 1  # `self`
+        kinds: list[Kind | None] = []
+        for call in self.index.calls:
+            if self.index.resolve_function(call.func, call) is not func:
+                continue
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            if any(a.star for a in call.args):
+                return Kind.UNKNOWN
+            match = [a.value for a in call.args if a.keyword is not None and a.keyword.value == param.name.value]
+            if not match and position is not None and 0 <= position < len(positional):
+                match = [positional[position].value]
+            if match:
+                kinds.append(self._eval(match[0]))
+            elif param.default is not None:
+                kinds.append(self._eval(param.default))
+        return join(kinds) if kinds else Kind.UNKNOWN
+
+    # -- attributes -----------------------------------------------------------------------
+    def _attribute(self, node: cst.Attribute) -> Kind | None:
+        attr = node.attr.value
+        qn = self.qualname(node)
+        if qn is not None:
+            return self._qualified_value(qn)
+        parts = dotted_parts(node)
+        if parts and len(parts) == 2 and parts[0] == "self":
+            return self._self_attr(node, parts[1])
+        if attr in HOST_ATTRIBUTES:
+            return Kind.HOST
+        base = self._eval(node.value)
+        if attr in SAME_VALUE_ATTRIBUTES:
+            return base
+        if base is Kind.DEVICE:
+            return Kind.DEVICE  # fields of a model output (`out.logits`, `out.loss`)
+        if base in HOST_KINDS:
+            return base
+        if base is Kind.MODEL:
+            return Kind.UNKNOWN  # a submodule or a parameter
+        return Kind.UNKNOWN
+
+    def _qualified_value(self, qn: str) -> Kind:
+        if qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in ("float32", "float16", "bfloat16", "int64", "long", "float", "half", "uint8", "bool"):
+            return Kind.HOST
+        return Kind.UNKNOWN
+
+    def _self_attr(self, node: cst.CSTNode, attr: str) -> Kind | None:
+        func = self.index.enclosing_function(node)
+        while func is not None and func not in self.index.class_of_method:
+            func = self.index.enclosing_function(func)
+        info = self.index.class_of_method.get(func) if func is not None else None
+        if info is None:
+            return Kind.UNKNOWN
+        if attr in ("device",):
+            return Kind.HOST
+        defs = info.self_attrs.get(attr, [])
+        kinds = [self._def(d) for d in defs]
+        k = join(kinds)
+        if k is Kind.UNKNOWN and self._is_module_class(info.node) and not defs:
+            return Kind.UNKNOWN
+        return k
+
+    # -- calls ----------------------------------------------------------------------------
+    def _callee_name(self, call: cst.Call) -> str | None:
+        qn = self.qualname(call.func)
+        if qn is not None:
+            return qn
+        parts = dotted_parts(call.func)
+        return ".".join(parts) if parts else None
+
+    def _call(self, call: cst.Call) -> Kind | None:
+        func = call.func
+        qn = self.qualname(func)
+        if qn is not None:
+            return self._qualified_call(qn, call)
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in HOST_BUILTINS and not self.index.defs.get(self.index.scope_of(func), {}).get(name):
+                return Kind.HOST
+            if name in SAME_KIND_BUILTINS:
+                return self._combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN
+            target = self.index.functions.get(name)
+            if target is not None:
+                return self._function_result(target)
+            cls = self.index.classes.get(name)
+            if cls is not None:
+                return self._class_instance(cls.node)
+        if isinstance(func, cst.Attribute):
+            method = self.index.resolve_function(func, call)
+            if method is not None:
+                return self._function_result(method)
+            return self._method_call(call, func)
+        callee = self._eval(func)
+        return self._call_of(callee, call)
+
+    def _call_of(self, callee: Kind | None, call: cst.Call) -> Kind:
+        """Calling a model, or an unknown callable (a criterion, a metric) on device tensors."""
+        args = [self._eval(a.value) for a in call.args]
+        if callee is Kind.MODEL:
+            return Kind.DEVICE if Kind.DEVICE in args or self.uses_accelerator else Kind.HOST_TENSOR
+        if callee in (None, Kind.UNKNOWN) and Kind.DEVICE in args:
+            return Kind.DEVICE
+        if callee is Kind.DEVICE:
+            return Kind.DEVICE
+        return Kind.UNKNOWN
+
+    def _function_result(self, func: cst.FunctionDef) -> Kind | None:
+        returns = self.index.returns.get(func, [])
+        if not returns:
+            return Kind.HOST  # returns None
+        kinds = [self._eval(r) for r in returns]
+        return join(kinds) if any(k is not None for k in kinds) else None
+
+    def _class_instance(self, cls: cst.ClassDef) -> Kind:
+        return Kind.MODEL if self._is_module_class(cls) else Kind.UNKNOWN
+
+    def _is_module_class(self, cls: cst.ClassDef, depth: int = 0) -> bool:
+        for base in cls.bases:
+            qn = self.qualname(base.value) or ""
+            if qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES:
+                return True
+            if isinstance(base.value, cst.Name) and depth < 5:
+                local = self.index.classes.get(base.value.value)
+                if local is not None and self._is_module_class(local.node, depth + 1):
+                    return True
+        return False
+
+    def is_lightning_class(self, cls: cst.ClassDef, depth: int = 0) -> bool:
+        for base in cls.bases:
+            if (self.qualname(base.value) or "") in LIGHTNING_MODULES:
+                return True
+            if isinstance(base.value, cst.Name) and depth < 5:
+                local = self.index.classes.get(base.value.value)
+                if local is not None and self.is_lightning_class(local.node, depth + 1):
+                    return True
+        return False
+
+    def _qualified_call(self, qn: str, call: cst.Call) -> Kind:
+        last = qn.rsplit(".", 1)[-1]
+        if qn.startswith(HOST_MODULE_PREFIXES):
+            return Kind.HOST
+        if qn == "torch.utils.data.DataLoader":
+            return Kind.LOADER
+        if qn.startswith("torch.optim.") and last[:1].isupper() or qn.endswith("GradScaler"):
+            return Kind.OPTIMIZER
+        if qn in ("torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"):
+            return Kind.MODEL if call.args and self._eval(call.args[0].value) in (Kind.MODEL, Kind.UNKNOWN) else Kind.UNKNOWN
+        if qn.startswith("torch.nn.") and last[:1].isupper() and not qn.startswith("torch.nn.functional."):
+            return Kind.MODEL
+        if qn.startswith("torch.cuda.") or qn.startswith("torch.distributed.") or qn.startswith("torch.backends."):
+            return Kind.HOST
+        if qn.startswith("torch.") and qn.count(".") == 1:
+            if last in TORCH_HOST_RESULTS:
+                return Kind.HOST
+            if last in TORCH_FACTORIES:
+                return self._factory(last, call)
+        if qn.startswith("torch.") or qn.startswith("torch.nn.functional."):
+            args = [self._eval(a.value) for a in call.args]
+            if Kind.DEVICE in args:
+                return Kind.DEVICE
+            if args and all(a in HOST_KINDS for a in args):
+                return Kind.HOST_TENSOR
+            return Kind.UNKNOWN
+        # A class or function imported from elsewhere: a model if it is a known module base,
+        # else an opaque callable that gives device results from device inputs.
+        if qn in LIGHTNING_MODULES:
+            return Kind.MODEL
+        return self._call_of(Kind.UNKNOWN, call)
+
+    def _factory(self, last: str, call: cst.Call) -> Kind:
+        device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+        if device is not None:
+            where = self._device_arg(device)
+            return Kind.HOST_TENSOR if where == "cpu" else Kind.DEVICE
+        if last.endswith("_like") or last in ("as_tensor", "asarray"):
+            if call.args:
+                k = self._eval(call.args[0].value)
+                if k is Kind.DEVICE:
+                    return Kind.DEVICE
+        return Kind.HOST_TENSOR  # created on the CPU
+
+    def _device_arg(self, node: cst.BaseExpression) -> str | None:
+        """"cpu" / "accelerator" for a device-like argument; None when it is not one (a dtype)."""
+        if isinstance(node, cst.SimpleString):
+            text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
+            if CPU_WORDS.match(text):
+                return "cpu"
+            return "accelerator" if ACCELERATOR_WORDS.search(text) else None
+        if isinstance(node, cst.Integer):
+            return "accelerator"  # `.to(0)` / `.cuda(0)`
+        qn = self.qualname(node) or ""
+        if qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in ("float32", "float16", "bfloat16", "float64", "int64", "int32", "long", "float", "half", "double", "uint8", "bool", "int8", "int16", "complex64"):
+            return None
+        if isinstance(node, cst.Call):
+            cq = self.qualname(node.func) or ""
+            if cq == "torch.device" and node.args:
+                return self._device_arg(node.args[0].value)
+            return "accelerator"
+        if isinstance(node, cst.IfExp):
+            sides = {self._device_arg(node.body), self._device_arg(node.orelse)}
+            return "accelerator" if "accelerator" in sides else ("cpu" if sides == {"cpu"} else None)
+        if isinstance(node, cst.Name):
+            if "dtype" in node.value.lower():
+                return None
+            defs = self.reaching_defs(node)
+            values = [d.value for d in defs if d.how == "assign" and d.value is not None]
+            if values and len(values) == len(defs):
+                kinds = {self._device_arg(v) for v in values}
+                if kinds == {"cpu"}:
+                    return "cpu"
+                if kinds == {None}:
+                    return None
+            return "accelerator"
+        if isinstance(node, cst.Attribute):
+            if node.attr.value in ("dtype",) or "dtype" in node.attr.value:
+                return None
+            if node.attr.value == "device":
+                base = self._eval(node.value)
+                return "cpu" if base is Kind.HOST_TENSOR else "accelerator"
+            return "accelerator"
+        return None
+
+    def _method_call(self, call: cst.Call, func: cst.Attribute) -> Kind | None:
+        method = func.attr.value
+        receiver = self._eval(func.value)
+        if method in ("to", "cuda", "cpu", "pin_memory"):
+            if receiver is Kind.MODEL:
+                return Kind.MODEL
+            if method == "cuda":
+                return Kind.DEVICE
+            if method == "cpu":
+                return Kind.HOST_TENSOR
+            if method == "pin_memory":
+                return Kind.HOST_TENSOR
+            where = self.to_destination(call)
+            if where == "accelerator":
+                return Kind.DEVICE
+            if where == "cpu":
+                return Kind.HOST_TENSOR
+            return receiver  # `.to(torch.float16)` keeps the device
+        if receiver is Kind.MODEL:
+            if method in MODEL_METHODS_RETURNING_MODEL:
+                return Kind.MODEL
+            if method == "forward":
+                return Kind.DEVICE if self.uses_accelerator else Kind.HOST_TENSOR
+            return Kind.UNKNOWN
+        if receiver is Kind.DEVICE:
+            if method in HOST_RESULT_METHODS:
+                return Kind.HOST
+            return Kind.DEVICE
+        if receiver is Kind.HOST_TENSOR:
+            return Kind.HOST if method in HOST_RESULT_METHODS else Kind.HOST_TENSOR
+        if receiver is Kind.HOST:
+            return Kind.HOST
+        if method in ("item", "tolist", "numpy", "__len__"):
+            return Kind.HOST
+        if method in ("detach", "clone", "contiguous", "float", "half", "long", "mean", "sum"):
+            return receiver if receiver is not None else None
+        return Kind.UNKNOWN
+
+    def to_destination(self, call: cst.Call) -> str | None:
+        """Where `x.to(...)` sends its receiver: "accelerator", "cpu", or None (dtype only)."""
+        for arg in call.args:
+            if arg.keyword is not None:
+                if arg.keyword.value == "device":
+                    return self._device_arg(arg.value)
+                continue
+            where = self._device_arg(arg.value)
+            if where is not None:
+                return where
+            if isinstance(arg.value, (cst.Name, cst.Attribute)) and self._eval(arg.value) is Kind.DEVICE:
+                return "accelerator"  # `.to(other_tensor)`
+            break  # only the first positional can be a device
+        return None
+
+
+LIGHTNING_MODULES = frozenset({"lightning.LightningModule", "lightning.fabric.LightningModule"})
+LIGHTNING_BATCH_HOOKS = frozenset(
+    "training_step validation_step test_step predict_step on_train_batch_start on_train_batch_end "
+    "on_validation_batch_start on_validation_batch_end on_test_batch_end on_predict_batch_end".split()
+)

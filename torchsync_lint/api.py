@@ -1,0 +1,59 @@
+"""The library API the CLI, the flake8 plugin, the fixer and the verifier share."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchsync_lint.config import Config, find_pyproject, load_config
+from torchsync_lint.engine import lint_source
+from torchsync_lint.errors import file_error
+from torchsync_lint.files import ReadError, SourceFile, discover, read_source
+from torchsync_lint.rule import load_rules
+from torchsync_lint.types import Finding
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[Finding] = field(default_factory=list)  # TSL90x: the file (or a rule) failed
+    source: SourceFile | None = None
+
+    @property
+    def error(self) -> Finding | None:
+        return self.errors[0] if self.errors else None
+
+
+def config_for(paths: list[str], config_path: str | None = None, isolated: bool = False) -> Config:
+    if isolated:
+        return Config()
+    if config_path:
+        return load_config(Path(config_path))
+    start = Path(paths[0]) if paths and paths[0] != "-" else Path.cwd()
+    return load_config(find_pyproject(start if start.exists() else Path.cwd()))
+
+
+def lint_text(text: str, path: str, config: Config | None = None) -> list[Finding]:
+    config = config or Config()
+    rules = load_rules()
+    return lint_source(text, path, config.codes_for_path(path, rules), config.settings())
+
+
+def lint_file(path: str, config: Config | None = None) -> FileResult:
+    config = config or Config()
+    try:
+        source = SourceFile(sys.stdin.read(), "utf-8", "\n") if path == "-" else read_source(path)
+    except ReadError as exc:
+        return FileResult(path, errors=[file_error(path, exc.code, exc.message)])
+    findings = lint_text(source.text, path, config)
+    errors = [f for f in findings if f.severity == "error"]
+    return FileResult(path, [f for f in findings if f.severity != "error"], errors, source)
+
+
+def lint_paths(paths: list[str], config: Config) -> list[FileResult]:
+    files, bad = discover(paths, config)
+    results = [FileResult(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
+    results += [lint_file(p, config) for p in files]
+    return results

@@ -1,0 +1,250 @@
+"""`torchsync-lint`: check (default), rules, explain, verify. Owns I/O and exit codes.
+
+Exit codes: 0 clean, 1 findings, 2 usage error, internal error, or only files that could
+not be linted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from torchsync_lint import __version__
+
+SUBCOMMANDS = ("check", "rules", "explain", "verify")
+
+
+def _add_check_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); `-` reads stdin")
+    p.add_argument("--select", help="comma-separated codes, prefixes (TSL1), rule names or ALL")
+    p.add_argument("--extend-select", help="add to the selected rules")
+    p.add_argument("--ignore", help="comma-separated codes, prefixes or names to skip")
+    p.add_argument("--format", default="text", help="text (default), json, sarif, github or junit")
+    p.add_argument("--output-file", "-o", help="write the report here instead of stdout")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    p.add_argument("--statistics", action="store_true", help="count findings per rule")
+    p.add_argument("--quiet", "-q", action="store_true", help="no source snippets, no summary when clean")
+    p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    p.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (or show) unsafe fixes")
+    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, write nothing")
+    p.add_argument("--config", help="read this pyproject.toml instead of discovering one")
+    p.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    p.add_argument("--stdin-filename", help="the path to report for `-`")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchsync-lint",
+        description="Find, fix and prove hidden CPU-GPU syncs in PyTorch training code.",
+    )
+    parser.add_argument("--version", action="version", version=f"torchsync-lint {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    _add_check_arguments(sub.add_parser("check", help="lint files (the default command)"))
+    rules = sub.add_parser("rules", help="list every rule")
+    rules.add_argument("--format", default="text", choices=("text", "json", "markdown"))
+    explain = sub.add_parser("explain", help="print a rule's documentation")
+    explain.add_argument("rule", help="a code (TSL101) or a name (host-read-in-loop)")
+    verify = sub.add_parser("verify", help="replay fixture scripts and confirm findings at runtime")
+    try:
+        from torchsync_lint import verify as verify_pkg  # imports torch lazily, inside run()
+
+        verify_pkg.add_arguments(verify)
+    except ImportError:  # pragma: no cover - only before the verifier lands
+        verify.set_defaults(verify_missing=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "check")
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        if args.command == "rules":
+            return cmd_rules(args)
+        if args.command == "explain":
+            return cmd_explain(args)
+        if args.command == "verify":
+            if getattr(args, "verify_missing", False):
+                print("torchsync-lint: the verifier is not installed in this build", file=sys.stderr)
+                return 2
+            from torchsync_lint import verify as verify_pkg
+
+            return verify_pkg.run(args)
+        return cmd_check(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a clear one-line error, never a traceback
+        from torchsync_lint.config import ConfigError
+
+        if isinstance(exc, ConfigError):
+            print(f"torchsync-lint: error: {exc}", file=sys.stderr)
+            return 2
+        if os.environ.get("TORCHSYNC_DEBUG"):
+            raise
+        print(f"torchsync-lint: internal error: {type(exc).__name__}: {exc} (set TORCHSYNC_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 2
+
+
+def _split(value: str | None) -> list[str]:
+    return [s for s in (value or "").replace(" ", ",").split(",") if s]
+
+
+def _resolve_config(args):
+    from torchsync_lint.api import config_for
+
+    paths = args.paths or ["."]
+    config = config_for(paths, args.config, args.isolated)
+    if args.select:
+        config.select = _split(args.select)
+    if args.extend_select:
+        config.extend_select = [*config.extend_select, *_split(args.extend_select)]
+    if args.ignore:
+        config.ignore = [*config.ignore, *_split(args.ignore)]
+    if args.unsafe_fixes is not None:
+        config.unsafe_fixes = args.unsafe_fixes
+    from torchsync_lint.rule import load_rules
+
+    config.enabled_codes(load_rules())  # validates selectors early (ConfigError -> exit 2)
+    return config, paths
+
+
+def cmd_check(args) -> int:
+    from torchsync_lint.api import lint_file, lint_paths
+    from torchsync_lint.reporters import load_formats
+
+    config, paths = _resolve_config(args)
+    formats = load_formats()
+    if args.format not in formats:
+        print(f"torchsync-lint: error: unknown format {args.format!r} (choose from {', '.join(sorted(formats))})", file=sys.stderr)
+        return 2
+    if args.fix or args.diff:
+        try:
+            from torchsync_lint.fixer import run_fix_command
+        except ImportError:
+            print("torchsync-lint: error: --fix/--diff are not available in this build", file=sys.stderr)
+            return 2
+        return run_fix_command(args, config, paths)
+    if paths == ["-"]:
+        result = lint_file("-", config)
+        if args.stdin_filename:
+            result.path = args.stdin_filename
+            result.findings = [_with_path(f, args.stdin_filename) for f in result.findings]
+        results = [result]
+    else:
+        results = lint_paths(paths, config)
+    options = {
+        "color": _use_color(args.output_file),
+        "quiet": args.quiet,
+        "statistics": args.statistics,
+        "unsafe_fixes": config.unsafe_fixes,
+    }
+    report = formats[args.format](results, options)
+    _emit(report, args.output_file)
+    findings = sum(len(r.findings) for r in results)
+    errors = sum(len(r.errors) for r in results)
+    for r in results:
+        for e in r.errors:
+            if args.format != "text":  # text already prints them inline
+                print(f"{e.path}: {e.code} {e.message}", file=sys.stderr)
+    if args.exit_zero:
+        return 0
+    if findings:
+        return 1
+    return 2 if errors else 0
+
+
+def _with_path(finding, path):
+    from dataclasses import replace
+
+    return replace(finding, path=path)
+
+
+def _use_color(output_file: str | None) -> bool:
+    if output_file or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty()
+
+
+def _emit(text: str, output_file: str | None) -> None:
+    if output_file:
+        with open(output_file, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_rules(args) -> int:
+    from torchsync_lint.rule import load_rules
+
+    rules = load_rules()
+    if args.format == "json":
+        print(json.dumps([rule_summary(r) for r in rules.values()], indent=2))
+        return 0
+    if args.format == "markdown":
+        print(rules_markdown_table(rules))
+        return 0
+    width = max(len(r.name) for r in rules.values()) if rules else 10
+    print(f"{'code':7} {'name':{width}} {'fix':6} summary")
+    for rule in rules.values():
+        fix = "unsafe" if rule.fix_title and _fix_is_unsafe(rule) else ("yes" if rule.fix_title else "-")
+        off = "" if rule.default_enabled else " (off by default)"
+        print(f"{rule.code:7} {rule.name:{width}} {fix:6} {rule.summary()}{off}")
+    return 0
+
+
+def _fix_is_unsafe(rule) -> bool:
+    return "unsafe" in rule.section("Fix safety").lower().split(".")[0]
+
+
+def rule_summary(rule) -> dict:
+    return {
+        "code": rule.code,
+        "name": rule.name,
+        "message": rule.message,
+        "summary": rule.summary(),
+        "fixable": bool(rule.fix_title),
+        "fix_title": rule.fix_title,
+        "default_enabled": rule.default_enabled,
+        "runtime_observable": rule.runtime_observable,
+        "url": rule.docs_url(),
+    }
+
+
+def rules_markdown_table(rules) -> str:
+    lines = ["| code | name | fix | summary |", "|---|---|---|---|"]
+    for rule in rules.values():
+        fix = rule.fix_title or "-"
+        lines.append(f"| {rule.code} | `{rule.name}` | {fix} | {rule.summary()} |")
+    return "\n".join(lines)
+
+
+def cmd_explain(args) -> int:
+    from torchsync_lint.rule import load_rules
+
+    rules = load_rules()
+    key = args.rule.strip()
+    rule = rules.get(key.upper()) or next((r for r in rules.values() if r.name == key), None)
+    if rule is None:
+        print(f"torchsync-lint: error: no rule {key!r}; `torchsync-lint rules` lists them", file=sys.stderr)
+        return 2
+    print(f"# {rule.code} {rule.name}\n")
+    print(f"Message: {rule.message}\n")
+    if rule.fix_title:
+        print(f"Fix: {rule.fix_title}\n")
+    print(rule.docs())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

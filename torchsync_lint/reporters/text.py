@@ -1,0 +1,54 @@
+"""`--format text`: `path:line:col: CODE message [*]`, the source line, a caret, a summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from torchsync_lint.reporters import all_findings, register
+from torchsync_lint.types import Applicability
+
+RED, BOLD, CYAN, DIM, RESET = "\033[31m", "\033[1m", "\033[36m", "\033[2m", "\033[0m"
+
+
+def _style(text: str, code: str, color: bool) -> str:
+    return f"{code}{text}{RESET}" if color else text
+
+
+@register("text")
+def render(results, options) -> str:
+    color = bool(options.get("color"))
+    show_source = not options.get("quiet")
+    unsafe = bool(options.get("unsafe_fixes"))
+    lines_by_path = {r.path: r.source.text.splitlines() for r in results if r.source is not None}
+    out: list[str] = []
+    fixable = 0
+    items = all_findings(results)
+    for f in items:
+        mark = ""
+        if f.fix is not None and (f.fix.applicability is Applicability.SAFE or (unsafe and f.fix.applicability is Applicability.UNSAFE)):
+            mark = " [*]"
+            fixable += 1
+        where = _style(f"{f.path}:{f.line}:{f.column}:", BOLD, color)
+        code = _style(f.code, RED, color)
+        out.append(f"{where} {code} {f.message}{mark}")
+        src = lines_by_path.get(f.path, [])
+        if show_source and f.severity != "error" and 0 < f.line <= len(src):
+            text = src[f.line - 1].expandtabs(1)
+            width = max(1, (f.end_column - f.column) if f.end_line == f.line else len(text) - f.column + 1)
+            out.append(_style(f"    {text}", DIM, color))
+            out.append(_style("    " + " " * (f.column - 1) + "^" * width, CYAN, color))
+    warnings = [f for f in items if f.severity != "error"]
+    errors = [f for f in items if f.severity == "error"]
+    if options.get("statistics"):
+        counts = Counter((f.code, f.name) for f in items)
+        for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            out.append(f"{n:5d}  {code}  {name}")
+    files = len(results)
+    summary = f"Found {len(warnings)} finding{'s' if len(warnings) != 1 else ''} in {files} file{'s' if files != 1 else ''} checked"
+    if errors:
+        summary += f"; {len(errors)} file{'s' if len(errors) != 1 else ''} could not be linted"
+    if fixable:
+        summary += f"; {fixable} fixable with `--fix`" + (" --unsafe-fixes" if unsafe else "")
+    if warnings or errors or not options.get("quiet"):
+        out.append(summary + ".")
+    return "\n".join(out) + "\n" if out else ""

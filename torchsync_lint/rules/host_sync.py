@@ -1,0 +1,491 @@
+"""TSL1xx: host reads and explicit syncs inside hot (per-step) loops.
+
+Every rule here asks the shared analysis two questions: does this code run every training
+step (``self.hot(node)``), and is the value a tensor on an accelerator
+(``self.analysis.is_device(expr)``)? A value of unknown origin is never a finding.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis import Kind, dotted_parts
+from torchsync_lint.rule import Rule
+from torchsync_lint.rules._cases import LOOP_BODY_LINE as L
+from torchsync_lint.rules._cases import in_loop
+from torchsync_lint.types import Invalid, Valid
+
+HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+HOST_CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
+
+
+def _describe(rule: Rule, node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(rule.code_for(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class HostReadInLoop(Rule):
+    """
+    ## What it does
+    Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.to("cpu")` and `float()`/`int()`/`bool()`
+    of a device tensor inside a loop that runs every training step.
+
+    ## Why is this bad?
+    CUDA runs asynchronously: the host queues kernels and moves on. Reading a value back
+    (`loss.item()`) makes the host wait until every queued kernel has finished and the copy is
+    done, so the GPU drains its queue and idles while Python prepares the next step. One
+    `.item()` per step is the most common reason a GPU sits under-utilised. Reads behind
+    `if step % N == 0:` still sync on those steps; the message says when a read is gated.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        running_loss += loss.item()
+    ```
+
+    ## Use instead
+    ```python
+    running_loss = torch.zeros((), device=device)
+    for x, y in loader:
+        loss = criterion(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        running_loss += loss.detach()
+    print(running_loss.item())  # one sync, after the loop
+    ```
+
+    ## Known problems
+    A read the program genuinely needs every step (early stopping on a loss value, say) is
+    still a sync; suppress it with `# noqa: TSL101` once you have decided it is worth it.
+    """
+
+    code = "TSL101"
+    name = "host-read-in-loop"
+    message = "`{expr}` copies a device tensor to the host and waits for the GPU in a per-step loop; keep the value on the device and read it once after the loop"
+
+    VALID = [
+        Valid(in_loop("arr = np.zeros(3)\ntotal += arr.item()").replace("import torch\n", "import torch\nimport numpy as np\n", 1)),
+        Valid(in_loop("losses.append(loss.detach())", after="print(torch.stack(losses).mean().item())\n")),
+        Valid(in_loop("n = len(y)\nbatch = x.shape[0]\nlr = float(optimizer.param_groups[0]['lr'])")),
+        Valid(in_loop("t = torch.zeros(3)\nv = t.item()")),  # a CPU tensor: no device round trip
+        Valid("import torch\nfor x, y in loader:\n    total += x.item()\n"),  # batches stay on the CPU
+        Valid("import torch\nmodel = torch.nn.Linear(2, 2)\nfor epoch in range(3):\n    train_one_epoch()\n    print(model.weight.sum().item())\n"),
+    ]
+    INVALID = [
+        Invalid(in_loop("total += loss.item()"), line=L, message_contains="loss.item()"),
+        Invalid(in_loop("preds = logits.argmax(1).cpu().numpy()"), line=L, message_contains=".cpu()"),
+        Invalid(in_loop("acc = float((logits.argmax(1) == y).float().mean())"), line=L),
+        Invalid(in_loop("if step % 100 == 0:\n    print(loss.item())"), line=L + 1, message_contains="gated"),
+        Invalid(in_loop("hist = logits.tolist()"), line=L),
+        Invalid(
+            "import torch\n\ndef train_step(model, x, y, opt):\n    loss = model(x).sum()\n    loss.backward()\n"
+            "    opt.step()\n    return loss.item()\n\ndef main(model, loader, opt, device):\n"
+            "    for x, y in loader:\n        train_step(model, x.to(device), y, opt)\n",
+            line=7,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = func.value
+            is_host_read = method in HOST_READ_METHODS and not node.args
+            if method == "to" and self.analysis.values.to_destination(node) == "cpu":
+                is_host_read = True
+            if not is_host_read or not self.analysis.is_device(receiver):
+                return  # not a read, or not provably a device tensor
+        elif isinstance(func, cst.Name) and func.value in HOST_CONVERSIONS and len(node.args) == 1:
+            if self.analysis.index.defs.get(self.analysis.index.scope_of(func), {}).get(func.value):
+                return  # a local function shadows the builtin
+            if not self.analysis.is_device(node.args[0].value):
+                return
+        else:
+            return
+        hot = self.hot(node)
+        if hot is None:
+            return  # a single read outside the per-step path is fine
+        self.report(node, expr=_describe(self, node), hot=hot)
+
+
+class TensorTruthinessInLoop(Rule):
+    """
+    ## What it does
+    Flags a device tensor used as a Python condition in a per-step loop: `if t.any():`,
+    `while (x > 0).all():`, `assert t`, `a.any() or b.any()`, `if torch.isnan(loss):`,
+    `x if t else y`.
+
+    ## Why is this bad?
+    Python must know the truth value on the host, so `bool(t)` copies it back and waits for
+    the GPU: a full CPU-GPU sync hidden in an innocent-looking `if`. `a.any() or b.any()`
+    syncs twice (torchmetrics' NaN check does exactly this on every `update`).
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        if torch.isnan(loss):
+            raise RuntimeError("NaN loss")
+    ```
+
+    ## Use instead
+    ```python
+    bad_steps = torch.zeros((), device=device, dtype=torch.long)
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        bad_steps += torch.isnan(loss)  # stays on the device
+    if bad_steps.item():                # one check after the loop (or every N steps)
+        raise RuntimeError("NaN loss")
+    ```
+    `torch._assert_async(~torch.isnan(loss))` checks on the device without a sync.
+    """
+
+    code = "TSL102"
+    name = "tensor-truthiness-in-loop"
+    message = "`{expr}` is a device tensor used as a Python condition: the host waits for the GPU to read its truth value every step"
+
+    VALID = [
+        Valid(in_loop("if x is None:\n    continue")),
+        Valid(in_loop("if len(y) < 32:\n    break")),
+        Valid(in_loop("if x.shape[0] == 0:\n    continue")),
+        Valid(in_loop("keep = torch.where(y > 0, logits, 0)")),
+        Valid(in_loop("flag = torch.zeros(1)\nif flag.any():\n    pass")),  # a CPU tensor
+        Valid(in_loop("if step > 10 and lr_scale < 1.0:\n    pass")),
+    ]
+    INVALID = [
+        Invalid(in_loop("if torch.isnan(loss):\n    break"), line=L),
+        Invalid(in_loop("while (logits > 0).all():\n    logits = logits - 1"), line=L),
+        Invalid(in_loop("assert loss > 0"), line=L),
+        Invalid(in_loop("if torch.isnan(loss).any() or torch.isinf(loss).any():\n    break"), line=L),
+        Invalid(in_loop("scale = 0.5 if loss > 10 else 1.0"), line=L),
+    ]
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check_condition(node.test, node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check_condition(node.test, node)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._check_condition(node.test, node)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check_condition(node.test, node)
+
+    def visit_CompIf(self, node: cst.CompIf) -> None:
+        self._check_condition(node.test, node)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        # The left operand of `and`/`or` is always truth-tested, wherever the expression is.
+        if not self._is_condition_part(node):
+            self._check_condition(node.left, node, descend=False)
+
+    def _is_condition_part(self, node: cst.CSTNode) -> bool:
+        parent = self.analysis.index.parent(node)
+        while isinstance(parent, (cst.BooleanOperation, cst.UnaryOperation)):
+            node, parent = parent, self.analysis.index.parent(parent)
+        return isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)) and getattr(parent, "test", None) is node
+
+    def _check_condition(self, test: cst.BaseExpression, stmt: cst.CSTNode, descend: bool = True) -> None:
+        for part in _truth_tested_parts(test) if descend else [test]:
+            if self.analysis.is_device(part):
+                hot = self.hot(stmt)
+                if hot is not None:
+                    self.report(part, expr=_describe(self, part), hot=hot)
+
+
+def _truth_tested_parts(test: cst.BaseExpression):
+    """The sub-expressions whose truth value Python computes: `a or not b` -> a, b."""
+    if isinstance(test, cst.BooleanOperation):
+        yield from _truth_tested_parts(test.left)
+        yield from _truth_tested_parts(test.right)
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _truth_tested_parts(test.expression)
+    else:
+        yield test
+
+
+class TensorFormatInLoop(Rule):
+    """
+    ## What it does
+    Flags formatting a device tensor in a per-step loop: `print(t)`, `f"{t}"`, `f"{t:.3f}"`,
+    `"%s" % t`, `str(t)`, `"{}".format(t)`, and `logging`/`logger` calls with a tensor argument.
+
+    ## Why is this bad?
+    Turning a tensor into text reads its values on the host, which waits for every queued
+    kernel. It looks like logging; it behaves like `.item()`.
+
+    ## Example
+    ```python
+    for step, (x, y) in enumerate(loader):
+        loss = train_step(x, y)
+        print(f"step {step}: loss {loss:.4f}")
+    ```
+
+    ## Use instead
+    ```python
+    for step, (x, y) in enumerate(loader):
+        loss = train_step(x, y)
+        if step % 100 == 0:  # still a sync, but one in a hundred steps
+            print(f"step {step}: loss {loss.item():.4f}")
+    ```
+    """
+
+    code = "TSL103"
+    name = "tensor-format-in-loop"
+    message = "formatting `{expr}` as text reads a device tensor on the host and waits for the GPU every step"
+
+    VALID = [
+        Valid(in_loop("print(f'step {step}')")),
+        Valid(in_loop("lr = 0.1\nprint('lr', lr)")),
+        Valid(in_loop("print(x.shape, logits.dtype)")),
+        Valid(in_loop("pass", after="print(f'final loss {loss}')\n")),  # after the loop
+        Valid(in_loop("logger.info('step %d', step)")),
+    ]
+    INVALID = [
+        Invalid(in_loop("print(loss)"), line=L),
+        Invalid(in_loop("msg = f'loss {loss:.3f}'"), line=L),
+        Invalid(in_loop("log = 'loss %s' % loss"), line=L),
+        Invalid(in_loop("logging.info('loss %s', loss)").replace("import torch\n", "import torch\nimport logging\n", 1), line=L + 1),
+        Invalid(in_loop("text = str(logits)"), line=L),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        parts = dotted_parts(func) or []
+        if isinstance(func, cst.Name) and func.value in ("print", "str", "repr", "format"):
+            candidates = [a.value for a in node.args if a.keyword is None or a.keyword.value not in ("file", "sep", "end", "flush")]
+            if func.value == "format":
+                candidates = candidates[:1]
+        elif isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            candidates = [a.value for a in node.args]
+        elif parts and parts[-1] in _LOG_METHODS and (parts[0] in ("logging", "logger", "log", "LOGGER", "_logger") or (self.analysis.qualname(func) or "").startswith("logging.")):
+            candidates = [a.value for a in node.args[1:] if a.keyword is None]
+        else:
+            return
+        for expr in candidates:
+            self._check(expr, node)
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        self._check(node.expression, node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+            right = node.right
+            parts = [el.value for el in right.elements] if isinstance(right, cst.Tuple) else [right]
+            for expr in parts:
+                self._check(expr, node)
+
+    def _check(self, expr: cst.BaseExpression, at: cst.CSTNode) -> None:
+        if not self.analysis.is_device(expr):
+            return
+        if isinstance(expr, (cst.FormattedString, cst.SimpleString)):
+            return
+        hot = self.hot(at)
+        if hot is not None:
+            self.report(expr, expr=_describe(self, expr), hot=hot)
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+
+
+class ExplicitSyncInLoop(Rule):
+    """
+    ## What it does
+    Flags `torch.cuda.synchronize()`, `stream.synchronize()` and `event.synchronize()` (and
+    the `torch.accelerator`/`mps`/`xpu` equivalents) inside a per-step loop.
+
+    ## Why is this bad?
+    An explicit synchronize blocks the host until the GPU is idle, every step, emptying the
+    queue that keeps the GPU busy. `torch.cuda.set_sync_debug_mode` does not report these,
+    so they survive profiling-era debugging code unnoticed.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        train_step(x, y)
+        torch.cuda.synchronize()
+        step_times.append(time.perf_counter() - t0)
+    ```
+
+    ## Use instead
+    ```python
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for x, y in loader:
+        train_step(x, y)
+    end.record()
+    torch.cuda.synchronize()  # once, after the loop
+    print(start.elapsed_time(end) / steps, "ms/step")
+    ```
+    """
+
+    code = "TSL104"
+    name = "explicit-sync-in-loop"
+    message = "`{expr}` blocks the host until the GPU is idle on every step; time with CUDA events and synchronize once after the loop"
+
+    VALID = [
+        Valid(in_loop("pass", after="torch.cuda.synchronize()\n")),
+        Valid(in_loop("stream = torch.cuda.Stream()\nwith torch.cuda.stream(stream):\n    pass")),
+        Valid(in_loop("event = torch.cuda.Event()\nevent.record()")),
+        Valid(in_loop("barrier.synchronize()")),  # not a CUDA stream or event
+    ]
+    INVALID = [
+        Invalid(in_loop("torch.cuda.synchronize()"), line=L),
+        Invalid(in_loop("torch.cuda.current_stream().synchronize()"), line=L),
+        Invalid(in_loop("done = torch.cuda.Event()\ndone.record()\ndone.synchronize()"), line=L + 2),
+        Invalid(in_loop("sync()").replace("import torch\n", "import torch\nfrom torch.cuda import synchronize as sync\n", 1), line=L + 1),
+    ]
+
+    _SYNC_FUNCTIONS = frozenset(
+        {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.mps.synchronize", "torch.xpu.synchronize", "torch.cuda.Event.synchronize", "torch.cuda.Stream.synchronize"}
+    )
+    _SYNC_OBJECTS = frozenset(
+        {"torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream", "torch.Event", "torch.Stream", "torch.accelerator.current_stream"}
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qn = self.analysis.qualname(node.func)
+        if qn not in self._SYNC_FUNCTIONS and not self._is_object_sync(node.func):
+            return
+        hot = self.hot(node)
+        if hot is not None:
+            self.report(node, expr=_describe(self, node), hot=hot)
+
+    def _is_object_sync(self, func: cst.BaseExpression) -> bool:
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "synchronize"):
+            return False
+        return self._origin(func.value) in self._SYNC_OBJECTS
+
+    def _origin(self, expr: cst.BaseExpression) -> str | None:
+        """The qualified name of the call that created ``expr`` (through one local name)."""
+        if isinstance(expr, cst.Call):
+            return self.analysis.qualname(expr.func)
+        if isinstance(expr, cst.Name):
+            defs = self.analysis.values.reaching_defs(expr)
+            origins = {self._origin(d.value) for d in defs if d.how == "assign" and d.value is not None}
+            return origins.pop() if len(origins) == 1 else None
+        return None
+
+
+class DynamicShapeInLoop(Rule):
+    """
+    ## What it does
+    Flags ops whose output shape depends on tensor values, on device tensors in a per-step
+    loop: `nonzero`, boolean-mask indexing `x[mask]` and `x[mask] = v`, `masked_select`,
+    `unique`, one-argument `torch.where(cond)`, and `repeat_interleave` with tensor repeats
+    and no `output_size`.
+
+    ## Why is this bad?
+    To allocate the output, the host must first learn how many elements there are: the
+    kernel counts on the GPU, copies the count back and waits. Every such op is a hidden
+    `.item()`; it also breaks `torch.compile` graphs and CUDA graph capture.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        logits = model(x)
+        loss = criterion(logits[y != IGNORE], y[y != IGNORE])
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        logits = model(x)
+        loss = criterion(logits, y, ignore_index=IGNORE)  # or weight by the mask:
+        # loss = (per_sample_loss * (y != IGNORE)).sum() / (y != IGNORE).sum().clamp(min=1)
+    ```
+    `torch.where(mask, x, 0)`, `nonzero_static(size=...)` and
+    `repeat_interleave(..., output_size=n)` keep shapes static.
+    """
+
+    code = "TSL105"
+    name = "dynamic-shape-in-loop"
+    message = "`{expr}` has a data-dependent output shape, so the host must read a count from the GPU every step; use masked arithmetic or a static-size variant"
+
+    VALID = [
+        Valid(in_loop("idx = logits.argmax(1)\npicked = logits[torch.arange(32), idx]")),  # integer indexing
+        Valid(in_loop("safe = torch.where(y > 0, logits[:, 0], 0.0)")),  # three-argument where
+        Valid(in_loop("rep = logits.repeat_interleave(2, dim=0)")),  # static repeats
+        Valid(in_loop("counts = torch.tensor([1, 2])\nrep = logits.repeat_interleave(counts.to(device), dim=0, output_size=3)")),
+        Valid(in_loop("pass", after="nz = torch.nonzero(logits)\n")),  # after the loop
+        Valid(in_loop("m = torch.zeros(4) > 0\nsel = torch.ones(4)[m]")),  # a CPU tensor
+    ]
+    INVALID = [
+        Invalid(in_loop("pos = logits[logits > 0]"), line=L),
+        Invalid(in_loop("idx = torch.nonzero(y)"), line=L),
+        Invalid(in_loop("mask = y != 0\nlogits[mask] = 0.0"), line=L + 1),
+        Invalid(in_loop("classes = y.unique()"), line=L),
+        Invalid(in_loop("rows, = torch.where(y > 0)"), line=L),
+        Invalid(in_loop("sel = torch.masked_select(logits, logits > 0)"), line=L),
+    ]
+
+    _FUNCTIONS = frozenset({"torch.nonzero", "torch.masked_select", "torch.unique", "torch.unique_consecutive", "torch.argwhere"})
+    _METHODS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere"})
+    _MASK_FUNCTIONS = frozenset(
+        {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf", "torch.logical_and", "torch.logical_or",
+         "torch.logical_not", "torch.logical_xor", "torch.isin", "torch.eq", "torch.ne", "torch.gt", "torch.lt", "torch.ge", "torch.le",
+        }
+    )
+    _MASK_METHODS = frozenset({"bool", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "isin"})
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qn = self.analysis.qualname(node.func)
+        positional = [a for a in node.args if a.keyword is None]
+        if qn in self._FUNCTIONS:
+            subject = positional[0].value if positional else None
+        elif qn == "torch.where" and len(node.args) == 1:
+            subject = node.args[0].value
+        elif qn == "torch.repeat_interleave":
+            if any(a.keyword and a.keyword.value == "output_size" for a in node.args) or len(positional) < 2:
+                return
+            subject = positional[1].value if self.analysis.kind(positional[1].value) is Kind.DEVICE else None
+        elif isinstance(node.func, cst.Attribute) and qn is None:
+            method = node.func.attr.value
+            if method in self._METHODS:
+                subject = node.func.value
+            elif method == "repeat_interleave" and positional and not any(a.keyword and a.keyword.value == "output_size" for a in node.args):
+                subject = positional[0].value if self.analysis.kind(positional[0].value) is Kind.DEVICE else None
+            else:
+                return
+        else:
+            return
+        if subject is None or not self.analysis.is_device(subject):
+            return
+        hot = self.hot(node)
+        if hot is not None:
+            self.report(node, expr=_describe(self, node), hot=hot)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not self.analysis.is_device(node.value):
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and self._is_bool_mask(index.value):
+                hot = self.hot(node)
+                if hot is not None:
+                    self.report(node, expr=_describe(self, node), hot=hot)
+                return
+
+    def _is_bool_mask(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A device tensor of dtype bool: a comparison, `~m`, `m1 & m2`, `isnan(x)`, `x.bool()`..."""
+        if depth > 8 or not self.analysis.is_device(expr):
+            return False
+        if isinstance(expr, cst.Comparison):
+            return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+            return self._is_bool_mask(expr.expression, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+            return self._is_bool_mask(expr.left, depth + 1) or self._is_bool_mask(expr.right, depth + 1)
+        if isinstance(expr, cst.Call):
+            qn = self.analysis.qualname(expr.func)
+            if qn in self._MASK_FUNCTIONS:
+                return True
+            return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self._MASK_METHODS and qn is None
+        if isinstance(expr, cst.Name):
+            defs = self.analysis.values.reaching_defs(expr)
+            return any(d.how == "assign" and d.value is not None and self._is_bool_mask(d.value, depth + 1) for d in defs)
+        return False

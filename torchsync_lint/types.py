@@ -1,0 +1,111 @@
+"""Plain data shared by the engine, the rules, the fixer and the reporters."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Applicability(str, enum.Enum):
+    """How a fix may be applied (ruff's safety levels)."""
+
+    SAFE = "safe"  # same results, faster: applied by --fix
+    UNSAFE = "unsafe"  # may change behaviour: needs --unsafe-fixes
+    SUGGESTION = "suggestion"  # shown as a diff only, never written
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the source between two positions (1-based line, 1-based column, end exclusive)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+    def to_dict(self) -> dict:
+        return {
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "content": self.content,
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix is data on a finding: text edits, how safe they are, and imports they need."""
+
+    title: str
+    edits: tuple[Edit, ...]
+    applicability: Applicability = Applicability.SAFE
+    imports: tuple[str, ...] = ()  # module names the edits need, e.g. ("torch",)
+
+    def to_dict(self) -> dict:
+        return {
+            "applicability": self.applicability.value,
+            "title": self.title,
+            "edits": [e.to_dict() for e in self.edits],
+            "imports": list(self.imports),
+        }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnostic. Lines and columns are 1-based; the end is exclusive."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    message: str
+    severity: str = "warning"  # "warning" for rules, "error" for files we could not lint
+    fix: Fix | None = None
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "severity": self.severity,
+            "fix": self.fix.to_dict() if self.fix else None,
+        }
+
+
+@dataclass(frozen=True)
+class Valid:
+    """A near-miss that a rule must not flag. ``config`` is passed to the engine."""
+
+    code: str
+    config: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code a rule must flag.
+
+    ``line`` pins the line of the (first) finding; ``message_contains`` pins part of its
+    message; ``expected_fix`` is the whole source after applying this rule's fixes at
+    ``applicability`` (or better).
+    """
+
+    code: str
+    line: int | None = None
+    message_contains: str | None = None
+    expected_fix: str | None = None
+    applicability: Applicability | None = None
+    config: dict = field(default_factory=dict)
