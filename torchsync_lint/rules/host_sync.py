@@ -11,9 +11,10 @@ import libcst as cst
 
 from torchsync_lint.analysis import Kind, dotted_parts
 from torchsync_lint.rule import Rule
+from torchsync_lint.rules import _accumulate
 from torchsync_lint.rules._cases import LOOP_BODY_LINE as L
 from torchsync_lint.rules._cases import in_loop
-from torchsync_lint.types import Invalid, Valid
+from torchsync_lint.types import Applicability, Invalid, Valid
 
 HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 HOST_CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
@@ -22,6 +23,11 @@ HOST_CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
 def _describe(rule: Rule, node: cst.CSTNode, limit: int = 40) -> str:
     text = " ".join(rule.code_for(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _accumulating(init: str, body: str, after: str) -> str:
+    """A training loop with ``init`` just before it, ``body`` at its end and ``after`` it."""
+    return in_loop(body, after=after).replace("for step, (x, y)", f"{init}\nfor step, (x, y)", 1)
 
 
 class HostReadInLoop(Rule):
@@ -57,6 +63,42 @@ class HostReadInLoop(Rule):
     print(running_loss.item())  # one sync, after the loop
     ```
 
+    ## Fix safety
+    Unsafe (applied with `--unsafe-fixes`), and offered only for the accumulate pattern:
+    ```python
+    total = 0.0                          total = 0.0
+    for x, y in loader:                  for x, y in loader:
+        total += loss.item()      ->         total += loss.detach().double()
+    print(total / n)                     print(float(total) / n)
+    ```
+    With an integer literal (`correct = 0`) and an added value that provably has an integer
+    or bool dtype (`(pred == y).sum()`, `argmax`, `.long()`...), the loop adds
+    `.detach().long()` and the reads become `int(correct)`.
+
+    The value and type at every read are the same as before. `0.0 + t.double()` is a 0-dim
+    float64 tensor, and float64 additions round exactly like Python's float additions of the
+    same operands (`.item()` of a float32/16 tensor widens exactly, like `.double()` does), so
+    `float(total)` is bit-identical to the old Python float; with zero iterations `total` is
+    still the literal and `float(0.0)` is `0.0`. On the integer path `int64` sums equal
+    Python's `int` sums below 2**63, and `int(0)` is `0`. `.detach()` keeps the autograd
+    graph from growing across steps.
+
+    Offered only when all of these hold; otherwise there is no fix:
+    - the read is `name += <device tensor>.item()`, the whole right-hand side;
+    - its innermost loop is the per-step loop (not a nested function, not the `else:` clause);
+    - `name = <numeric literal>` is a plain statement of the loop's own block, before it;
+    - inside the loop, `name` appears only as the target of such `+=` statements (none
+      suppressed with `# noqa`), and an integer literal needs integer-typed values;
+    - every other use of `name` in the scope is a read after the loop that does not itself
+      run per step and is not in a self-documenting f-string (`f"{name=}"`);
+    - `name` has no other binding, no `global`/`nonlocal`/`del`, no use in a nested
+      function or class, and `float`/`int` are not shadowed.
+
+    What can still differ: a complex tensor (`.double()` drops the imaginary part where
+    `.item()` returned a complex), a multi-element tensor (`.item()` raised, the device sum
+    does not), Apple MPS (no float64: `.double()` raises there), another module importing
+    the module-level name, and code that reads `name` through `globals()` or a debugger.
+
     ## Known problems
     A read the program genuinely needs every step (early stopping on a loss value, say) is
     still a sync; suppress it with `# noqa: TSL101` once you have decided it is worth it.
@@ -65,6 +107,7 @@ class HostReadInLoop(Rule):
     code = "TSL101"
     name = "host-read-in-loop"
     message = "`{expr}` copies a device tensor to the host and waits for the GPU in a per-step loop; keep the value on the device and read it once after the loop"
+    fix_title = _accumulate.TITLE
 
     VALID = [
         Valid(in_loop("arr = np.zeros(3)\ntotal += arr.item()").replace("import torch\n", "import torch\nimport numpy as np\n", 1)),
@@ -85,6 +128,28 @@ class HostReadInLoop(Rule):
             "    opt.step()\n    return loss.item()\n\ndef main(model, loader, opt, device):\n"
             "    for x, y in loader:\n        train_step(model, x.to(device), y, opt)\n",
             line=7,
+        ),
+        Invalid(
+            _accumulating("running = 0.0", "running += loss.item()", "print(f'mean loss {running / (step + 1):.4f}')\n"),
+            line=L + 1,
+            expected_fix=_accumulating("running = 0.0", "running += loss.detach().double()", "print(f'mean loss {float(running) / (step + 1):.4f}')\n"),
+            applicability=Applicability.UNSAFE,
+        ),
+        Invalid(
+            _accumulating("correct = 0", "correct += (logits.argmax(1) == y).sum().item()  # count hits", "accuracy = correct / 320\nreport(correct)\n"),
+            line=L + 1,
+            expected_fix=_accumulating(
+                "correct = 0", "correct += (logits.argmax(1) == y).sum().detach().long()  # count hits", "accuracy = int(correct) / 320\nreport(int(correct))\n"
+            ),
+            applicability=Applicability.UNSAFE,
+        ),
+        Invalid(  # two accumulations of one total share one fix
+            _accumulating("total = 0.0\nseen = 0", "total += loss.item()\nseen += 1\nif step % 2:\n    total += loss.item()", "print(total / seen)\n"),
+            line=L + 2,
+            expected_fix=_accumulating(
+                "total = 0.0\nseen = 0", "total += loss.detach().double()\nseen += 1\nif step % 2:\n    total += loss.detach().double()", "print(float(total) / seen)\n"
+            ),
+            applicability=Applicability.UNSAFE,
         ),
     ]
 
@@ -108,7 +173,7 @@ class HostReadInLoop(Rule):
         hot = self.hot(node)
         if hot is None:
             return  # a single read outside the per-step path is fine
-        self.report(node, expr=_describe(self, node), hot=hot)
+        self.report(node, expr=_describe(self, node), hot=hot, fix=_accumulate.accumulate_fix(self, node))
 
 
 class TensorTruthinessInLoop(Rule):

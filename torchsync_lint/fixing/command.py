@@ -1,0 +1,297 @@
+"""`torchsync-lint --fix` / `--diff`: files in, fixed files (or a diff) out.
+
+- `--fix` applies SAFE fixes (plus UNSAFE ones with `--unsafe-fixes` or `unsafe-fixes = true`),
+  writes each changed file atomically and prints what was fixed, what remains, and the
+  remaining findings. Exit 1 when findings remain, else 0 (2 when a file could not be read
+  and nothing remains).
+- `--diff` prints a unified diff of what `--fix` would write and writes nothing; SUGGESTION
+  fixes are shown in a second diff per file, labelled as not applied by `--fix`. Exit 1 when
+  there is a diff, else 0.
+
+A file is rewritten only when its text changes, in its own encoding (a BOM is kept), newline
+style and permission bits, via a temporary file in the same directory, fsync and
+`os.replace`, so a crash never leaves a half-written file. A read-only file or an
+unwritable directory is reported on one line and skipped; the other files are still fixed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from torchsync_lint.errors import file_error
+from torchsync_lint.files import ReadError, SourceFile, discover, read_source
+from torchsync_lint.fixing.edits import split_lines
+from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
+from torchsync_lint.types import Applicability, Finding
+
+
+class WriteError(Exception):
+    pass
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    source: SourceFile | None = None
+    result: FixResult | None = None
+    errors: list[Finding] = field(default_factory=list)  # TSL90x: could not read the file
+    write_error: str | None = None
+    suggested: str | None = None  # --diff: the text with SUGGESTION fixes applied too
+
+    @property
+    def remaining(self) -> list[Finding]:
+        if self.result is None:
+            return []
+        if self.write_error is not None:
+            return [f for f in self.result.initial if f.severity != "error"]  # nothing was written
+        return [f for f in self.result.remaining if f.severity != "error"]
+
+    @property
+    def fixed(self) -> list[Finding]:
+        if self.result is None or self.write_error is not None:
+            return []
+        return self.result.applied
+
+
+def run_fix_command(args, config, paths, *, lint_factory=None) -> int:
+    """Entry point for `--fix` and `--diff`. ``lint_factory(path, config)`` -> text -> findings
+    replaces the real engine in tests."""
+    unsafe = bool(getattr(config, "unsafe_fixes", False))
+    diff_mode = bool(getattr(args, "diff", False))
+    if paths == ["-"]:
+        return _run_stdin(args, config, unsafe, diff_mode, lint_factory)
+    files, bad = discover(paths, config)
+    outcomes = [FileOutcome(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
+    for path in files:
+        outcomes.append(_fix_file(path, config, unsafe, diff_mode, lint_factory))
+    if diff_mode:
+        return _report_diff(args, outcomes)
+    return _report_fix(args, config, outcomes, unsafe)
+
+
+def _lint_for(path, config, lint_factory):
+    return lint_factory(path, config) if lint_factory is not None else None
+
+
+def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint_factory) -> FileOutcome:
+    try:
+        source = read_source(path)
+    except ReadError as exc:
+        return FileOutcome(path, errors=[file_error(path, exc.code, exc.message)])
+    lint = _lint_for(path, config, lint_factory)
+    result = fix_source(source.text, path, config, unsafe, lint=lint)
+    outcome = FileOutcome(path, source, result)
+    outcome.errors = [f for f in result.initial if f.severity == "error"]
+    if diff_mode:
+        if any(f.fix is not None and f.fix.applicability is Applicability.SUGGESTION for f in result.remaining):
+            shown = fix_source(result.new_source, path, config, unsafe, suggestions=True, lint=lint)
+            if shown.new_source != result.new_source:
+                outcome.suggested = shown.new_source
+        return outcome
+    if result.new_source != source.text:
+        try:
+            write_atomic(path, result.new_source, source)
+        except WriteError as exc:
+            outcome.write_error = str(exc)
+    return outcome
+
+
+# -- writing --------------------------------------------------------------------------------
+
+def write_atomic(path: str, text: str, source: SourceFile) -> None:
+    """Replace ``path``'s content with ``text`` in the file's encoding and mode, atomically.
+
+    ``text`` keeps the newlines it has (the fixer writes the file's own style). A BOM
+    stripped on reading (encoding "utf-8-sig") is written back by the codec.
+    """
+    real = os.path.realpath(path)  # write through a symlink, never replace the link itself
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise WriteError("cannot write: not a regular file")
+    if not (st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(real, os.W_OK):
+        raise WriteError("cannot write: the file is read-only")
+    try:
+        data = text.encode(source.encoding)
+    except (UnicodeEncodeError, LookupError) as exc:
+        raise WriteError(f"cannot encode the fixed text as {source.encoding}: {exc}") from exc
+    directory = os.path.dirname(real) or "."
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(real)}.", suffix=".tsl-tmp")
+    except OSError as exc:
+        raise WriteError(f"cannot write in {directory}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass  # only root may give a file away; the content still lands
+        os.replace(tmp, real)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -- diff -----------------------------------------------------------------------------------
+
+def unified_diff(old: str, new: str, path: str, new_label: str | None = None) -> str:
+    a = [line.rstrip("\r\n") for line in split_lines(old)]
+    b = [line.rstrip("\r\n") for line in split_lines(new)]
+    lines = list(difflib.unified_diff(a, b, fromfile=path, tofile=new_label or path, lineterm=""))
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _report_diff(args, outcomes: list[FileOutcome]) -> int:
+    chunks: list[str] = []
+    fixed = Counter()
+    files_changed = 0
+    suggestions = 0
+    for o in outcomes:
+        for e in o.errors:
+            print(f"{e.path}: {e.code} {e.message}", file=sys.stderr)
+        if o.result is None:
+            continue
+        _report_problems(o, sys.stderr)
+        text = unified_diff(o.source.text, o.result.new_source, o.path)
+        if text:
+            files_changed += 1
+            fixed.update(f.code for f in o.result.applied)
+            chunks.append(text)
+        if o.suggested is not None:
+            suggestions += 1
+            chunks.append(unified_diff(o.result.new_source, o.suggested, f"{o.path} (after --fix)", f"{o.path} (suggested; --fix does not apply it)"))
+    _emit("".join(chunks), getattr(args, "output_file", None))
+    if not getattr(args, "quiet", False):
+        total = sum(fixed.values())
+        line = f"Would fix {_count(total, 'finding')}{_per_code(fixed)} in {_count(files_changed, 'file')}."
+        if suggestions:
+            line += f" {_count(suggestions, 'file')} with suggestions shown (never applied)."
+        print(line, file=sys.stderr)
+    if getattr(args, "exit_zero", False):
+        return 0
+    if chunks:
+        return 1
+    return 2 if any(o.errors for o in outcomes) else 0
+
+
+# -- fix summary ------------------------------------------------------------------------------
+
+def _report_fix(args, config, outcomes: list[FileOutcome], unsafe: bool) -> int:
+    from torchsync_lint.api import FileResult
+    from torchsync_lint.reporters import load_formats
+
+    fmt = getattr(args, "format", "text") or "text"
+    summary_stream = sys.stdout if fmt == "text" and not getattr(args, "output_file", None) else sys.stderr
+    fixed = Counter(f.code for o in outcomes for f in o.fixed)
+    remaining = Counter(f.code for o in outcomes for f in o.remaining)
+    files_fixed = sum(1 for o in outcomes if o.fixed)
+    for o in outcomes:
+        _report_problems(o, sys.stderr)
+    quiet = getattr(args, "quiet", False)
+    if not quiet or fixed:
+        print(f"Fixed {_count(sum(fixed.values()), 'finding')}{_per_code(fixed)} in {_count(files_fixed, 'file')}.", file=summary_stream)
+    if remaining:
+        hint = _unsafe_hint(outcomes, unsafe)
+        print(f"{_count(sum(remaining.values()), 'finding')} remain{'s' if sum(remaining.values()) == 1 else ''}{_per_code(remaining)}{hint}.", file=summary_stream)
+    results = []
+    for o in outcomes:
+        shown = o.source
+        if o.result is not None and o.write_error is None:
+            shown = replace(o.source, text=o.result.new_source)
+        results.append(FileResult(o.path, o.remaining, o.errors, shown))
+    if remaining or any(o.errors for o in outcomes):
+        options = {"color": False, "quiet": quiet, "statistics": False, "unsafe_fixes": unsafe}
+        formats = load_formats()
+        _emit(formats[fmt](results, options), getattr(args, "output_file", None))
+    if getattr(args, "exit_zero", False):
+        return 0
+    if remaining:
+        return 1
+    return 2 if any(o.errors or o.write_error for o in outcomes) else 0
+
+
+def _unsafe_hint(outcomes, unsafe: bool) -> str:
+    if unsafe:
+        return ""
+    n = sum(1 for o in outcomes for f in o.remaining if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
+    return f" ({n} fixable with `--fix --unsafe-fixes`)" if n else ""
+
+
+def _report_problems(o: FileOutcome, stream) -> None:
+    """One line per refused fix, non-convergence and write failure."""
+    if o.result is not None:
+        for finding, reason in o.result.refused:
+            print(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} fix refused: {reason}", file=stream)
+        if not o.result.converged:
+            print(f"{o.path}: fixes did not converge after {o.result.rounds} of at most {MAX_ROUNDS} rounds; the last valid result was kept", file=stream)
+    if o.write_error is not None:
+        print(f"{o.path}: {o.write_error}; its fixes were not applied", file=stream)
+
+
+def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int:
+    path = getattr(args, "stdin_filename", None) or "-"
+    text = sys.stdin.read()
+    lint = _lint_for(path, config, lint_factory)
+    result = fix_source(text, path, config, unsafe, lint=lint)
+    o = FileOutcome(path, SourceFile(text, "utf-8", "\n"), result)
+    _report_problems(o, sys.stderr)
+    if diff_mode:
+        diff = unified_diff(text, result.new_source, path)
+        _emit(diff, getattr(args, "output_file", None))
+        return 0 if getattr(args, "exit_zero", False) or not diff else 1
+    _emit(result.new_source, getattr(args, "output_file", None))
+    remaining = [f for f in result.remaining if f.severity != "error"]
+    for f in remaining:
+        print(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}", file=sys.stderr)
+    return 0 if getattr(args, "exit_zero", False) or not remaining else 1
+
+
+def _emit(text: str, output_file: str | None) -> None:
+    if not text:
+        return
+    if output_file:
+        with open(output_file, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _per_code(counter: Counter) -> str:
+    if not counter:
+        return ""
+    return " (" + ", ".join(f"{code}: {n}" for code, n in sorted(counter.items())) + ")"
