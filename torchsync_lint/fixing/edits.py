@@ -267,7 +267,7 @@ def import_insertion(module: cst.Module, text: str, before: int, statements: lis
     ``__future__`` imports, else after the header comments (shebang, coding cookie)."""
     body = list(module.body)
     # Statement k ends at ends[k]; ends[-1] of an empty prefix is where the header ends.
-    header = module.with_changes(body=[], footer=[], has_trailing_newline=True).code
+    header = module.with_changes(body=[], footer=[], has_trailing_newline=True).code if module.header else ""
     offset = len(header)
     ends = []
     for stmt in body:
@@ -284,7 +284,7 @@ def import_insertion(module: cst.Module, text: str, before: int, statements: lis
         if _is_import(body[i]):
             k = i + 1
     block = newline.join(statements) + newline
-    prefix = module.with_changes(body=body[:k], footer=[], has_trailing_newline=True).code
+    prefix = header if k == 0 else module.with_changes(body=body[:k], footer=[], has_trailing_newline=True).code
     if text.startswith(prefix):
         return Span(len(prefix), len(prefix), block)
     if k == len(body) and text == prefix.rstrip("\r\n"):  # the last import ends the file, unterminated
