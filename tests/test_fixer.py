@@ -357,3 +357,13 @@ def test_refused_fix_is_reported_by_the_command(tmp_path, capsys):
     assert run_fix_command(_args(fix=True), Config(), [str(target)], lint_factory=factory) == 1
     assert target.read_text() == "x = f(1)\n"
     assert f"{target}:1:5: TSL801 fix refused: the fixed code would not parse" in capsys.readouterr().err
+
+
+def test_non_convergence_is_reported_by_the_command(tmp_path, capsys):
+    from torchsync_lint.config import Config
+
+    target = _write(tmp_path / "grow.py", "x = 1\n")
+    factory = lambda path, config: regex_rule(r"\d+$", r"\g<0>1", path=path)  # noqa: E731 - never reaches a fixed point
+    assert run_fix_command(_args(fix=True), Config(), [str(target)], lint_factory=factory) == 1
+    assert target.read_text() == "x = 1" + "1" * 10 + "\n"  # every round was valid, so the last one is kept
+    assert f"{target}: fixes did not converge after 10 of at most 10 rounds" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchsync_lint.types import Edit, Finding, Fix
+from torchsync_lint.types import Finding, Fix
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 

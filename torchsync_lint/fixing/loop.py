@@ -24,6 +24,7 @@ from torchsync_lint.fixing.edits import (
     detect_newline,
     import_insertion,
     missing_imports,
+    overlaps,
     resolve,
     select_non_overlapping,
     split_lines,
@@ -128,6 +129,8 @@ def _key(finding: Finding, text: str, spans: list[Span]) -> tuple:
 
 
 def _candidates(findings, levels, text, newline, refused_keys, result) -> list[Candidate]:
+    if not any(f.fix is not None and f.fix.applicability in levels for f in findings):
+        return []
     index = LineIndex(text)
     by_fix: dict = {}
     for finding in findings:
@@ -191,7 +194,10 @@ def _try(text, path, cands, newline, compiles) -> tuple[str, str | None]:
                 return text, f"needs `import {clashes[0]}` but the module binds that name otherwise"
             if add:
                 first = min(s.start for c in cands if c.fix.imports for s in c.spans)
-                spans.append(import_insertion(module, text, first, add, newline))
+                at = import_insertion(module, text, first, add, newline)
+                if any(overlaps(at, s) for s in spans):
+                    return text, "cannot add imports: a fix rewrites the place they go"
+                spans.insert(0, at)  # at a shared offset the import lands before a fix's insertion
         except (cst.ParserSyntaxError, EditError) as exc:
             return text, f"cannot add imports: {exc}"
     new_text = apply_spans(text, spans)
