@@ -343,10 +343,12 @@ class LoaderTracker:
             method = expr.func.attr.value
             if method not in ("to", "cuda", "cpu") and method not in HOST_RESULT_METHODS:
                 base = self.batch_kind(expr.func.value)
-                if base is Kind.HOST_TENSOR:
-                    return base
+                if base in (Kind.HOST_TENSOR, Kind.DEVICE):
+                    return base  # tensor methods keep the device
         if isinstance(expr, cst.BinaryOperation):
             sides = {self.batch_kind(expr.left), self.batch_kind(expr.right)}
+            if Kind.DEVICE in sides:
+                return Kind.DEVICE
             if Kind.HOST_TENSOR in sides and sides <= {Kind.HOST_TENSOR, Kind.HOST}:
                 return Kind.HOST_TENSOR
         return self.values.kind(expr)
