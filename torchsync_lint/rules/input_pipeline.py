@@ -15,7 +15,7 @@ import libcst as cst
 from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker, literal_value, loaders
 from torchsync_lint.rule import Rule
-from torchsync_lint.types import Applicability, Invalid, Valid
+from torchsync_lint.types import Applicability, Edit, Invalid, Valid
 
 # -- case templates ------------------------------------------------------------------------------
 _GPU = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
@@ -125,21 +125,18 @@ def _render(rule: Rule, node: cst.BaseExpression) -> str:
     return rule.code_for(node)
 
 
-def _with_keyword(call: cst.Call, keyword: str, value: str) -> cst.Call:
-    """``call`` with ``keyword=value`` appended after its last argument."""
-    args = list(call.args)
-    if args:
-        last = args[-1]
-        if isinstance(last.comma, cst.Comma):
-            # `f(a,)` -> `f(a, kw=v)`; keep a multi-line call's layout.
-            ws = last.comma.whitespace_after
-            if isinstance(ws, cst.SimpleWhitespace) and ws.value == "":
-                args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=cst.SimpleWhitespace(" ")))
-            new = cst.Arg(cst.parse_expression(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")), comma=cst.Comma())
-            return call.with_changes(args=[*args, new])
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    new = cst.Arg(cst.parse_expression(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-    return call.with_changes(args=[*args, new])
+def _append_keyword(rule: Rule, call: cst.Call, keyword: str, value: str) -> Edit:
+    """A zero-width edit that appends ``keyword=value`` to ``call``'s arguments.
+
+    It inserts right after the last argument's value (before any trailing comma), or inside
+    the empty parentheses, so that two rules appending to one call never overlap and a
+    multi-line call keeps its layout.
+    """
+    if call.args:
+        end = rule.position(call.args[-1]).end  # the Arg span: value and its parentheses, no comma
+        return Edit(end.line, end.column + 1, end.line, end.column + 1, f", {keyword}={value}")
+    end = rule.position(call).end  # just after `)`: libcst positions exclude the call's own parentheses
+    return Edit(end.line, end.column, end.line, end.column, f"{keyword}={value}")
 
 
 def _is_divide_by_255(node: cst.CSTNode) -> bool:
@@ -173,7 +170,7 @@ class _Loader(Rule):
         """An edit that sets ``keyword`` to ``value`` on the constructor (replace or append)."""
         if arg.arg is not None:
             return self.edit(arg.arg.value, value)
-        return self.edit(info.call, _render(self, _with_keyword(info.call, keyword, value)))
+        return _append_keyword(self, info.call, keyword, value)
 
 
 # -- TSL301 --------------------------------------------------------------------------------------
@@ -288,7 +285,7 @@ class BlockingHostToDeviceCopy(Rule):
         if arg is not None:
             fix = self.make_fix(self.edit(arg.value, "True"))
         else:
-            fix = self.make_fix(self.edit(node, _render(self, _with_keyword(node, "non_blocking", "True"))))
+            fix = self.make_fix(_append_keyword(self, node, "non_blocking", "True"))
         message = self.message
         unpinned = [info for info in self._source_loaders(receiver) if info.pin_memory.known and info.effective("pin_memory") is False]
         if unpinned:
@@ -700,7 +697,7 @@ class HostFloatNormalization(Rule):
             calls += self._calls_in(a.value, 0, set())
         cls = self._local_class(dataset_call)
         if cls is not None:
-            calls += [n for n in _walk(cls) if isinstance(n, cst.Call)]
+            calls += [n for n in _walk(cls, into_functions=True) if isinstance(n, cst.Call)]
         converters = [c for c in calls if self._is_float_converter(c)]
         for c in converters:
             found.setdefault(c, None)
@@ -775,13 +772,13 @@ class HostFloatNormalization(Rule):
         return None
 
 
-def _walk(node: cst.CSTNode):
-    """Every node under ``node`` (pre-order), not entering nested functions or classes."""
+def _walk(node: cst.CSTNode, into_functions: bool = False):
+    """Every node under ``node`` (pre-order); nested functions and lambdas only when asked."""
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
-        children = [c for c in n.children if not (c is not node and isinstance(c, (cst.FunctionDef, cst.Lambda)))]
+        children = [c for c in n.children if into_functions or not isinstance(c, (cst.FunctionDef, cst.Lambda))]
         stack.extend(reversed(children))
 
 
