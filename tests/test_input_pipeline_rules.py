@@ -303,6 +303,25 @@ def test_tsl301_near_misses(copy):
     assert found(gpu(copy=copy), {"TSL301"}) == set()
 
 
+def test_tsl301_through_comprehensions_over_a_batch():
+    src = """\
+    import torch
+    from torch.utils.data import DataLoader
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    loader = DataLoader(ds, batch_size=8, num_workers=2)
+    for step, batch in enumerate(loader):
+        batch = tuple(t.to(device) for t in batch)
+        model(*batch).sum().backward()
+    for batch in loader:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        moved = [t.to(device, non_blocking=True) for t in batch.values()]
+        model(**batch).sum().backward()
+    """
+    findings = lint(src, {"TSL301"})
+    assert [f.line for f in findings] == [6, 9]
+    assert all("loader on line 4 does not pin" in f.message for f in findings)
+
+
 def test_tsl301_message_points_at_the_unpinned_loader():
     f = lint(gpu(loader="DataLoader(ds, num_workers=2)", copy="x = x.to(device)"), {"TSL301"})
     assert [x.line for x in f] == [7]

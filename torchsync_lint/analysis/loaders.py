@@ -318,7 +318,7 @@ class LoaderTracker:
             return True if func.attr.value == "to" else kind is not Kind.HOST
         return kind is Kind.HOST_TENSOR
 
-    def batch_kind(self, expr: cst.BaseExpression) -> Kind:
+    def batch_kind(self, expr: cst.BaseExpression, depth: int = 0) -> Kind:
         """Like ``values.kind`` but in statement order for names re-bound inside a loop.
 
         ``values`` is flow-insensitive within a loop, so after ``x = x.to(device)`` the loop
@@ -334,24 +334,37 @@ class LoaderTracker:
             if earlier:
                 last = max(d.line for d in earlier)
                 defs = [d for d in earlier if d.line == last]
-            kinds = [self.values._def(d) for d in defs]  # noqa: SLF001 - same package
-            return join(kinds)
+            return join([self._def_kind(d, depth + 1) for d in defs])
+        if depth > _MAX_DEPTH:
+            return self.values.kind(expr)
         if isinstance(expr, cst.Subscript):
-            base = self.batch_kind(expr.value)
+            base = self.batch_kind(expr.value, depth + 1)
             return base if base in (Kind.DEVICE, Kind.HOST_TENSOR) else self.values.kind(expr)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self.analysis.qualname(expr.func) is None:
             method = expr.func.attr.value
             if method not in ("to", "cuda", "cpu") and method not in HOST_RESULT_METHODS:
-                base = self.batch_kind(expr.func.value)
+                base = self.batch_kind(expr.func.value, depth + 1)
                 if base in (Kind.HOST_TENSOR, Kind.DEVICE):
                     return base  # tensor methods keep the device
         if isinstance(expr, cst.BinaryOperation):
-            sides = {self.batch_kind(expr.left), self.batch_kind(expr.right)}
+            sides = {self.batch_kind(expr.left, depth + 1), self.batch_kind(expr.right, depth + 1)}
             if Kind.DEVICE in sides:
                 return Kind.DEVICE
             if Kind.HOST_TENSOR in sides and sides <= {Kind.HOST_TENSOR, Kind.HOST}:
                 return Kind.HOST_TENSOR
         return self.values.kind(expr)
+
+    def _def_kind(self, d, depth: int) -> Kind:
+        """A binding's kind, evaluating a loop's iterable in statement order too."""
+        if depth <= _MAX_DEPTH and d.how == "for" and d.value is not None:
+            iterable = d.value
+            if isinstance(iterable, cst.Call) and self.analysis.qualname(iterable.func) is None and isinstance(iterable.func, cst.Name):
+                return self.values._def(d)  # noqa: SLF001 - `enumerate`/`zip`/`tqdm` wrappers: the shared logic knows them
+            k = self.batch_kind(iterable, depth)
+            if k in (Kind.HOST_TENSOR, Kind.DEVICE):
+                return k  # iterating a batch (a tuple or dict of tensors) yields its tensors
+        k = self.values._def(d)  # noqa: SLF001 - same package
+        return k if k is not None else Kind.UNKNOWN
 
     def feeds_accelerator(self, info: LoaderInfo) -> bool:
         """The loader's batches go to an accelerator (and the module uses one)."""

@@ -319,15 +319,21 @@ class BlockingHostToDeviceCopy(Rule):
 
     def _source_loaders(self, expr: cst.BaseExpression, depth: int = 0) -> list[LoaderInfo]:
         """The loaders whose loop produced ``expr`` (through subscripts, unpacking, names)."""
-        while isinstance(expr, (cst.Subscript, cst.Attribute)):
-            expr = expr.value
+        while True:  # `batch["image"]`, `batch.items()`, `x.float()` -> the underlying name
+            if isinstance(expr, (cst.Subscript, cst.Attribute)):
+                expr = expr.value
+            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+                expr = expr.func.value
+            else:
+                break
         if not isinstance(expr, cst.Name) or depth > 4:
             return []
         tracker = loaders(self.analysis)
         out: list[LoaderInfo] = []
         for d in self.analysis.values.reaching_defs(expr):
             if d.how == "for" and d.value is not None:
-                out += tracker.loaders_of(d.value)
+                direct = tracker.loaders_of(d.value)
+                out += direct if direct else self._source_loaders(d.value, depth + 1)  # `for t in batch`
             elif d.how in ("assign", "unpack") and d.value is not None:
                 value = d.value
                 if d.how == "unpack" and isinstance(value, (cst.Tuple, cst.List)) and d.path and 0 <= d.path[0] < len(value.elements):
