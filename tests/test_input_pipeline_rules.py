@@ -322,6 +322,14 @@ def test_tsl301_through_comprehensions_over_a_batch():
     assert all("loader on line 4 does not pin" in f.message for f in findings)
 
 
+def test_tsl301_device_resident_dataset_and_cpu_factories():
+    on_device = gpu(loader="DataLoader(TensorDataset(xs.cuda(), ys.cuda()), batch_size=8)", copy="x = x.to(device)").replace(
+        "import DataLoader", "import DataLoader, TensorDataset")
+    assert found(on_device, {"TSL301"}) == set()  # the batches are already on the device
+    f = lint(gpu(copy="noise = torch.randn(8, 16).to(device)"), {"TSL301"})
+    assert [x.line for x in f] == [7] and "torch.randn(..., device=...)" in f[0].message
+
+
 def test_tsl301_message_points_at_the_unpinned_loader():
     f = lint(gpu(loader="DataLoader(ds, num_workers=2)", copy="x = x.to(device)"), {"TSL301"})
     assert [x.line for x in f] == [7]
@@ -528,3 +536,12 @@ def test_appended_keyword_goes_after_a_parenthesised_last_argument():
     ast.parse(fixed)
     assert "DataLoader(ds, batch_size=(32), pin_memory=True, num_workers=min(8, os.cpu_count() or 1) ,)" in fixed or \
         "DataLoader(ds, batch_size=(32), num_workers=min(8, os.cpu_count() or 1), pin_memory=True ,)" in fixed
+
+
+def test_family_docs_match_the_rule_docstrings():
+    with open(os.path.join(ROOT, "docs", "rules", "input_pipeline.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    for code in sorted(CODES):
+        assert f"## {code}" in text
+        for title in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
+            assert RULES[code].section(title) in text, (code, title)

@@ -57,6 +57,7 @@ class LoaderInfo:
     pin_memory: ArgValue
     loops: list[cst.For] = field(default_factory=list)
     handed_to_trainer: bool = False  # accelerate / Fabric / Lightning move its batches
+    feeds: bool | None = None  # memo for LoaderTracker.feeds_accelerator
 
     def effective(self, name: str) -> object:
         """The value the loader runs with, when known (else None)."""
@@ -368,6 +369,11 @@ class LoaderTracker:
 
     def feeds_accelerator(self, info: LoaderInfo) -> bool:
         """The loader's batches go to an accelerator (and the module uses one)."""
+        if info.feeds is None:
+            info.feeds = self._feeds_accelerator(info)
+        return info.feeds
+
+    def _feeds_accelerator(self, info: LoaderInfo) -> bool:
         if not self.module_feeds_accelerator:
             return False
         if info.handed_to_trainer:

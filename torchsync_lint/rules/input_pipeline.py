@@ -157,6 +157,7 @@ def _divided_operand(node: cst.CSTNode) -> cst.BaseExpression:
 
 
 _FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+_CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
 _DTYPE_WORDS = frozenset({"float32", "float16", "bfloat16", "float64", "int64", "int32", "long", "float", "half", "double", "uint8", "bool", "int8", "int16"})
 
 
@@ -282,16 +283,33 @@ class BlockingHostToDeviceCopy(Rule):
         hot = self.hot(node)
         if hot is None:
             return  # a one-off copy outside the per-step path
+        tracker = loaders(self.analysis)
+        sources = self._source_loaders(receiver)
+        if sources and all(tracker.dataset_on_device(info) for info in sources):
+            return  # `DataLoader(TensorDataset(x.cuda()))` yields device tensors: `.to` is a no-op
         if arg is not None:
             fix = self.make_fix(self.edit(arg.value, "True"))
         else:
             fix = self.make_fix(_append_keyword(self, node, "non_blocking", "True"))
         message = self.message
-        unpinned = [info for info in self._source_loaders(receiver) if info.pin_memory.known and info.effective("pin_memory") is False]
+        factory = self._cpu_factory(receiver)
+        if factory is not None:
+            message += f"; better, create it on the device: `torch.{factory}(..., device=...)` needs no copy at all"
+        unpinned = [info for info in sources if info.pin_memory.known and info.effective("pin_memory") is False]
         if unpinned:
             line = self.analysis.index.line(unpinned[0].call)
             message += f"; the loader on line {line} does not pin its memory yet (TSL302)"
         self.report(node, message, fix=fix, hot=hot, expr=_describe(self, node))
+
+    def _cpu_factory(self, receiver: cst.BaseExpression) -> str | None:
+        """`torch.zeros(n)` / `torch.randn(n)` filled on the CPU and then copied (TorchTidy's
+        "Extra CUDA Copy" pattern): the factory name, else None."""
+        if isinstance(receiver, cst.Call):
+            qn = self.analysis.qualname(receiver.func) or ""
+            last = qn.rsplit(".", 1)[-1]
+            if qn.count(".") == 1 and qn.startswith("torch.") and last in _CPU_FACTORIES:
+                return last
+        return None
 
     def _non_blocking(self, call: cst.Call) -> tuple[str, cst.Arg | None]:
         """("true" | "false" | "absent" | "unknown", the keyword argument when written)."""
@@ -670,10 +688,15 @@ class HostFloatNormalization(Rule):
         if not tracker.module_feeds_accelerator:
             return
         found: dict[cst.CSTNode, cst.CSTNode | None] = {}  # finding node -> suggestion target
+        self._class_calls: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # per class / __getitem__
+        done: set[int] = set()
         for info in tracker.loaders:
             if not tracker.feeds_accelerator(info):
                 continue
             for call in tracker.dataset_calls(info):
+                if id(call) in done:
+                    continue
+                done.add(id(call))
                 self._transforms(call, found)
                 self._getitem(call, found)
         for n in found:
@@ -703,7 +726,9 @@ class HostFloatNormalization(Rule):
             calls += self._calls_in(a.value, 0, set())
         cls = self._local_class(dataset_call)
         if cls is not None:
-            calls += [n for n in _walk(cls, into_functions=True) if isinstance(n, cst.Call)]
+            if cls not in self._class_calls:
+                self._class_calls[cls] = [n for n in _walk(cls, into_functions=True) if isinstance(n, cst.Call)]
+            calls += self._class_calls[cls]
         converters = [c for c in calls if self._is_float_converter(c)]
         for c in converters:
             found.setdefault(c, None)
@@ -757,9 +782,10 @@ class HostFloatNormalization(Rule):
             info = self.analysis.index.classes[name]
             method = info.methods.get("__getitem__") or info.methods.get("__getitems__")
             if method is not None:
-                for n in _walk(method.body):
-                    if _is_divide_by_255(n):
-                        found.setdefault(n, n)
+                if method not in self._class_calls:  # reused as a per-method memo
+                    self._class_calls[method] = [n for n in _walk(method.body) if _is_divide_by_255(n)]
+                for n in self._class_calls[method]:
+                    found.setdefault(n, n)
                 return
             bases = [b.value for b in info.node.bases if isinstance(b.value, cst.Name)]
             name = bases[0] if bases else None
