@@ -59,9 +59,8 @@ class HotLoopAnalysis:
         changed = True
         while changed:
             changed = False
-            for call in self.index.calls:
-                target = self.index.resolve_function(call.func, call)
-                if target is None or target in self.hot_functions:
+            for call, target in self.index.call_targets().items():
+                if target in self.hot_functions:
                     continue
                 ctx = self._hot_context_uncached(call)
                 if ctx is not None and not self._inside(call, target):
@@ -72,7 +71,7 @@ class HotLoopAnalysis:
     def _loop_reason(self, loop: cst.For | cst.While) -> str | None:
         if isinstance(loop, cst.For) and self._is_loader_like(loop.iter):
             return "iterates a data loader"
-        if self._runs_step_work(loop.body):
+        if self._runs_step_work(loop):
             return "runs a training step"
         return None
 
@@ -88,10 +87,9 @@ class HotLoopAnalysis:
         parts = dotted_parts(node)
         return bool(parts and _LOADER_NAME.search(parts[-1]))
 
-    def _runs_step_work(self, body: cst.CSTNode) -> bool:
-        finder = _StepWorkFinder(self)
-        body.visit(finder)
-        return finder.found
+    def _runs_step_work(self, owner: cst.CSTNode) -> bool:
+        """Step work in a loop's or function's own code, not in nested loops or definitions."""
+        return any(self.is_step_call(call) for call in self.index.calls_by_owner.get(owner, ()))
 
     def is_step_call(self, call: cst.Call) -> bool:
         """`loss.backward()`, `optimizer.step()`, `model(x)`, or a call of a step-like function."""
@@ -128,7 +126,7 @@ class HotLoopAnalysis:
         if func in self._step_like:
             return self._step_like[func]
         self._step_like[func] = False  # recursion guard
-        result = self._runs_step_work(func.body)
+        result = self._runs_step_work(func)
         self._step_like[func] = result
         return result
 
@@ -182,33 +180,5 @@ class _ModuloFinder(cst.CSTVisitor):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
         if isinstance(node.operator, cst.Modulo) and not isinstance(node.left, (cst.SimpleString, cst.FormattedString)):
-            self.found = True
-        return not self.found
-
-
-class _StepWorkFinder(cst.CSTVisitor):
-    """Looks for step work in a body, not descending into nested loops or definitions."""
-
-    def __init__(self, hot: HotLoopAnalysis) -> None:
-        self.hot = hot
-        self.found = False
-
-    def visit_For(self, node: cst.For) -> bool:
-        return False
-
-    def visit_While(self, node: cst.While) -> bool:
-        return False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Call(self, node: cst.Call) -> bool:
-        if not self.found and self.hot.is_step_call(node):
             self.found = True
         return not self.found

@@ -290,9 +290,7 @@ class ValueAnalysis:
         if info is not None and position is not None:
             position -= 1  # `self`
         kinds: list[Kind | None] = []
-        for call in self.index.calls:
-            if self.index.resolve_function(call.func, call) is not func:
-                continue
+        for call in self.index.call_sites(func):
             positional = [a for a in call.args if a.keyword is None and not a.star]
             if any(a.star for a in call.args):
                 return Kind.UNKNOWN
