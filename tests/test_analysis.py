@@ -71,7 +71,7 @@ def test_dataloader_batches_are_host_until_moved():
     src = HEAD + "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    probe(x)\n    x = x.to(device)\n    probe(x)\n"
     analysis = analyse(src)
     probes = [c.args[0].value for c in analysis.index.calls if isinstance(c.func, cst.Name) and c.func.value == "probe"]
-    # Inside a loop, bindings later in the body may reach earlier reads (the next iteration).
+    assert analysis.kind(probes[0]) is Kind.HOST_TENSOR  # the loop target kills the moved copy
     assert analysis.kind(probes[1]) is Kind.DEVICE
 
 
@@ -143,3 +143,26 @@ def test_import_aliases():
     analysis = analyse("import torch as T\nfrom torch.cuda import synchronize as sync\nimport torch.utils.data as tud\nT.cuda.synchronize()\nsync()\ntud.DataLoader(x)\n")
     names = [analysis.qualname(c.func) for c in analysis.index.calls]
     assert names == ["torch.cuda.synchronize", "torch.cuda.synchronize", "torch.utils.data.DataLoader"]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # a later straight-line binding kills the earlier one
+        ("t = torch.ones(2, device=device).sum()\nt = t.item()", Kind.HOST),
+        ("t = 0.0\nt = torch.ones(2, device=device).sum()", Kind.DEVICE),
+        # a conditional binding does not kill
+        ("t = torch.ones(2, device=device).sum()\nif c:\n    t = t.item()", Kind.DEVICE),
+        ("t = 0.0\nif c:\n    t = torch.ones(2, device=device)", Kind.DEVICE),
+        # loop-carried: the binding later in the loop reaches the next iteration's read
+        ("t = 0.0\nfor i in range(3):\n    probe(t)\n    t = torch.ones(2, device=device)", Kind.DEVICE),
+        # ... unless a dominating binding earlier in the same iteration kills it
+        ("for i in range(3):\n    t = 1.0\n    probe(t)\n    t = torch.ones(2, device=device)", Kind.HOST),
+    ],
+)
+def test_reaching_definitions(body, expected):
+    src = HEAD + body + ("\nprobe(t)\n" if "probe(t)" not in body else "\n")
+    analysis = analyse(src)
+    probes = [c for c in analysis.index.calls if isinstance(c.func, cst.Name) and c.func.value == "probe"]
+    target = probes[0] if "probe(t)" in body else probes[-1]
+    assert analysis.kind(target.args[0].value) is expected
