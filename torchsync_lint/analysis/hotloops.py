@@ -167,18 +167,50 @@ def _in_block(block: cst.CSTNode, child: cst.CSTNode) -> bool:
     return child is block
 
 
+_COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
+
+
 def _is_step_interval(test: cst.BaseExpression) -> bool:
-    """`step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and b % n == 0`."""
-    finder = _ModuloFinder()
+    """A test that holds on some steps only, judged by a step counter in it.
+
+    `step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and it % n == 0`, and
+    `i == 0` / `batch_idx == last` (once per epoch). `args.rank % ngpus == 0` is no gate:
+    it holds on every step of the rank that runs it.
+    """
+    finder = _GateFinder()
     test.visit(finder)
     return finder.found
 
 
-class _ModuloFinder(cst.CSTVisitor):
+def _mentions_counter(node: cst.CSTNode) -> bool:
+    finder = _CounterFinder()
+    node.visit(finder)
+    return finder.found
+
+
+class _CounterFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found = self.found or bool(_COUNTER.search(node.value))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.found = self.found or bool(_COUNTER.search(node.attr.value))
+
+
+class _GateFinder(cst.CSTVisitor):
     def __init__(self) -> None:
         self.found = False
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
         if isinstance(node.operator, cst.Modulo) and not isinstance(node.left, (cst.SimpleString, cst.FormattedString)):
-            self.found = True
+            self.found = self.found or _mentions_counter(node.left)
+        return not self.found
+
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
+            sides = (node.left, node.comparisons[0].comparator)
+            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s) for s in sides):
+                self.found = True
         return not self.found

@@ -463,6 +463,8 @@ class ValueAnalysis:
             return Kind.HOST
         if qn == "torch.utils.data.DataLoader":
             return Kind.LOADER
+        if qn.startswith(("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")):
+            return Kind.UNKNOWN  # a scheduler steps per epoch; it is not an optimizer
         if qn.startswith("torch.optim.") and last[:1].isupper() or qn.endswith("GradScaler"):
             return Kind.OPTIMIZER
         if qn in ("torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"):
