@@ -166,3 +166,25 @@ def test_reaching_definitions(body, expected):
     probes = [c for c in analysis.index.calls if isinstance(c.func, cst.Name) and c.func.value == "probe"]
     target = probes[0] if "probe(t)" in body else probes[-1]
     assert analysis.kind(target.args[0].value) is expected
+
+
+def test_step_gates_need_a_step_counter():
+    src = """\
+import torch
+from torch.optim.lr_scheduler import StepLR
+scheduler = StepLR(optimizer, 1)
+for i, (x, y) in enumerate(loader):
+    if args.rank % ngpus_per_node == 0:
+        probe(1)
+    if i == 0:
+        probe(2)
+    if (global_step + 1) % args.log_every == 0:
+        probe(3)
+for epoch in range(3):
+    scheduler.step()
+    probe(4)
+"""
+    lines = _hot_lines(src)
+    assert lines[6] is False  # a rank check holds on every step of that rank
+    assert lines[8] is True and lines[10] is True
+    assert lines[13] is None  # scheduler.step() does not make an epoch loop hot
