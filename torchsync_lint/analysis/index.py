@@ -82,6 +82,16 @@ class ModuleIndex:
             self._sites = sites
         return self._sites.get(func, [])
 
+    def _nested_function(self, name: str, at: cst.CSTNode) -> cst.FunctionDef | None:
+        """A `def name` local to a function that encloses ``at`` (timm's `_forward()`)."""
+        scope = self.scope_of(at)
+        while not isinstance(scope, cst.Module):
+            for d in self.defs.get(scope, {}).get(name, ()):
+                if isinstance(d.stmt, cst.FunctionDef) and d.stmt.name.value == name:
+                    return d.stmt
+            scope = self.scope_of(scope)
+        return None
+
     # -- navigation -------------------------------------------------------------------------
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
@@ -110,7 +120,7 @@ class ModuleIndex:
     def resolve_function(self, func: cst.BaseExpression, at: cst.CSTNode) -> cst.FunctionDef | None:
         """The same-module function a call's callee names: `f(...)` or `self.f(...)`."""
         if isinstance(func, cst.Name):
-            return self.functions.get(func.value)
+            return self._nested_function(func.value, at) or self.functions.get(func.value)
         parts = dotted_parts(func)
         if parts and len(parts) == 2 and parts[0] in ("self", "cls"):
             method = self.enclosing_function(at)

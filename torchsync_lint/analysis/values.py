@@ -401,7 +401,7 @@ class ValueAnalysis:
                 return Kind.HOST
             if name in SAME_KIND_BUILTINS:
                 return self._combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN
-            target = self.index.functions.get(name)
+            target = self.index.resolve_function(func, call)
             if target is not None:
                 return self._function_result(target)
             cls = self.index.classes.get(name)
