@@ -4,6 +4,7 @@ CPU-only scripts, aliases, loader tracking, and the fixes (applied with a small 
 from __future__ import annotations
 
 import ast
+import collections
 import json
 import os
 import subprocess
@@ -460,9 +461,11 @@ def test_tsl305_and_tsl301_do_not_double_report_a_fresh_tensor():
 
 
 # -- rule metadata and every embedded case's fix ---------------------------------------------------------
-def test_runtime_observability_is_declared_honestly():
-    # Blocking copies sync (the verifier sees them); pinning, workers and float bytes do not.
-    assert {c: RULES[c].runtime_observable for c in sorted(CODES)} == {"TSL301": True, "TSL302": False, "TSL303": False, "TSL304": False, "TSL305": True}
+def test_runtime_observability_is_declared():
+    # The verifier observes all five: blocking copies (TSL301/305) as stream syncs; unpinned
+    # batches copied to the device (TSL302), `DataLoader.__iter__` with no workers (TSL303) and
+    # host-made float32 copied H2D (TSL304) through its DataLoader/copy instrumentation.
+    assert all(RULES[c].runtime_observable for c in CODES)
 
 
 @pytest.mark.parametrize(
@@ -509,11 +512,11 @@ FIXTURES = sorted(
 def test_fixture_findings_equal_markers(path):
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
-    got = {(f.line, f.code) for f in lint_source(source, path)}
-    want = {(m.line, m.code) for m in read_markers(path) if m.kind == "expect"}
-    assert got == want
+    got = collections.Counter((f.line, f.code) for f in lint_source(source, path))
+    want = collections.Counter((m.line, m.code) for m in read_markers(path) if m.kind == "expect")
+    assert got == want  # one marker per finding: two copies on one line would need two markers
     if "/clean/" in path:
-        assert want == set()
+        assert not want
 
 
 def test_pipeline_fixtures_run_and_fixes_keep_the_losses():

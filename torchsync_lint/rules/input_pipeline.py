@@ -225,7 +225,7 @@ class BlockingHostToDeviceCopy(Rule):
     name = "blocking-host-to-device-copy"
     message = "`{expr}` is a blocking host-to-device copy in a per-step loop: the host waits for the GPU queue to drain; pass `non_blocking=True` (with `pin_memory=True` on the loader)"
     fix_title = "Add `non_blocking=True`"
-    runtime_observable = True
+    runtime_observable = True  # verifier: a blocking H2D copy (a stream sync)
 
     VALID = [
         Valid(pipeline()),  # already non_blocking
@@ -407,7 +407,7 @@ class DataLoaderUnpinnedMemory(_Loader):
     name = "dataloader-unpinned-memory"
     message = "this `DataLoader` feeds the GPU from pageable memory, so every batch copy is synchronous and cannot overlap compute; pass `pin_memory=True` (workers + pinning: 2.5x on MNIST)"
     fix_title = "Pass `pin_memory=True`"
-    runtime_observable = False  # a memory property, not a sync op the verifier can see
+    runtime_observable = True  # verifier: a batch of an unpinned loader copied to the device
 
     VALID = [
         Valid(pipeline()),
@@ -533,7 +533,7 @@ class DataLoaderMainProcessLoading(_Loader):
     name = "dataloader-main-process-loading"
     message = "this `DataLoader` loads every batch in the training process while the GPU waits; set `num_workers` (e.g. `{workers}`) to prepare batches in parallel (workers + pinning: 2.5x on MNIST)"
     fix_title = f"Set `num_workers={WORKERS}`"
-    runtime_observable = False  # loading time, not a sync op the verifier can see
+    runtime_observable = True  # verifier: `DataLoader.__iter__` with num_workers == 0
 
     VALID = [
         Valid(pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=args.workers, pin_memory=True)")),
@@ -658,7 +658,7 @@ class HostFloatNormalization(Rule):
     name = "host-float-normalization"
     message = "`{expr}` turns images into float32 on the host before the copy: 4x the bytes of a uint8 transfer; send uint8 and normalise on the device after `.to(device, non_blocking=True)`"
     fix_title = "Keep uint8 on the host; normalise on the device after the copy"
-    runtime_observable = False  # bandwidth and host work, not a sync op
+    runtime_observable = True  # verifier: a float tensor made from uint8 on the host, copied H2D
 
     VALID = [
         Valid(torchvision_script(first="transforms.PILToTensor()", copy="x = x.to(device, non_blocking=True).float().div_(255)").replace(
@@ -858,7 +858,7 @@ class HostTensorInLoop(Rule):
     name = "host-tensor-in-loop"
     message = "`{expr}` builds a tensor on the host and copies it to the device with a blocking copy every step; create it once before the loop, or fill a scalar on the device with `torch.full((), v, device=...)`"
     fix_title = "Fill the scalar on the device with `torch.full`"
-    runtime_observable = True
+    runtime_observable = True  # verifier: `torch.tensor(host data, device=cuda)` is a blocking H2D copy
 
     VALID = [
         Valid(pipeline(copy="scale = torch.full((), 0.5, device=device)\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
