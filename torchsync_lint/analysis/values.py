@@ -207,14 +207,17 @@ class ValueAnalysis:
             return list(defs)  # a global or closure read: any binding may have run before the call
         line = index.line(name)
         loops = [a for a in self._ancestors_in_scope(name) if isinstance(a, (cst.For, cst.While))]
-        before = [d for d in defs if d.line < line or (d.line == line and not self._inside(name, d.stmt))]
+        # A use inside the statement that binds the name (`x = f(\n    x)`, the right-hand side
+        # of a multi-line assignment) reads the *previous* binding, whatever the line numbers say.
+        own = [d for d in defs if d.how in ("assign", "unpack", "aug") and self._inside(name, d.stmt)]
+        before = [d for d in defs if d not in own and (d.line < line or (d.line == line and not self._inside(name, d.stmt)))]
         dominating = [d for d in before if self._dominates(d, name)]
         killer = max(dominating, key=lambda d: (d.line, self.index.positions[d.stmt].start.column)) if dominating else None
         if killer is not None:
             before = [killer] + [d for d in before if d.line > killer.line]
         later = [d for d in defs if d not in before and (killer is None or d.line > killer.line or d.line > line)]
         carried = [
-            d for d in later if d.line > line and any(self._inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or self._inside(killer.stmt, lp))) for lp in loops)
+            d for d in later if (d.line > line or d in own) and any(self._inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or self._inside(killer.stmt, lp))) for lp in loops)
         ]
         return before + carried
 
