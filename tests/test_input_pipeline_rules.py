@@ -548,3 +548,19 @@ def test_family_docs_match_the_rule_docstrings():
         assert f"## {code}" in text
         for title in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
             assert RULES[code].section(title) in text, (code, title)
+
+
+def test_multiline_rebinding_reads_the_previous_binding():
+    # core fix: `x = f(\n    x)` reads the earlier `x` (the accelerate idiom below spans lines).
+    src = """\
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+    accelerator = Accelerator()
+    train_dataloader = DataLoader(ds, batch_size=8)
+    model, train_dataloader = accelerator.prepare(
+        model, train_dataloader
+    )
+    for batch in train_dataloader:
+        accelerator.backward(model(**batch).loss)
+    """
+    assert found(src) == {(4, "TSL302"), (4, "TSL303")}
