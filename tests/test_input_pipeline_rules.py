@@ -271,6 +271,29 @@ def test_accelerate_and_lightning_loaders_feed_the_gpu():
     assert found(lightning.format(accel="cpu")) == set()
 
 
+def test_explicit_cpu_lightning_trainer_makes_the_module_cpu_only():
+    src = """\
+    import torch
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+    class Q(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            state = torch.tensor([self.state])
+            if self.on_gpu:
+                state = state.cuda(self.device)
+            reward = torch.tensor(self.reward).to(self.device)
+            return self.net(state).sum()
+
+        def train_dataloader(self):
+            return DataLoader(self.ds, batch_size=16)
+
+    L.Trainer(accelerator={accel!r}).fit(Q())
+    """
+    assert found(src.format(accel="cpu")) == set()
+    assert found(src.format(accel="gpu")) == {(9, "TSL301"), (10, "TSL305"), (14, "TSL302"), (14, "TSL303")}
+
+
 def test_dataset_on_device_and_in_memory_tensor_datasets():
     on_device = gpu(loader="DataLoader(TensorDataset(xs.cuda(), ys.cuda()), batch_size=8)", copy="pass").replace(
         "import DataLoader", "import DataLoader, TensorDataset")
@@ -327,8 +350,8 @@ def test_tsl301_device_resident_dataset_and_cpu_factories():
     on_device = gpu(loader="DataLoader(TensorDataset(xs.cuda(), ys.cuda()), batch_size=8)", copy="x = x.to(device)").replace(
         "import DataLoader", "import DataLoader, TensorDataset")
     assert found(on_device, {"TSL301"}) == set()  # the batches are already on the device
-    f = lint(gpu(copy="noise = torch.randn(8, 16).to(device)"), {"TSL301"})
-    assert [x.line for x in f] == [7] and "torch.randn(..., device=...)" in f[0].message
+    # A CPU factory then a copy is TSL305's (create it on the device), not a batch copy.
+    assert found(gpu(copy="noise = torch.randn(8, 16).to(device)")) == {(7, "TSL305")}
 
 
 def test_tsl301_message_points_at_the_unpinned_loader():
@@ -542,12 +565,13 @@ def test_appended_keyword_goes_after_a_parenthesised_last_argument():
 
 
 def test_family_docs_match_the_rule_docstrings():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_docs", os.path.join(ROOT, "docs", "rules", "generate_input_pipeline.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
     with open(os.path.join(ROOT, "docs", "rules", "input_pipeline.md"), encoding="utf-8") as fh:
-        text = fh.read()
-    for code in sorted(CODES):
-        assert f"## {code}" in text
-        for title in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
-            assert RULES[code].section(title) in text, (code, title)
+        assert fh.read() == gen.render(), "run: PYTHONPATH=. python docs/rules/generate_input_pipeline.py"
 
 
 def test_multiline_rebinding_reads_the_previous_binding():
@@ -564,3 +588,12 @@ def test_multiline_rebinding_reads_the_previous_binding():
         accelerator.backward(model(**batch).loss)
     """
     assert found(src) == {(4, "TSL302"), (4, "TSL303")}
+
+
+def test_tsl305_factory_fix_on_a_multiline_call():
+    src = gpu(copy="mask = torch.zeros(\n        8,\n        4,\n    ).to(device)\n    keep = torch.arange(8).cuda(0)")
+    f = lint(src, {"TSL305"})
+    assert [(x.line, x.fix is not None) for x in f] == [(7, True), (11, False)]  # `.cuda(0)`: no fix
+    fixed = apply_fixes(src, f)
+    ast.parse(fixed)
+    assert "mask = torch.zeros(\n        8,\n        4, device=device,\n    )\n" in fixed

@@ -34,6 +34,7 @@ _PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloade
 _TRAINER_METHODS = frozenset({"fit", "validate", "test", "predict"})
 _LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
 _MAX_DEPTH = 8
+_RUNNERS = frozenset({"lightning.Trainer", "lightning.pytorch.Trainer", "lightning.Fabric", "lightning.fabric.Fabric"})
 
 
 @dataclass(frozen=True)
@@ -284,26 +285,34 @@ class LoaderTracker:
     def _module_feeds_accelerator(self) -> bool:
         """Any `.cuda()`, `.to(<accelerator>)`, accelerator-device factory, Accelerate or Lightning use.
 
-        A script whose only device is the CPU (`device = "cpu"`, or none at all) does not.
+        A script whose only device is the CPU (`device = "cpu"`, or none at all) does not, and
+        neither does one whose every Lightning `Trainer`/`Fabric` says `accelerator="cpu"`: the
+        `.cuda()` branches in its module then never run.
         """
+        runners = [c for c in self.index.calls if (self.analysis.qualname(c.func) or "") in _RUNNERS]
+        if runners and all(self._explicit_cpu(c) for c in runners):
+            return False
         for call in self.index.calls:
             if self.is_h2d_call(call, any_receiver=True):
                 return True
             qn = self.analysis.qualname(call.func) or ""
             if qn == "torch.device" and call.args and self.values.device_of(call.args[0].value) == "accelerator":
                 return True
-            if qn in ("accelerate.Accelerator", "lightning.Fabric", "lightning.fabric.Fabric"):
+            if qn == "accelerate.Accelerator":
                 return True
-            if qn in ("lightning.Trainer", "lightning.pytorch.Trainer"):
-                accel = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "accelerator"), None)
-                ok, value = literal_value(accel) if accel is not None else (False, None)
-                if not (ok and value == "cpu"):
-                    return True
+            if qn in _RUNNERS and not self._explicit_cpu(call):
+                return True
             for a in call.args:
                 if a.keyword is not None and a.keyword.value == "device" and self.values.device_of(a.value) == "accelerator":
                     if qn.startswith("torch."):
                         return True
         return False
+
+    def _explicit_cpu(self, call: cst.Call) -> bool:
+        """`Trainer(accelerator="cpu")` / `Fabric(accelerator="cpu")`."""
+        accel = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "accelerator"), None)
+        ok, value = literal_value(accel) if accel is not None else (False, None)
+        return ok and value == "cpu"
 
     def is_h2d_call(self, call: cst.Call, any_receiver: bool = False) -> bool:
         """`x.cuda(...)` or `x.to(<accelerator>, ...)` on a host tensor (any non-model with ``any_receiver``)."""
@@ -320,22 +329,18 @@ class LoaderTracker:
         return kind is Kind.HOST_TENSOR
 
     def batch_kind(self, expr: cst.BaseExpression, depth: int = 0) -> Kind:
-        """Like ``values.kind`` but in statement order for names re-bound inside a loop.
+        """Is ``expr`` a host tensor *on some path* to this use (for "is this a host-to-device copy")?
 
-        ``values`` is flow-insensitive within a loop, so after ``x = x.to(device)`` the loop
-        variable ``x`` reads as "may be on the device". To tell whether *this* copy moves a
-        host tensor we take the latest binding above the use (the loop variable itself for
-        the first copy in the body).
+        Like ``values.kind``, except that a name that is a host tensor on one path and a device
+        tensor on another (`if cuda: x = x.cuda()` then `x = x.to("mps")`) counts as a host
+        tensor: on the path where it is one, the copy is real. Loop iterables are evaluated
+        the same way, so `for t in batch` after `batch = ...` follows the batch.
         """
         if isinstance(expr, cst.Name):
-            defs = self.values.reaching_defs(expr)
-            line = self.index.line(expr)
-            ancestors = set(map(id, self.index.ancestors(expr)))
-            earlier = [d for d in defs if d.line <= line and (d.how == "for" or id(d.stmt) not in ancestors)]
-            if earlier:
-                last = max(d.line for d in earlier)
-                defs = [d for d in earlier if d.line == last]
-            return join([self._def_kind(d, depth + 1) for d in defs])
+            kinds = {self._def_kind(d, depth + 1) for d in self.values.reaching_defs(expr)}
+            if Kind.HOST_TENSOR in kinds and kinds <= {Kind.HOST_TENSOR, Kind.DEVICE}:
+                return Kind.HOST_TENSOR
+            return join(kinds)
         if depth > _MAX_DEPTH:
             return self.values.kind(expr)
         if isinstance(expr, cst.Subscript):

@@ -273,10 +273,12 @@ class BlockingHostToDeviceCopy(Rule):
         if func.attr.value == "to" and self.analysis.values.to_destination(node) != "accelerator":
             return  # to the CPU or a dtype cast: never a host-to-device copy
         receiver = func.value
+        if not loaders(self.analysis).module_feeds_accelerator:
+            return  # `Trainer(accelerator="cpu")`: the copy never reaches a GPU
         if loaders(self.analysis).batch_kind(receiver) is not Kind.HOST_TENSOR:
             return  # a model, a tensor already on the device, or something we cannot place
-        if isinstance(receiver, cst.Call) and self.analysis.qualname(receiver.func) in _FRESH_HOST_TENSOR:
-            return  # `torch.tensor(v).to(device)` is TSL305's finding
+        if self._cpu_factory(receiver) is not None or (isinstance(receiver, cst.Call) and self.analysis.qualname(receiver.func) in _FRESH_HOST_TENSOR):
+            return  # `torch.tensor(v).to(device)`, `torch.randn(n).to(device)`: TSL305's findings
         state, arg = self._non_blocking(node)
         if state in ("true", "unknown"):
             return
@@ -292,9 +294,6 @@ class BlockingHostToDeviceCopy(Rule):
         else:
             fix = self.make_fix(_append_keyword(self, node, "non_blocking", "True"))
         message = self.message
-        factory = self._cpu_factory(receiver)
-        if factory is not None:
-            message += f"; better, create it on the device: `torch.{factory}(..., device=...)` needs no copy at all"
         unpinned = [info for info in sources if info.pin_memory.known and info.effective("pin_memory") is False]
         if unpinned:
             line = self.analysis.index.line(unpinned[0].call)
@@ -818,24 +817,31 @@ def _walk(node: cst.CSTNode, into_functions: bool = False):
 class HostTensorInLoop(Rule):
     """
     ## What it does
-    Flags `torch.tensor(...)`, `torch.as_tensor(...)` and `torch.asarray(...)` of host data
-    (Python numbers, lists, NumPy arrays) with an accelerator `device=` argument, or followed
-    by `.to(device)`/`.cuda()`, inside a loop that runs every training step.
+    Flags, inside a loop that runs every training step:
+
+    - `torch.tensor(...)`, `torch.as_tensor(...)` and `torch.asarray(...)` of host data
+      (Python numbers, lists, NumPy arrays) with an accelerator `device=` argument, or
+      followed by `.to(device)`/`.cuda()`;
+    - a tensor filled on the CPU and then copied: `torch.zeros(n).to(device)`,
+      `torch.randn(b, z).cuda()` (TorchTidy's "Extra CUDA Copy" pattern).
+
     `torch.full((), v, device=d)`, `torch.zeros(..., device=d)` and other factories that
     fill memory on the device are not flagged, nor is `as_tensor` of a device tensor.
 
     ## Why is this bad?
-    These functions build the tensor in (pageable) CPU memory and then copy it to the device
+    These calls build the tensor in (pageable) CPU memory and then copy it to the device
     with a blocking copy: the host waits for the GPU queue to drain, every step
     (pytorch/pytorch#120996). Constants such as normalisation means, class weights or a
-    scalar `1.0` can be built once before the loop, and a scalar can be filled directly on the
-    device with `torch.full`, which launches a kernel and does not sync.
+    scalar `1.0` can be built once before the loop; a scalar can be filled directly on the
+    device with `torch.full`, and `zeros`/`ones`/`randn`/... take `device=` themselves: a
+    fill kernel, no copy, no sync.
 
     ## Example
     ```python
     for x, y in loader:
         mean = torch.tensor([0.49, 0.48, 0.45], device=device).view(1, 3, 1, 1)
         scale = torch.tensor(0.5, device=device)
+        noise = torch.randn(x.shape[0], 128).to(device)
         x = (x.to(device, non_blocking=True).float() / 255 - mean) * scale
     ```
 
@@ -844,29 +850,38 @@ class HostTensorInLoop(Rule):
     mean = torch.tensor([0.49, 0.48, 0.45], device=device).view(1, 3, 1, 1)  # once
     for x, y in loader:
         scale = torch.full((), 0.5, device=device)  # or hoist it too
+        noise = torch.randn(x.shape[0], 128, device=device)
         x = (x.to(device, non_blocking=True).float() / 255 - mean) * scale
     ```
 
     ## Fix safety
-    For a literal scalar with a `device=` argument (`torch.tensor(0.5, device=d)`), the fix
-    writes `torch.full((), 0.5, device=d)`: the same value, dtype (inferred from the literal
-    exactly as `torch.tensor` does), device and `requires_grad`, without the host round trip.
-    It is safe. Other cases need the tensor hoisted out of the loop by hand.
+    - A literal scalar with a `device=` argument (`torch.tensor(0.5, device=d)`) becomes
+      `torch.full((), 0.5, device=d)`: the same value, dtype (inferred from the literal exactly
+      as `torch.tensor` does), device and `requires_grad`, without the host round trip. Safe.
+    - `torch.zeros/ones/empty/full/arange/linspace/eye(...).to(d)` becomes
+      `torch.zeros(..., device=d)`: the same values on the same device. Safe.
+    - `torch.rand/randn/randint/randperm/normal(...).to(d)` becomes `torch.randn(..., device=d)`:
+      unsafe, because the numbers now come from the device's generator, so a seeded run
+      draws different values.
+    - Anything else (a list, a NumPy array) needs the tensor hoisted out of the loop by hand.
     """
 
     code = "TSL305"
     name = "host-tensor-in-loop"
-    message = "`{expr}` builds a tensor on the host and copies it to the device with a blocking copy every step; create it once before the loop, or fill a scalar on the device with `torch.full((), v, device=...)`"
-    fix_title = "Fill the scalar on the device with `torch.full`"
-    runtime_observable = True  # verifier: `torch.tensor(host data, device=cuda)` is a blocking H2D copy
+    message = "`{expr}` builds a tensor on the host and copies it to the device with a blocking copy every step; {advice}"
+    fix_title = "Create the tensor on the device"
+    runtime_observable = True  # verifier: `torch.tensor(host data, device=cuda)` / a blocking H2D copy
+
+    _HOIST = "create it once before the loop, or fill a scalar on the device with `torch.full((), v, device=...)`"
 
     VALID = [
         Valid(pipeline(copy="scale = torch.full((), 0.5, device=device)\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
-        Valid(pipeline(copy="bias = torch.zeros(4, device=device)\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
+        Valid(pipeline(copy="bias = torch.zeros(4, device=device)\n    noise = torch.randn(8, 4, device=device)")),
         Valid(pipeline(copy="ids = torch.tensor([1, 2, 3])\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),  # no device
         Valid(pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n    z = torch.as_tensor(x, device=device)")),  # already there
-        Valid(pipeline(copy="cpu_scale = torch.tensor(0.5, device='cpu')\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
+        Valid(pipeline(copy="cpu_scale = torch.tensor(0.5, device='cpu')\n    cpu_noise = torch.randn(3).to('cpu')")),
         Valid(pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)\nweights = torch.tensor([1.0, 2.0, 1.0, 1.0], device=device)")),  # hoisted
+        Valid(pipeline(copy="half = torch.zeros(4).to(torch.float16)")),  # a dtype cast, stays on the CPU
     ]
     INVALID = [
         Invalid(
@@ -877,24 +892,43 @@ class HostTensorInLoop(Rule):
         ),
         Invalid(pipeline(copy="w = torch.as_tensor([1.0, 2.0, 1.0, 1.0], device=device)"), line=COPY_LINE, message_contains="once before the loop"),
         Invalid(pipeline(copy="lengths = [len(s) for s in y]\n    lens = torch.tensor(lengths).to(device)"), line=COPY_LINE + 1),
-        Invalid(pipeline(copy="t = torch.tensor(np.arange(4)).cuda()", imports="import numpy as np\nfrom torch.utils.data import DataLoader").replace("loader = ", "loader = ", 1), line=COPY_LINE + 1),
+        Invalid(pipeline(copy="t = torch.tensor(np.arange(4)).cuda()", imports="import numpy as np\nfrom torch.utils.data import DataLoader"), line=COPY_LINE + 1),
         Invalid(pipeline(copy="flag = torch.tensor(True, device='cuda')"), line=COPY_LINE, expected_fix=pipeline(copy="flag = torch.full((), True, device='cuda')")),
+        Invalid(
+            pipeline(copy="mask = torch.ones(32, 4).to(device)"),
+            line=COPY_LINE,
+            message_contains="torch.ones(..., device=...)",
+            expected_fix=pipeline(copy="mask = torch.ones(32, 4, device=device)"),
+            applicability=Applicability.SAFE,
+        ),
+        Invalid(
+            pipeline(copy="noise = torch.randn(32, 4).cuda()"),
+            line=COPY_LINE,
+            expected_fix=pipeline(copy='noise = torch.randn(32, 4, device="cuda")'),
+            applicability=Applicability.UNSAFE,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        qn = self.analysis.qualname(node.func)
-        if qn not in _FRESH_HOST_TENSOR:
-            return
+        qn = self.analysis.qualname(node.func) or ""
+        if qn in _FRESH_HOST_TENSOR:
+            self._from_host_data(node, qn)
+        elif qn.startswith("torch.") and qn.count(".") == 1 and qn[6:] in _CPU_FACTORIES:
+            self._filled_then_copied(node, qn[6:])
+
+    def _from_host_data(self, node: cst.Call, qn: str) -> None:
         positional = [a for a in node.args if a.keyword is None]
         if not positional or positional[0].star:
             return
         data = positional[0].value
-        device = next((a for a in node.args if a.keyword is not None and a.keyword.value == "device"), None)
-        to_device = self._chained_copy(node)
+        if not loaders(self.analysis).module_feeds_accelerator:
+            return  # `Trainer(accelerator="cpu")`: nothing reaches a GPU
+        device = self._keyword(node, "device")
+        copy = self._chained_copy(node)
         if device is not None:
             if self.analysis.values.device_of(device.value) != "accelerator":
                 return  # built on the CPU, or a device we cannot place
-        elif not to_device:
+        elif copy is None:
             return  # a CPU tensor: no copy here
         kind = self.analysis.kind(data)
         if kind is Kind.DEVICE:
@@ -912,16 +946,64 @@ class HostTensorInLoop(Rule):
                 args=[cst.Arg(cst.Tuple([]), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *node.args],
             )
             fix = self.make_fix(self.edit(node, _render(self, new)))
-        self.report(node, fix=fix, hot=hot, expr=_describe(self, node))
+        self.report(node, fix=fix, hot=hot, expr=_describe(self, node), advice=self._HOIST)
 
-    def _chained_copy(self, node: cst.Call) -> bool:
+    def _filled_then_copied(self, node: cst.Call, factory: str) -> None:
+        """`torch.zeros(n).to(device)`: filled on the CPU, then a blocking copy."""
+        copy = self._chained_copy(node)
+        if copy is None or self._keyword(node, "device") is not None:
+            return  # no copy, or the factory already names a device
+        if not loaders(self.analysis).module_feeds_accelerator:
+            return
+        hot = self.hot(copy)
+        if hot is None:
+            return
+        advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy"
+        self.report(copy, fix=self._device_fix(node, copy, factory), hot=hot, expr=_describe(self, copy), advice=advice)
+
+    def _device_fix(self, factory_call: cst.Call, copy: cst.Call, factory: str):
+        method = copy.func.attr.value  # type: ignore[union-attr]
+        if method == "cuda":
+            if copy.args:
+                return None  # `.cuda(i)` / `.cuda(non_blocking=...)`: leave it to the user
+            device = '"cuda"'
+        else:
+            if len(copy.args) != 1 or copy.args[0].star:
+                return None  # a dtype or `non_blocking` as well: not a plain move
+            arg = copy.args[0]
+            if arg.keyword is not None and arg.keyword.value != "device":
+                return None
+            device = _render(self, arg.value)
+        if any(a.star for a in factory_call.args):
+            return None
+        # The factory call's own source text (not a re-render, which would lose the block's
+        # indentation on continuation lines) with `device=` spliced in; it replaces the copy.
+        rng = self.position(factory_call)
+        lines = self.analysis.source.splitlines(keepends=True)[rng.start.line - 1 : rng.end.line]
+        insertion = _append_keyword(self, factory_call, "device", device)
+        i = insertion.line - rng.start.line
+        lines[i] = lines[i][: insertion.column - 1] + insertion.content + lines[i][insertion.column - 1 :]
+        shift = len(insertion.content) if insertion.line == rng.end.line else 0
+        lines[-1] = lines[-1][: rng.end.column + shift]
+        lines[0] = lines[0][rng.start.column :]  # after the end trim: absolute columns
+        random = factory in ("rand", "randn", "randint", "randperm", "normal")
+        return self.make_fix(self.edit(copy, "".join(lines)), applicability=Applicability.UNSAFE if random else Applicability.SAFE)
+
+    @staticmethod
+    def _keyword(node: cst.Call, name: str) -> cst.Arg | None:
+        return next((a for a in node.args if a.keyword is not None and a.keyword.value == name), None)
+
+    def _chained_copy(self, node: cst.Call) -> cst.Call | None:
+        """The `.to(<accelerator>)` / `.cuda()` call applied directly to ``node``, if any."""
         parent = self.analysis.index.parent(node)
         if not isinstance(parent, cst.Attribute) or parent.attr.value not in ("to", "cuda"):
-            return False
+            return None
         call = self.analysis.index.parent(parent)
         if not isinstance(call, cst.Call) or call.func is not parent:
-            return False
-        return parent.attr.value == "cuda" or self.analysis.values.to_destination(call) == "accelerator"
+            return None
+        if parent.attr.value == "cuda" or self.analysis.values.to_destination(call) == "accelerator":
+            return call
+        return None
 
 
 __all__ = [
