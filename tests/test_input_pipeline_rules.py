@@ -597,3 +597,22 @@ def test_tsl305_factory_fix_on_a_multiline_call():
     fixed = apply_fixes(src, f)
     ast.parse(fixed)
     assert "mask = torch.zeros(\n        8,\n        4, device=device,\n    )\n" in fixed
+
+
+def test_tsl304_every_dataset_branch_and_subset_wrappers():
+    src = """\
+    import torch
+    import torchvision.datasets as dset
+    import torchvision.transforms as T
+    from torch.utils.data import DataLoader, Subset
+    if opt.dataset == "cifar10":
+        dataset = dset.CIFAR10(root, transform=T.Compose([T.Resize(64), T.ToTensor()]))
+    elif opt.dataset == "mnist":
+        dataset = dset.MNIST(root, transform=T.ToTensor())
+    else:
+        dataset = dset.FakeData(transform=T.PILToTensor())
+    loader = DataLoader(Subset(dataset, range(100)), batch_size=64, num_workers=2, pin_memory=True)
+    for x, _ in loader:
+        netD(x.cuda(non_blocking=True)).mean().backward()
+    """
+    assert found(src) == {(6, "TSL304"), (8, "TSL304")}

@@ -430,20 +430,40 @@ class LoaderTracker:
         todo = [info.dataset]
         seen: set[int] = set()
         while todo and len(out) < 16:
-            call = self._dataset_call(todo.pop())
-            if call is None or id(call) in seen:
-                continue
-            seen.add(id(call))
-            out.append(call)
-            qn = self.analysis.qualname(call.func) or ""
-            if qn in ("torch.utils.data.Subset", "torch.utils.data.ConcatDataset"):
-                for a in call.args:
-                    value = a.value
-                    if isinstance(value, (cst.List, cst.Tuple)):
-                        todo += [el.value for el in value.elements]
-                    else:
-                        todo.append(value)
+            for call in self._dataset_call_candidates(todo.pop()):
+                if id(call) in seen:
+                    continue
+                seen.add(id(call))
+                out.append(call)
+                todo += self._wrapped_datasets(call)
         return out
+
+    def _dataset_call_candidates(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[cst.Call]:
+        """Every constructor call the dataset may come from (`if a: ds = A(...) else: ds = B(...)`)."""
+        if expr is None or depth > _MAX_DEPTH:
+            return []
+        if isinstance(expr, cst.Call):
+            return [expr]
+        if isinstance(expr, cst.Name):
+            out: list[cst.Call] = []
+            for d in self.values.reaching_defs(expr):
+                if d.how == "assign":
+                    out += self._dataset_call_candidates(d.value, depth + 1)
+            return out
+        single = self._dataset_call(expr, depth)
+        return [single] if single is not None else []
+
+    def _wrapped_datasets(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """The datasets a `Subset(ds, idx)` / `ConcatDataset([a, b])` wraps."""
+        if (self.analysis.qualname(call.func) or "") not in ("torch.utils.data.Subset", "torch.utils.data.ConcatDataset"):
+            return []
+        todo: list[cst.BaseExpression] = []
+        for a in call.args:
+            if isinstance(a.value, (cst.List, cst.Tuple)):
+                todo += [el.value for el in a.value.elements]
+            else:
+                todo.append(a.value)
+        return todo
 
 
 class _CopyOrStepFinder(cst.CSTVisitor):

@@ -156,7 +156,10 @@ def _divided_operand(node: cst.CSTNode) -> cst.BaseExpression:
     return node.left if isinstance(node, cst.BinaryOperation) else node.func.value  # type: ignore[union-attr]
 
 
-_FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+_LEGACY_CONSTRUCTORS = frozenset(
+    f"torch.{n}" for n in "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor ByteTensor BoolTensor".split()
+)  # always build a CPU tensor (they reject CUDA input)
+_FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"}) | _LEGACY_CONSTRUCTORS
 _CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
 _DTYPE_WORDS = frozenset({"float32", "float16", "bfloat16", "float64", "int64", "int32", "long", "float", "half", "double", "uint8", "bool", "int8", "int16"})
 
@@ -894,6 +897,7 @@ class HostTensorInLoop(Rule):
         Invalid(pipeline(copy="lengths = [len(s) for s in y]\n    lens = torch.tensor(lengths).to(device)"), line=COPY_LINE + 1),
         Invalid(pipeline(copy="t = torch.tensor(np.arange(4)).cuda()", imports="import numpy as np\nfrom torch.utils.data import DataLoader"), line=COPY_LINE + 1),
         Invalid(pipeline(copy="flag = torch.tensor(True, device='cuda')"), line=COPY_LINE, expected_fix=pipeline(copy="flag = torch.full((), True, device='cuda')")),
+        Invalid(pipeline(copy="obs, rewards, dones, infos = env.step(action)\n    done = torch.Tensor(dones).to(device)"), line=COPY_LINE + 1),  # cleanrl
         Invalid(
             pipeline(copy="mask = torch.ones(32, 4).to(device)"),
             line=COPY_LINE,
@@ -933,7 +937,7 @@ class HostTensorInLoop(Rule):
         kind = self.analysis.kind(data)
         if kind is Kind.DEVICE:
             return  # already on the device: no host round trip
-        if qn != "torch.tensor" and kind not in (Kind.HOST, Kind.HOST_TENSOR):
+        if qn != "torch.tensor" and qn not in _LEGACY_CONSTRUCTORS and kind not in (Kind.HOST, Kind.HOST_TENSOR):
             return  # `as_tensor(x)` of something we cannot place may be a no-op
         hot = self.hot(node)
         if hot is None:
