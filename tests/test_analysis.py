@@ -212,6 +212,7 @@ while True:
 for update in range(10):
     for step in range(128):
         action = model(obs)
+    bootstrap = model(next_obs)
     for mb in range(4):
         model(x).sum().backward()
         optimizer.step()
@@ -224,5 +225,5 @@ def sample_text(model):
     lines = _hot_lines(src)
     assert lines[11] is None  # calls a function that iterates the loader: an epoch loop
     assert lines[17] is False  # the outer loop of gradient accumulation steps the optimizer
-    assert lines[24] is False  # PPO's update loop: its inner loops are not loader passes
-    assert lines[27] is False  # a forward per iteration
+    assert lines[25] is False  # PPO's update loop: its inner loops are not loader passes
+    assert lines[28] is False  # a forward per iteration
