@@ -226,4 +226,4 @@ def sample_text(model):
     assert lines[11] is None  # calls a function that iterates the loader: an epoch loop
     assert lines[17] is False  # the outer loop of gradient accumulation steps the optimizer
     assert lines[25] is False  # PPO's update loop: its inner loops are not loader passes
-    assert lines[28] is False  # a forward per iteration
+    assert lines[29] is False  # a forward per iteration
