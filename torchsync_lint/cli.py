@@ -185,48 +185,25 @@ def _emit(text: str, output_file: str | None) -> None:
 
 
 def cmd_rules(args) -> int:
+    from torchsync_lint.docs import fix_availability, readme_table, rule_info
     from torchsync_lint.rule import load_rules
 
     rules = load_rules()
     if args.format == "json":
-        print(json.dumps([rule_summary(r) for r in rules.values()], indent=2))
+        print(json.dumps([rule_info(r) for r in rules.values()], indent=2))
         return 0
     if args.format == "markdown":
-        print(rules_markdown_table(rules))
+        print(readme_table(rules))
         return 0
-    width = max(len(r.name) for r in rules.values()) if rules else 10
-    print(f"{'code':7} {'name':{width}} {'fix':6} summary")
-    for rule in rules.values():
-        fix = "unsafe" if rule.fix_title and _fix_is_unsafe(rule) else ("yes" if rule.fix_title else "-")
+    width = max([len(r.name) for r in rules.values()] + [4])
+    fixes = {code: fix_availability(rule) for code, rule in rules.items()}
+    fix_width = max([len(f) for f in fixes.values()] + [3])
+    print(f"{'code':7} {'name':{width}} {'fix':{fix_width}} summary")
+    for code, rule in rules.items():
         off = "" if rule.default_enabled else " (off by default)"
-        print(f"{rule.code:7} {rule.name:{width}} {fix:6} {rule.summary()}{off}")
+        print(f"{code:7} {rule.name:{width}} {fixes[code]:{fix_width}} {rule.summary()}{off}")
+    print("\nfix: `safe` is applied by --fix, `unsafe` needs --unsafe-fixes; `torchsync-lint explain CODE` for details.")
     return 0
-
-
-def _fix_is_unsafe(rule) -> bool:
-    return "unsafe" in rule.section("Fix safety").lower().split(".")[0]
-
-
-def rule_summary(rule) -> dict:
-    return {
-        "code": rule.code,
-        "name": rule.name,
-        "message": rule.message,
-        "summary": rule.summary(),
-        "fixable": bool(rule.fix_title),
-        "fix_title": rule.fix_title,
-        "default_enabled": rule.default_enabled,
-        "runtime_observable": rule.runtime_observable,
-        "url": rule.docs_url(),
-    }
-
-
-def rules_markdown_table(rules) -> str:
-    lines = ["| code | name | fix | summary |", "|---|---|---|---|"]
-    for rule in rules.values():
-        fix = rule.fix_title or "-"
-        lines.append(f"| {rule.code} | `{rule.name}` | {fix} | {rule.summary()} |")
-    return "\n".join(lines)
 
 
 def cmd_explain(args) -> int:
@@ -238,10 +215,16 @@ def cmd_explain(args) -> int:
     if rule is None:
         print(f"torchsync-lint: error: no rule {key!r}; `torchsync-lint rules` lists them", file=sys.stderr)
         return 2
+    from torchsync_lint.docs import fix_availability, message_template
+
     print(f"# {rule.code} {rule.name}\n")
-    print(f"Message: {rule.message}\n")
+    print(f"Message: {message_template(rule)}")
     if rule.fix_title:
-        print(f"Fix: {rule.fix_title}\n")
+        print(f"Fix ({fix_availability(rule)}): {rule.fix_title}")
+    else:
+        print("Fix: none")
+    print(f"Enabled by default: {'yes' if rule.default_enabled else 'no (select it to enable)'}")
+    print(f"Docs: {rule.docs_url()}\n")
     print(rule.docs())
     return 0
 
