@@ -31,6 +31,7 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, write nothing")
     p.add_argument("--config", help="read this pyproject.toml instead of discovering one")
     p.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    p.add_argument("--force-exclude", action="store_true", default=None, help="apply exclude/extend-exclude to paths named on the command line too (for pre-commit)")
     p.add_argument("--stdin-filename", help="the path to report for `-`")
 
 
@@ -111,6 +112,8 @@ def _resolve_config(args):
         config.ignore = [*config.ignore, *_split(args.ignore)]
     if args.unsafe_fixes is not None:
         config.unsafe_fixes = args.unsafe_fixes
+    if args.force_exclude is not None:
+        config.force_exclude = args.force_exclude
     from torchsync_lint.rule import load_rules
 
     config.enabled_codes(load_rules())  # validates selectors early (ConfigError -> exit 2)
