@@ -102,7 +102,7 @@ def _demote_headings(doc: str) -> str:
 def rule_section(rule) -> str:
     facts = [
         f"`{rule.name}`",
-        f"fix: {fix_availability(rule)}",
+        f"fix: {fix_availability(rule)}" if rule.fix_title else "no fix",
         "on by default" if rule.default_enabled else "off by default (select it to enable)",
         "confirmed at runtime by `torchsync-lint verify`" if rule.runtime_observable else "not observable at runtime",
     ]
