@@ -251,6 +251,9 @@ class ValueAnalysis:
                 return self._iter_element(args[0], path)
             if fname == "range":
                 return Kind.HOST
+            method = iterable.func.attr.value if isinstance(iterable.func, cst.Attribute) else None
+            if method == "keys" or (method == "items" and path[:1] == (0,)):
+                return Kind.HOST  # dict keys: names, not tensors
         k = self._eval(iterable)
         if k is Kind.LOADER:
             return Kind.HOST_TENSOR  # a DataLoader yields CPU tensors until the loop moves them
@@ -432,6 +435,8 @@ class ValueAnalysis:
             return Kind.MODEL if call.args and self._eval(call.args[0].value) in (Kind.MODEL, Kind.UNKNOWN) else Kind.UNKNOWN
         if qn.startswith("torch.nn.") and last[:1].isupper() and not qn.startswith("torch.nn.functional."):
             return Kind.MODEL
+        if qn.startswith("torchmetrics.") and last[:1].isupper():
+            return Kind.MODEL  # a metric is an nn.Module: `metric.to(device)` is not a device tensor
         if qn.startswith("torch.cuda.") or qn.startswith("torch.distributed.") or qn.startswith("torch.backends."):
             return Kind.HOST
         if qn.startswith("torch.") and qn.count(".") == 1:
