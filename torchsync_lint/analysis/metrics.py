@@ -310,8 +310,23 @@ class MetricTracker:
     def _defs(self, name: cst.Name) -> list[Def]:
         # A binding whose statement contains the use is evaluated before it binds (`m = {k: m.to(d) ...}`).
         defs = [d for d in self.values.reaching_defs(name) if not self._contains(d.stmt, name)]
+        # Inside `for ... name ... in it:` the loop binding kills every other one (unless the body rebinds).
+        loop = self._binding_loop(name)
+        if loop is not None:
+            defs = [d for d in defs if d.stmt is loop or any(a is loop.body for a in self.index.ancestors(d.stmt))]
         # A comprehension's variable exists only inside it (the index folds it into the scope).
         return [d for d in defs if not isinstance(d.stmt, cst.CompFor) or self._inside_comprehension(name, d.stmt)]
+
+    def _binding_loop(self, name: cst.Name) -> cst.For | None:
+        """The innermost `for` loop (in the same function) whose target binds ``name``, if ``name`` is in its body."""
+        child: cst.CSTNode = name
+        for anc in self.index.ancestors(name):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return None
+            if isinstance(anc, cst.For) and child is anc.body and _binds(anc.target, name.value):
+                return anc
+            child = anc
+        return None
 
     def _inside_comprehension(self, node: cst.CSTNode, comp_for: cst.CompFor) -> bool:
         comp = next((a for a in self.index.ancestors(comp_for) if not isinstance(a, cst.CompFor)), None)
@@ -603,6 +618,14 @@ def _backend_is_nccl(call: cst.Call) -> bool:
             parts = dotted_parts(option)
             if parts and parts[-1] == "NCCL" and "Backend" in parts:
                 return True
+    return False
+
+
+def _binds(target: cst.BaseExpression, name: str) -> bool:
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds(el.value, name) for el in target.elements)
     return False
 
 
