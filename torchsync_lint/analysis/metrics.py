@@ -395,13 +395,15 @@ class MetricTracker:
         return keys
 
     def _self_attr_values(self, expr: cst.Attribute) -> list[cst.BaseExpression]:
-        parts = dotted_parts(expr)
-        if not parts or len(parts) != 2 or parts[0] != "self":
-            return []
-        info = self._class_of(expr)
+        """Values assigned to `self.x` in the class of `self.x` or of `model.x` (`model = Net()`)."""
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            info = self._class_of(expr)
+        else:
+            cls_name = self._instance_class(expr.value)
+            info = self.index.classes.get(cls_name) if cls_name is not None else None
         if info is None:
             return []
-        return [d.value for d in info.self_attrs.get(parts[1], []) if d.how == "assign" and d.value is not None]
+        return [d.value for d in info.self_attrs.get(expr.attr.value, []) if d.how == "assign" and d.value is not None]
 
     def _class_of(self, node: cst.CSTNode):
         func = self.index.enclosing_function(node)

@@ -196,9 +196,15 @@ class MetricUpdateNanCheck(_MetricRule):
     def _ever_weighted(self, site: MetricSite) -> bool:
         for use in self.tracker.uses.values():
             if use.kind in ("update", "forward") and any(leaf is site for leaf in use.leaves):
-                if _weight_arg(use) is not None or any(a.star for a in use.call.args):
+                weight = _weight_arg(use)
+                if any(a.star for a in use.call.args) or (weight is not None and not self._is_ones(weight.value)):
                     return True
         return False
+
+
+    def _is_ones(self, expr: cst.BaseExpression) -> bool:
+        """`torch.ones_like(x)`: a weight that "disable" replacing by ones does not change."""
+        return isinstance(expr, cst.Call) and self.analysis.qualname(expr.func) == "torch.ones_like"
 
 
 class MetricScalarUpdate(_MetricRule):
