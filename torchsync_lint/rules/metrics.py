@@ -64,13 +64,24 @@ def _with_keyword(call: cst.Call, key: str, value: str) -> cst.Call:
         if arg.keyword is not None and arg.keyword.value == key:
             args[i] = arg.with_changes(value=new_value)
             return call.with_changes(args=args)
-    if args and args[-1].comma is not cst.MaybeSentinel.DEFAULT:
-        # keep an explicit trailing comma layout: `f(a,)` -> `f(a, key=value,)`
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(cst.Arg(new_value, keyword=cst.Name(key), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")), comma=cst.Comma()))
+    equal = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+    last_comma = args[-1].comma if args else cst.MaybeSentinel.DEFAULT
+    if isinstance(last_comma, cst.Comma):
+        # `f(\n    a=1,\n)` -> `f(\n    a=1,\n    key=value,\n)`: the new argument takes over the
+        # trailing comma (and the newline before `)`), the old one gets the opening indentation.
+        args[-1] = args[-1].with_changes(comma=cst.Comma(last_comma.whitespace_before, call.whitespace_before_args))
+        args.append(cst.Arg(new_value, keyword=cst.Name(key), equal=equal, comma=last_comma))
     else:
-        args.append(cst.Arg(new_value, keyword=cst.Name(key), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+        args.append(cst.Arg(new_value, keyword=cst.Name(key), equal=equal))
     return call.with_changes(args=args)
+
+
+def _set_argument(rule: Rule, site: MetricSite, key: str, value: str):
+    """An edit that sets a constructor argument: the value in place if passed (even positionally)."""
+    arg = site.argument(key)
+    if arg is not None:
+        return rule.edit(arg.value, value)
+    return rule.edit(site.call, _with_keyword(site.call, key, value))
 
 
 class _MetricRule(Rule):
@@ -190,7 +201,7 @@ class MetricUpdateNanCheck(_MetricRule):
             caveat = ": but this metric gets a `weight`, which `\"disable\"` silently replaces by ones (Lightning-AI/torchmetrics#3434); drop the weight first or keep the check"
         else:
             caveat = " (note: `\"disable\"` would drop a user-supplied `weight`, Lightning-AI/torchmetrics#3434)"
-            fix = self.make_fix(self.edit(site.call, _with_keyword(site.call, "nan_strategy", '"disable"')), applicability=Applicability.UNSAFE)
+            fix = self.make_fix(_set_argument(self, site, "nan_strategy", '"disable"'), applicability=Applicability.UNSAFE)
         self.report(node, expr=_short(self, node), cls=site.cls.name, caveat=caveat, fix=fix, hot=hot)
 
     def _ever_weighted(self, site: MetricSite) -> bool:
