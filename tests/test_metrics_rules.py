@@ -15,7 +15,6 @@ import pytest
 from torchsync_lint import api
 from torchsync_lint.analysis import metrics as metrics_analysis
 from torchsync_lint.engine import lint_source
-from torchsync_lint.markers import read_markers
 from torchsync_lint.rules._metric_cases import LOOP, METRIC_PRELUDE, metric_case
 from torchsync_lint.types import Edit
 
@@ -196,13 +195,13 @@ def test_user_configured_or_disabled_nan_strategy_is_silent(setup):
 
 def test_class_defaults_read_from_torchmetrics_source():
     code = "import torchmetrics as tm\nfrom torchmetrics.classification import MulticlassAccuracy\n" "a = tm.MeanMetric()\nb = MulticlassAccuracy(5)\nc = tm.Accuracy(task='multiclass', num_classes=5)\nd = tm.aggregation.CatMetric(0.0)\n"
-    from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+    from libcst.metadata import MetadataWrapper, PositionProvider
 
     from torchsync_lint.analysis import ModuleAnalysis
 
     module = cst.parse_module(code)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = ModuleAnalysis(module, code, wrapper.resolve(ParentNodeProvider), wrapper.resolve(PositionProvider))
+    analysis = ModuleAnalysis(module, code, wrapper.resolve(PositionProvider))
     tracker = metrics_analysis.metric_tracker(analysis)
     by_class = {site.cls.name: site for site in tracker.sites.values()}
     assert by_class["MeanMetric"].setting("nan_strategy") == "warn"
@@ -350,15 +349,3 @@ def test_tsl203_fix_passes_ones_like_and_parses():
     ast.parse(new)
     assert 'metrics["avg_loss"].update(loss, weight=torch.ones_like(loss))' in new
     assert found(new, settings) == set()
-
-
-# -- fixtures --------------------------------------------------------------------------------
-
-FIXTURES = sorted((ROOT / "fixtures" / "metrics").glob("*.py")) + [ROOT / "fixtures" / "clean" / "metrics_optimized.py"]
-
-
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
-def test_fixture_findings_equal_markers(path):
-    expected = {(m.line, m.code) for m in read_markers(str(path)) if m.kind == "expect"}
-    results = api.lint_paths([str(path)], api.Config())
-    assert {(f.line, f.code) for r in results for f in r.findings} == expected
