@@ -588,7 +588,7 @@ class ClassificationMetricBincount(_MetricRule):
 
     code = "TSL206"
     name = "classification-metric-bincount"
-    message = "`{expr}` updates `{cls}` ({why}) with `torch.bincount`, whose CUDA kernel reads min/max back to the host: 2 syncs per step; use `average=\"micro\"` if a global score will do, or `torch.use_deterministic_algorithms(True)` (`validate_args=False` removes the `unique` sync but not this one)"
+    message = "`{expr}` updates `{cls}` ({why}) with `torch.bincount`, whose CUDA kernel reads min/max back to the host: 2 syncs per step; {advice} (`validate_args=False` removes the `unique` sync but not this one)"
     runtime_observable = True
 
     VALID = [
@@ -611,6 +611,7 @@ class ClassificationMetricBincount(_MetricRule):
             "metric.update(logits, y)",
         ),
         bad(metric_case("coll = MetricCollection([MulticlassAccuracy(4, average=None)]).to(device)", "coll.update(logits, y)"), "coll.update(logits, y)"),
+        bad(metric_case("import torchmetrics\ncm = torchmetrics.ConfusionMatrix(task='multiclass', num_classes=4).to(device)", "cm.update(logits, y)"), "cm.update(", message_contains="use_deterministic_algorithms"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -624,7 +625,10 @@ class ClassificationMetricBincount(_MetricRule):
             hot = self.hot(node)
             if hot is None:
                 return
-            self.report(node, expr=_short(self, node), cls=site.cls.name, why=why, hot=hot)
+            advice = "call `torch.use_deterministic_algorithms(True)` (torchmetrics then counts without bincount)"
+            if not site.cls.bincount_always:
+                advice = "use `average=\"micro\"` if a global score will do, or " + advice
+            self.report(node, expr=_short(self, node), cls=site.cls.name, why=why, advice=advice, hot=hot)
             return
 
     @staticmethod
