@@ -202,10 +202,15 @@ class MetricTracker:
         self._subscript_assigns: list[tuple[cst.Assign, cst.Subscript]] = []
         self.deterministic = False
         self.nccl_inits: list[cst.Call] = []
+        self.uses: dict[cst.Call, MetricUse] = {}
+        self._moves: dict[int, set[str]] = {}
+        if not self.index.imports.imports_module("torchmetrics"):
+            return  # no metric can be constructed in this module
         self._scan_module()
         for call in self.index.calls:
             self._site_of_call(call)
-        self.uses: dict[cst.Call, MetricUse] = {}
+        if not self.sites:
+            return
         self._find_uses()
         self._moves = self._find_moves()
 
