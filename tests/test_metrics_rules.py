@@ -13,6 +13,7 @@ import libcst as cst
 import pytest
 
 from torchsync_lint import api
+from torchsync_lint.analysis import metric_classes
 from torchsync_lint.analysis import metrics as metrics_analysis
 from torchsync_lint.engine import lint_source
 from torchsync_lint.rules._metric_cases import LOOP, METRIC_PRELUDE, metric_case
@@ -215,7 +216,7 @@ def test_class_defaults_match_installed_torchmetrics():
     tm = pytest.importorskip("torchmetrics")
     import inspect
 
-    for name, cls in metrics_analysis.KNOWN_CLASSES.items():
+    for name, cls in metric_classes.KNOWN_CLASSES.items():
         if cls.family in ("collection", "custom"):
             continue
         real = getattr(tm, name, None) or getattr(tm.classification, name)
@@ -262,7 +263,7 @@ WEIGHTLESS = metric_case("avg = MeanMetric(nan_strategy='disable').to(device)", 
 
 
 def test_tsl203_configured_version(monkeypatch):
-    monkeypatch.setattr(metrics_analysis, "installed_torchmetrics_version", lambda: "1.9.0")
+    monkeypatch.setattr(metric_classes, "installed_torchmetrics_version", lambda: "1.9.0")
     assert found(WEIGHTLESS, {"torchmetrics-version": "1.6.1"}) == {(line_of(WEIGHTLESS, "avg.update(loss)"), "TSL203")}
     assert found(WEIGHTLESS, {"torchmetrics-version": "1.6.2"}) == set()
     assert found(WEIGHTLESS, {"torchmetrics-version": "2.0"}) == set()
@@ -270,16 +271,16 @@ def test_tsl203_configured_version(monkeypatch):
 
 
 def test_tsl203_installed_version_fallback_and_off(monkeypatch):
-    monkeypatch.setattr(metrics_analysis, "installed_torchmetrics_version", lambda: "1.5.2")
+    monkeypatch.setattr(metric_classes, "installed_torchmetrics_version", lambda: "1.5.2")
     findings = lint(WEIGHTLESS, {"torchmetrics-version": None})
     assert [(f.code, "1.5.2 (installed)" in f.message) for f in findings] == [("TSL203", True)]
-    monkeypatch.setattr(metrics_analysis, "installed_torchmetrics_version", lambda: None)
+    monkeypatch.setattr(metric_classes, "installed_torchmetrics_version", lambda: None)
     assert found(WEIGHTLESS) == set()  # unknown version: the rule is off
 
 
 def test_installed_version_is_read_without_importing_torch():
     script = (
-        "import sys\nfrom torchsync_lint.analysis.metrics import installed_torchmetrics_version\n"
+        "import sys\nfrom torchsync_lint.analysis.metric_classes import installed_torchmetrics_version\n"
         "from torchsync_lint.engine import lint_source\n"
         f"lint_source({WEIGHTLESS!r}, 't.py', None, {{}})\n"
         "print(installed_torchmetrics_version())\n"
@@ -291,7 +292,7 @@ def test_installed_version_is_read_without_importing_torch():
 
 
 def test_tsl203_version_from_pyproject(tmp_path, monkeypatch):
-    monkeypatch.setattr(metrics_analysis, "installed_torchmetrics_version", lambda: "1.9.0")
+    monkeypatch.setattr(metric_classes, "installed_torchmetrics_version", lambda: "1.9.0")
     (tmp_path / "pyproject.toml").write_text('[tool.torchsync-lint]\ntorchmetrics-version = "1.4.0"\n')
     script = tmp_path / "train.py"
     script.write_text(WEIGHTLESS)
