@@ -261,6 +261,10 @@ class MetricTracker:
             return self.sites_of(d.value)
         if d.how == "for" and d.value is not None:
             return self._element_sites(d, use)
+        if d.how == "module-move" and isinstance(d.stmt, cst.Expr) and isinstance(d.stmt.value, cst.Call):
+            # `avg.to(device)` as a statement moves the same object: follow the receiver.
+            receiver = d.stmt.value.func.value if isinstance(d.stmt.value.func, cst.Attribute) else None
+            return self.sites_of(receiver) if isinstance(receiver, cst.Name) else []
         return []
 
     def _element_sites(self, d: Def, use: cst.Name) -> list[MetricSite]:
