@@ -1,0 +1,122 @@
+"""``torchsync-lint verify``: lint each script, replay it, match, report, exit status."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from torchsync_lint.verify import runner, scripts as script_files
+from torchsync_lint.verify.matching import Entry, Expectation, match_script, merge_expectations
+from torchsync_lint.verify.report import render
+from torchsync_lint.verify.steady_state import SteadyWindow
+
+EMULATE_HARNESS = "torchsync_lint.verify.emulate.harness"
+
+
+def resolve_backend(requested: str) -> str:
+    if requested != "auto":
+        return requested
+    import torch  # the verifier is the only part of torchsync-lint that may import torch
+
+    return "cuda" if torch.cuda.is_available() else "emulate"
+
+
+def rule_metadata() -> tuple[dict[str, bool] | None, dict[str, str]]:
+    """(code -> runtime_observable, code -> name) from the rule registry, if it can be loaded."""
+    try:
+        from torchsync_lint.rule import load_rules
+    except ImportError:
+        return None, {}
+    rules = load_rules()
+    return (
+        {code: bool(getattr(cls, "runtime_observable", True)) for code, cls in rules.items()},
+        {code: getattr(cls, "name", "") for code, cls in rules.items()},
+    )
+
+
+def static_expectations(path: str, names: dict[str, str]) -> tuple[list[Expectation], str | None]:
+    """Findings of the linter and the script's inline markers. Returns (expectations, lint error)."""
+    from torchsync_lint.markers import read_markers
+
+    findings: list[Expectation] = []
+    error = None
+    try:
+        from torchsync_lint.api import lint_file
+
+        result = lint_file(path)
+        findings = [Expectation(f.line, f.code, f.name, f.message, static=True) for f in result.findings]
+        if result.error is not None:
+            error = f"{result.error.code}: {result.error.message}"
+    except ImportError as exc:  # the static engine is optional for the verifier
+        error = f"static engine unavailable ({exc})"
+    markers = [
+        Expectation(m.line, m.code if m.kind == "expect" else None, names.get(m.code or "", ""), getattr(m, "note", ""), marker=True)
+        for m in read_markers(path)
+    ]
+    return merge_expectations(findings, markers), error
+
+
+def _script_entry(path: str, backend: str, status: str, detail: str, failed: bool) -> Entry:
+    return Entry(path, None, None, status, backend, failed=failed, detail=detail)
+
+
+def verify_script(script: script_files.Script, backend: str, args: argparse.Namespace, observable, names) -> list[Entry]:
+    missing = script.missing_requirements
+    if missing:
+        return [_script_entry(script.path, backend, "skipped", f"requires {', '.join(missing)} (not importable)", False)]
+    expectations, lint_error = static_expectations(script.path, names)
+    entries: list[Entry] = []
+    if lint_error:
+        entries.append(_script_entry(script.path, backend, "lint-error", lint_error, False))
+
+    is_fixture = script_files.has_pragma(script.path)
+    script_args = ["--steps", str(script.steps)] if is_fixture else []
+    if backend == "cuda":
+        from torchsync_lint.verify.cuda import backend as cuda_backend
+
+        run = cuda_backend.attribute(script.path, script_args, args.timeout, require_result=is_fixture)
+    else:
+        run = runner.run_harness(EMULATE_HARNESS, script.path, script_args, args.timeout, require_result=is_fixture)
+
+    if run.status != runner.OK:
+        entries.append(_script_entry(script.path, backend, run.status, run.detail, True))
+        return entries
+
+    window = SteadyWindow(run.step_basis, run.total_steps, script.warmup)
+    entries += match_script(script.path, expectations, run.events, window, backend, observable)
+
+    if backend == "cuda":
+        from torchsync_lint.verify.cuda import backend as cuda_backend
+
+        entries += cuda_backend.profile_and_measure(script, script_args, args, entries, window)
+    return entries
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    paths = args.paths or ["fixtures/"]
+    backend = resolve_backend(args.backend)
+    if args.measure and backend != "cuda":
+        print("torchsync-lint verify: --measure needs the cuda backend (a GPU)", file=sys.stderr)
+        return 2
+    found, missing = script_files.discover(paths)
+    if missing:
+        print(f"torchsync-lint verify: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    observable, names = rule_metadata()
+    show_progress = sys.stderr.isatty()
+    entries: list[Entry] = []
+    for number, path in enumerate(found, 1):
+        if show_progress:
+            print(f"[{number}/{len(found)}] {path} ({backend})", file=sys.stderr, flush=True)
+        script = script_files.load_script(path, args.steps, args.warmup)
+        entries += verify_script(script, backend, args, observable, names)
+
+    output = render(entries, args.format, found)
+    if args.output_file:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output_file)), exist_ok=True)
+        with open(args.output_file, "w", encoding="utf-8") as handle:
+            handle.write(output)
+    else:
+        sys.stdout.write(output)
+    return 1 if any(e.failed for e in entries) else 0
