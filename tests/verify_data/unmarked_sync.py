@@ -1,5 +1,6 @@
 # torchsync-fixture: steps=6 warmup=1
-"""No markers, but it syncs every step: a clean fixture that is not clean."""
+"""No markers, but it syncs every step (inside clip_grad_norm_, which the linter cannot see):
+a clean fixture that is not clean."""
 import argparse
 import json
 
@@ -16,5 +17,5 @@ for _ in range(args.steps):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    worst = int(loss.detach().max() * 100)
-print("RESULT " + json.dumps({"worst": worst}))
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+print("RESULT " + json.dumps({"loss": float(loss)}))

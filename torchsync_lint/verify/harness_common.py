@@ -177,12 +177,20 @@ def run_script(path: str, script_args: list[str], extra_sys_path: list[str] | No
         outcome.exit_code = code if isinstance(code, int) else (0 if code is None else 1)
         if code not in (None, 0) and not isinstance(code, int):
             outcome.error = f"SystemExit: {code}"
-    except BaseException:  # noqa: BLE001 - the script's crash is the report, not ours
+    except BaseException as exc:  # noqa: BLE001 - the script's crash is the report, not ours
         outcome.exit_code = 1
-        outcome.error = traceback.format_exc()
+        outcome.error = format_user_traceback(exc, path)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     return outcome
+
+
+def format_user_traceback(exc: BaseException, user_file: str) -> str:
+    """The traceback from the script's first frame on (the harness and runpy frames are noise)."""
+    tb = exc.__traceback__
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != user_file:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
 
 
 def write_json(path: str, data: dict) -> None:

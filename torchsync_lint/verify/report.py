@@ -37,7 +37,8 @@ def _evidence_text(entry: Entry) -> str:
         pct = "" if entry.cost_pct is None else f" ({entry.cost_pct:.1f}% of step)"
         text += f"; cost {entry.cost_ms_per_step:.3f} ms/step{pct}"
     if entry.detail:
-        text += f"  -- {entry.detail}"
+        # Tracebacks are multi-line: the table shows their last line, JSON keeps them whole.
+        text += f"  -- {entry.detail.strip().splitlines()[-1]}"
     return text
 
 

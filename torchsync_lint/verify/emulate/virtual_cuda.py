@@ -18,6 +18,8 @@ the same branch it would on the GPU. Tags live in weak identity dictionaries own
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -251,6 +253,11 @@ class VirtualCudaFunctionMode(TorchFunctionMode):
             return out
         if not was_virtual:
             return func(*args, **kwargs)
+        if _called_from_torch():
+            # torch internals group tensors by their *real* device (C++ helpers such as
+            # _group_tensors_by_device_and_dtype return cpu) and then move results to it,
+            # e.g. clip_grad_norm_. On a GPU that device is cuda: keep the tensor virtual.
+            return receiver.to(**rest)
         # Device -> host. A non_blocking D2H does not block (it is unsafe to read, but that
         # is a different bug); a blocking one is a sync.
         if not non_blocking:
@@ -328,6 +335,15 @@ class VirtualCudaDispatchMode(TorchDispatchMode):
                 state.loader_origin[result] = origin
             if result.is_floating_point() and (made_at is not None or from_uint8):
                 state.host_normalized[result] = made_at if made_at is not None else state.user_line()
+
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
+def _called_from_torch() -> bool:
+    # Frames: this helper, _move, __torch_function__, then the code that called .to()/.cpu().
+    frame = sys._getframe(3)
+    return frame.f_code.co_filename.startswith(_TORCH_DIR)
 
 
 def kind_returns_host_value(name: str) -> bool:
