@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=None, help="steps per script (default: the fixture pragma, else 8)")
     parser.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from steady state (default 2)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per script run before it counts as hung")
+    parser.add_argument(
+        "--jobs", type=int, default=_default_jobs(), help="scripts replayed in parallel (default: up to 4, one per core)"
+    )
     parser.add_argument("--format", choices=FORMATS, default="text", dest="format")
     parser.add_argument("--output-file", default=None, help="write the report here instead of stdout")
     parser.add_argument(
@@ -33,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace-dir", default=None, help="cuda only: where to write profiler traces (default: a temp dir, kept)"
     )
+
+
+def _default_jobs() -> int:
+    import os
+
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import sys
 
@@ -105,12 +106,20 @@ def run_verify(args: argparse.Namespace) -> int:
         return 2
     observable, names = rule_metadata()
     show_progress = sys.stderr.isatty()
-    entries: list[Entry] = []
-    for number, path in enumerate(found, 1):
-        if show_progress:
-            print(f"[{number}/{len(found)}] {path} ({backend})", file=sys.stderr, flush=True)
+
+    def verify_one(path: str) -> list[Entry]:
         script = script_files.load_script(path, args.steps, args.warmup)
-        entries += verify_script(script, backend, args, observable, names)
+        return verify_script(script, backend, args, observable, names)
+
+    # Each script runs in its own subprocess, so threads only wait; timing runs (--measure)
+    # stay sequential so they do not compete for the GPU.
+    jobs = 1 if args.measure else max(1, getattr(args, "jobs", 1) or 1)
+    entries: list[Entry] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for number, (path, result) in enumerate(zip(found, pool.map(verify_one, found)), 1):
+            if show_progress:
+                print(f"[{number}/{len(found)}] {path} ({backend})", file=sys.stderr, flush=True)
+            entries += result
 
     output = render(entries, args.format, found)
     if args.output_file:
