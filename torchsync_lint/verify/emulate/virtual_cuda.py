@@ -121,14 +121,22 @@ class VirtualCudaState:
     def record(self, kind: str, op: str, line: int | None = None) -> None:
         self.events.append(RawEvent(self.user_line() if line is None else line, kind, op, self._clock()))
 
-    def record_host_to_device(self, source: torch.Tensor, non_blocking: bool, op: str) -> None:
-        """Classify a copy of a host tensor to the (virtual) GPU."""
+    def record_host_to_device(
+        self, source: torch.Tensor, non_blocking: bool, op: str, *, pinned: bool | None = None, record_blocking: bool = True
+    ) -> None:
+        """Classify a copy of a host tensor to the (virtual) GPU.
+
+        The cuda backend passes the real ``pinned`` state and ``record_blocking=False``: there
+        a blocking copy is recorded by the stream-sync callback it triggers.
+        """
+        is_pinned = self.pinned.get(source, False) if pinned is None else pinned
         if not non_blocking:
-            self.record(ev.H2D_BLOCKING, op)
-        elif not self.pinned.get(source, False):
+            if record_blocking:
+                self.record(ev.H2D_BLOCKING, op)
+        elif not is_pinned:
             self.record(ev.H2D_PAGEABLE, op)
         origin = self.loader_origin.get(source)
-        if origin is not None and not origin.pinned:
+        if origin is not None and not origin.pinned and not is_pinned:
             self.record(ev.DATALOADER_UNPINNED, op, line=origin.line)
         made_at = self.host_normalized.get(source)
         if made_at is not None:
@@ -298,7 +306,7 @@ class VirtualCudaDispatchMode(TorchDispatchMode):
                 return out
             state.tag_virtual(out)
         else:
-            self._track_host_provenance(name, leaves, out)
+            track_host_provenance(state, leaves, out)
         return out
 
     def _copy(self, func: Any, args: tuple, kwargs: dict) -> Any:
@@ -312,29 +320,32 @@ class VirtualCudaDispatchMode(TorchDispatchMode):
             state.record(ev.D2H_COPY, "aten::copy_")
         return func(*args, **kwargs)
 
-    def _track_host_provenance(self, name: str, leaves: list, out: Any) -> None:
-        """Host-only op: carry DataLoader origin and uint8->float normalisation forward."""
-        state = self.state
-        origin = None
-        made_at = None
-        from_uint8 = False
-        for leaf in leaves:
-            if not isinstance(leaf, torch.Tensor):
-                continue
-            origin = origin or state.loader_origin.get(leaf)
-            if leaf in state.host_normalized:
-                made_at = state.host_normalized[leaf]
-            elif leaf.dtype == torch.uint8:
-                from_uint8 = True
-        if origin is None and made_at is None and not from_uint8:
-            return
-        for result in pytree.tree_leaves(out):
-            if not isinstance(result, torch.Tensor):
-                continue
-            if origin is not None:
-                state.loader_origin[result] = origin
-            if result.is_floating_point() and (made_at is not None or from_uint8):
-                state.host_normalized[result] = made_at if made_at is not None else state.user_line()
+
+def track_host_provenance(state: VirtualCudaState, leaves: list, out: Any) -> None:
+    """After a host-only op: carry DataLoader origin and uint8->float normalisation forward.
+
+    Shared with the cuda backend, which tracks the same provenance on real host tensors.
+    """
+    origin = None
+    made_at = None
+    from_uint8 = False
+    for leaf in leaves:
+        if not isinstance(leaf, torch.Tensor):
+            continue
+        origin = origin or state.loader_origin.get(leaf)
+        if leaf in state.host_normalized:
+            made_at = state.host_normalized[leaf]
+        elif leaf.dtype == torch.uint8:
+            from_uint8 = True
+    if origin is None and made_at is None and not from_uint8:
+        return
+    for result in pytree.tree_leaves(out):
+        if not isinstance(result, torch.Tensor):
+            continue
+        if origin is not None:
+            state.loader_origin[result] = origin
+        if result.is_floating_point() and (made_at is not None or from_uint8):
+            state.host_normalized[result] = made_at if made_at is not None else state.user_line()
 
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
