@@ -1,0 +1,191 @@
+"""End to end: ``torchsync-lint verify`` replays the scripts in tests/verify_data in
+subprocesses and reports what it saw. Also: the lint path never imports torch, and the
+cuda backend on a real GPU (skipped without one)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("torchmetrics")
+
+from torchsync_lint.cli import main  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "verify_data"
+SCRIPTS = ["host_reads", "metrics", "input_pipeline", "clean", "unmarked_sync", "unconfirmed_marker", "crash", "early_exit"]
+
+
+def _verify(tmp_path: Path, names: list[str], *extra: str, fmt: str = "json") -> tuple[int, str]:
+    out = tmp_path / f"report.{fmt}"
+    paths = [str(DATA / f"{name}.py") for name in names]
+    code = main(["verify", *paths, "--backend", "emulate", "--format", fmt, "--output-file", str(out), *extra])
+    return code, out.read_text()
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    code, text = _verify(tmp_path_factory.mktemp("verify"), SCRIPTS, "--jobs", "2", "--timeout", "60")
+    by_script: dict[str, list[dict]] = {}
+    for entry in json.loads(text):
+        by_script.setdefault(Path(entry["path"]).stem, []).append(entry)
+    return code, by_script
+
+
+def _statuses(entries):
+    return {(e["line"], e["code"]): e["status"] for e in entries}
+
+
+def test_exit_status_is_one_when_anything_fails(report):
+    code, _ = report
+    assert code == 1
+
+
+def test_host_reads_confirmed_at_their_lines(report):
+    _, by_script = report
+    entries = by_script["host_reads"]
+    assert _statuses(entries) == {
+        (24, "TSL101"): "confirmed",
+        (25, "TSL102"): "confirmed",
+        (27, "TSL103"): "confirmed",
+        (28, "TSL104"): "confirmed",
+        (29, "TSL105"): "confirmed",
+        (30, None): "confirmed",  # expect-sync: clip_grad_norm_(error_if_nonfinite=True)
+    }
+    assert not any(e["failed"] for e in entries)
+    item = next(e for e in entries if e["code"] == "TSL101")
+    assert item["evidence"] == [{"kind": "scalar-read", "op": "aten::_local_scalar_dense", "per_step": 1.0, "count": 6}]
+    assert item["backend"] == "emulate"
+
+
+def test_metric_syncs_inside_torchmetrics_land_on_the_user_lines(report):
+    _, by_script = report
+    entries = {e["code"]: e for e in by_script["metrics"]}
+    assert entries["TSL201"]["status"] == "confirmed"
+    assert entries["TSL201"]["evidence"][0]["per_step"] == 2.0  # nans.any() or nans_weight.any()
+    assert entries["TSL202"]["evidence"][0]["kind"] == "h2d-blocking"
+    assert entries["TSL206"]["evidence"][0]["op"] == "aten::bincount"
+    assert not any(e["failed"] for e in by_script["metrics"])
+
+
+def test_input_pipeline_hazards_confirmed(report):
+    _, by_script = report
+    assert _statuses(by_script["input_pipeline"]) == {
+        (20, "TSL304"): "confirmed",
+        (31, "TSL302"): "confirmed",
+        (31, "TSL303"): "confirmed",
+        (33, "TSL301"): "confirmed",
+        (33, "TSL304"): "confirmed",
+        (34, "TSL302"): "confirmed",
+        (35, "TSL305"): "confirmed",
+    }
+
+
+def test_clean_script_reports_nothing(report):
+    _, by_script = report
+    assert "clean" not in by_script  # no entries at all: nothing synced in its steady state
+
+
+def test_unmarked_sync_is_runtime_only_and_fails_the_clean_check(report):
+    _, by_script = report
+    (entry,) = by_script["unmarked_sync"]
+    assert (entry["line"], entry["code"], entry["status"], entry["failed"]) == (20, None, "runtime-only", True)
+
+
+def test_marker_on_a_host_tensor_is_unconfirmed(report):
+    _, by_script = report
+    (entry,) = by_script["unconfirmed_marker"]
+    assert (entry["line"], entry["code"], entry["status"], entry["failed"]) == (21, "TSL101", "unconfirmed", True)
+
+
+def test_crash_and_early_exit_are_script_level_failures(report):
+    _, by_script = report
+    (crash,) = by_script["crash"]
+    assert crash["status"] == "crashed" and crash["failed"] and "boom at step 2" in crash["detail"]
+    assert "harness_common" not in crash["detail"]  # only the user's frames
+    (early,) = by_script["early_exit"]
+    assert early["status"] == "early-exit" and early["failed"]
+
+
+def test_hanging_script_times_out_and_the_run_goes_on(tmp_path):
+    # hang.py never exits; the other script must still run (10 s leaves room on a loaded CI box)
+    code, text = _verify(tmp_path, ["hang", "unconfirmed_marker"], "--timeout", "10", "--jobs", "1")
+    entries = {Path(e["path"]).stem: e for e in json.loads(text)}
+    assert code == 1
+    assert entries["hang"]["status"] == "timeout" and entries["hang"]["failed"]
+    assert entries["unconfirmed_marker"]["status"] == "unconfirmed"  # the next script still ran
+
+
+def test_passing_scripts_exit_zero_and_junit_has_a_case_per_marker(tmp_path):
+    code, text = _verify(tmp_path, ["metrics", "clean"], fmt="junit")
+    assert code == 0
+    root = ET.fromstring(text)
+    cases = {(c.get("classname").rsplit("/", 1)[-1], c.get("name")) for c in root.iter("testcase")}
+    assert cases == {
+        ("metrics.py", "run"),
+        ("metrics.py", "line 28 TSL201"),
+        ("metrics.py", "line 29 TSL202"),
+        ("metrics.py", "line 30 TSL206"),
+        ("clean.py", "run"),
+        ("clean.py", "clean: no steady-state syncs"),
+    }
+    assert root.get("failures") == "0"
+
+
+def test_measure_needs_the_cuda_backend(tmp_path, capsys):
+    assert main(["verify", str(DATA / "clean.py"), "--backend", "emulate", "--measure"]) == 2
+    assert "--measure needs the cuda backend" in capsys.readouterr().err
+
+
+def test_lint_path_never_imports_torch():
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "torchsync_lint", "check", str(DATA / "clean.py")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
+    modules = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    assert "torchsync_lint.verify" in modules  # the CLI builds the verify parser...
+    assert not {m for m in modules if m == "torch" or m.startswith("torch.")}  # ...without torch
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA GPU")
+def test_cuda_backend_confirms_the_markers_on_a_gpu(tmp_path):
+    code, text = (
+        lambda out: (
+            main(
+                [
+                    "verify",
+                    *(str(DATA / f"{n}.py") for n in ("host_reads", "metrics", "input_pipeline", "clean")),
+                    "--backend",
+                    "cuda",
+                    "--format",
+                    "json",
+                    "--output-file",
+                    str(out),
+                    "--trace-dir",
+                    str(tmp_path / "traces"),
+                ]
+            ),
+            out.read_text(),
+        )
+    )(tmp_path / "cuda.json")
+    entries = json.loads(text)
+    marker_entries = [e for e in entries if e["marker"]]
+    assert marker_entries and all(e["status"] == "confirmed" for e in marker_entries), marker_entries
+    assert any(e["status"] == "profiled" for e in entries)
+    assert list((tmp_path / "traces").glob("*.trace.json"))
+    assert code == 0
