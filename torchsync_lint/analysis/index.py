@@ -97,6 +97,14 @@ class ModuleIndex:
             info = self.class_of_method.get(method) if method is not None else None
             if info is not None:
                 return info.methods.get(parts[1])
+        if isinstance(func, cst.Attribute) and not func.attr.value.startswith("__"):
+            # `module.training_step(batch)`: a method name only one class of this module
+            # defines. Receivers rooted at an import (`torch.x`) are never ours.
+            if parts and parts[0] in self.imports.aliases:
+                return None
+            owners = [c.methods[func.attr.value] for c in self.classes.values() if func.attr.value in c.methods]
+            if len(owners) == 1:
+                return owners[0]
         return None
 
 

@@ -278,6 +278,9 @@ class ValueAnalysis:
             if qn == "torch.nn.Module":
                 return Kind.MODEL
         info = self.index.class_of_method.get(func)
+        params = [*func.params.posonly_params, *func.params.params]
+        if info is not None and params and params[0] is param and self._is_module_class(info.node):
+            return Kind.MODEL  # `self` of an nn.Module: `self(x)` is a forward
         if info is not None and func.name.value in LIGHTNING_BATCH_HOOKS and self.is_lightning_class(info.node):
             # Lightning moves the batch to the module's device before calling the hook.
             if param.name.value == "batch":
@@ -432,6 +435,8 @@ class ValueAnalysis:
             return Kind.MODEL if call.args and self._eval(call.args[0].value) in (Kind.MODEL, Kind.UNKNOWN) else Kind.UNKNOWN
         if qn.startswith("torch.nn.") and last[:1].isupper() and not qn.startswith("torch.nn.functional."):
             return Kind.MODEL
+        if qn in ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm"):
+            return Kind.DEVICE  # the total norm, a tensor on the parameters' device
         if qn.startswith("torch.cuda.") or qn.startswith("torch.distributed.") or qn.startswith("torch.backends."):
             return Kind.HOST
         if qn.startswith("torch.") and qn.count(".") == 1:
