@@ -356,3 +356,25 @@ def test_patches_do_not_leak_out_of_a_run(tmp_path):
     assert before == after
     assert torch.cuda.is_available() is False  # the CPU wheel again
     assert "_torchsync_settings" not in vars(DataLoader)
+
+
+def test_a_new_epoch_marks_its_step_as_a_loop_boundary(tmp_path):
+    run = emulate(
+        tmp_path,
+        """
+        model = torch.nn.Linear(2, 1).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=2, num_workers=2, pin_memory=True)
+        for epoch in range(2):
+            losses = []
+            for (x,) in loader:
+                loss = model(x.to(device, non_blocking=True)).sum()
+                loss.backward()
+                opt.step()
+                losses.append(loss.detach())
+            epoch_loss = torch.stack(losses).mean().item()  # <-
+        """,
+    )
+    (first, second) = sorted(e["step"] for e in run.events if e["line"] == run.marked[0])
+    assert (first, second) == (4, 8)
+    assert run.record["excluded_steps"] == [0, 4]  # the second epoch's loop starts during step 4

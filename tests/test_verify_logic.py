@@ -279,3 +279,17 @@ def test_ab_compare_reports_cost_and_significance():
 )
 def test_classify_sync(source, op, direction, callee, expected):
     assert sync_labels.classify_sync(source, op, direction, callee)[0] == expected
+
+
+def test_steps_holding_a_loop_start_are_not_steady():
+    window = SteadyWindow(steady_state.OPTIMIZER, total=16, warmup=2, excluded=[0, 8])
+    assert not window.contains(8) and window.contains(7) and window.contains(9)
+    assert window.length == 12  # steps 2..14 minus step 8
+    assert steady_state.loop_start_steps(steady_state.OPTIMIZER, [(0, 0), (8, 8)]) == [0, 8]
+    assert steady_state.loop_start_steps(steady_state.BATCHES, [(0, 0), (0, 8)]) == [-1, 7]
+
+
+def test_per_epoch_sync_is_not_runtime_only():
+    window = SteadyWindow(steady_state.OPTIMIZER, total=16, warmup=2, excluded=[0, 8])
+    per_epoch = events(40, ev.SCALAR_READ, steps=[8])
+    assert match_script("f.py", [], per_epoch, window, "emulate") == []

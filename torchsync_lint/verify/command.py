@@ -84,7 +84,7 @@ def verify_script(script: script_files.Script, backend: str, args: argparse.Name
         entries.append(_script_entry(script.path, backend, run.status, run.detail, True))
         return entries
 
-    window = SteadyWindow(run.step_basis, run.total_steps, script.warmup)
+    window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
     entries += match_script(script.path, expectations, run.events, window, backend, observable)
 
     if backend == "cuda":

@@ -57,6 +57,7 @@ class StepClock:
     def __init__(self) -> None:
         self.optimizer_steps = 0
         self.batches = 0
+        self.loop_starts: list[tuple[int, int]] = []  # clock snapshot at each DataLoader.__iter__
         self.listeners: list[Callable[[str, int], None]] = []
         self._handle = None
 
@@ -78,6 +79,11 @@ class StepClock:
         self.batches += 1
         for listener in self.listeners:
             listener(steady_state.BATCHES, self.batches)
+
+    def on_loop_start(self) -> None:
+        self.loop_starts.append(self.snapshot())
+        for listener in self.listeners:
+            listener("loop", len(self.loop_starts))
 
     def snapshot(self) -> tuple[int, int]:
         return (self.optimizer_steps, self.batches)
@@ -144,6 +150,7 @@ def instrument_dataloader(
 
     def iterate(self: Any) -> Iterator:
         settings = getattr(self, "_torchsync_settings", None) or LoaderSettings(user_line(), self.num_workers, self.pin_memory)
+        clock.on_loop_start()
         on_iter(self, settings)
 
         def next_batch(batch: Any) -> Any:

@@ -29,6 +29,7 @@ class RunRecord:
     events: list[RuntimeEvent] = field(default_factory=list)
     step_basis: str | None = None
     total_steps: int = 0
+    excluded_steps: list[int] = field(default_factory=list)  # steps holding a loop start (steady_state.py)
     returncode: int | None = None
     duration_s: float = 0.0
     detail: str = ""  # why it failed: traceback tail, timeout, missing RESULT line
@@ -121,10 +122,11 @@ def _classify(
         events=[RuntimeEvent.from_json(e) for e in record.get("events", [])],
         step_basis=record.get("step_basis"),
         total_steps=int(record.get("total_steps") or 0),
+        excluded_steps=[int(s) for s in record.get("excluded_steps") or []],
         returncode=returncode,
         duration_s=duration,
         result=result,
-        extra={k: v for k, v in record.items() if k not in ("events", "step_basis", "total_steps", "error", "exit_code")},
+        extra={k: v for k, v in record.items() if k not in ("events", "step_basis", "total_steps", "excluded_steps", "error", "exit_code")},
     )
     if record.get("error") or returncode != 0:
         run.status = CRASHED

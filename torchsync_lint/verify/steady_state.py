@@ -16,7 +16,9 @@ Steady state is the steps ``warmup <= k < total - 1``: the first ``warmup`` step
 so setup code before the first step never counts) and the last step are excluded. The last
 step is excluded because, with a ``break``-terminated loop, code after the loop (a final
 ``print(total.item())``) still belongs to it; a sync that happens every step is still seen
-in all the middle steps. A sync that happens only during warm-up or after the loop confirms
+in all the middle steps. For the same reason every step during which a ``DataLoader`` loop
+starts (``DataLoader.__iter__``: a new epoch, a validation pass) is excluded too: it holds
+the previous loop's tail, where per-epoch reads such as ``epoch_loss.item()`` live. A sync that happens only during warm-up or after the loop confirms
 a marker (it is a real sync at that line) but does not make a clean script fail.
 """
 
@@ -57,20 +59,23 @@ def total_steps(basis: str | None, optimizer_steps: int, batches: int) -> int:
 class SteadyWindow:
     """The half-open step range ``[start, stop)`` that counts as steady state."""
 
-    def __init__(self, basis: str | None, total: int, warmup: int = DEFAULT_WARMUP) -> None:
+    def __init__(
+        self, basis: str | None, total: int, warmup: int = DEFAULT_WARMUP, excluded: tuple[int, ...] | list[int] = ()
+    ) -> None:
         self.basis = basis
         self.total = total
         self.start = max(1, warmup)
         self.stop = max(self.start, total - 1)
+        self.excluded = frozenset(excluded)
 
     @property
     def length(self) -> int:
-        return self.stop - self.start
+        return sum(1 for step in range(self.start, self.stop) if step not in self.excluded)
 
     def contains(self, step: int | None) -> bool:
         if self.basis is None:
             return True
-        return step is not None and self.start <= step < self.stop
+        return step is not None and self.start <= step < self.stop and step not in self.excluded
 
     def per_step(self, count_in_window: int) -> float | None:
         """Average count per steady step; None when there is no window to average over."""
@@ -81,4 +86,11 @@ class SteadyWindow:
     def describe(self) -> str:
         if self.basis is None:
             return "no step clock (whole run counts)"
-        return f"steps {self.start}..{self.stop - 1} of {self.total} ({self.basis} clock)"
+        skipped = f", skipping {sorted(self.excluded)}" if self.excluded else ""
+        return f"steps {self.start}..{self.stop - 1} of {self.total} ({self.basis} clock{skipped})"
+
+
+def loop_start_steps(basis: str | None, loop_starts: list[tuple[int, int]]) -> list[int]:
+    """Steps during which a DataLoader loop started, from clock snapshots at each __iter__."""
+    steps = {step_index(basis, *snapshot) for snapshot in loop_starts}
+    return sorted(step for step in steps if step is not None)

@@ -29,6 +29,8 @@ def step_durations(tick_ms: list[float], basis: str | None, window: SteadyWindow
     offset = 0 if basis == steady_state.OPTIMIZER else 1
     durations = []
     for step in range(window.start, window.stop):
+        if not window.contains(step):
+            continue
         start_count, end_count = step + offset, step + offset + 1
         if start_count >= 1 and end_count <= len(tick_ms):
             durations.append(tick_ms[end_count - 1] - tick_ms[start_count - 1])

@@ -76,7 +76,7 @@ def _timed_runs(path: str, script_args: list[str], extra_path: list[str], script
         run = runner.run_harness(HARNESS, path, script_args, args.timeout, harness_args, require_result=False)
         if run.status != runner.OK:
             continue
-        window = SteadyWindow(run.step_basis, run.total_steps, script.warmup)
+        window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
         ticks = run.extra.get("tick_ms", {}).get(run.step_basis or "", [])
         runs.append(ab_stats.step_durations(ticks, run.step_basis, window))
     return runs

@@ -51,6 +51,7 @@ def _finish(clock: StepClock, state: Any, outcome: Any) -> dict:
         "events": events,
         "step_basis": basis,
         "total_steps": steady_state.total_steps(basis, clock.optimizer_steps, clock.batches),
+        "excluded_steps": steady_state.loop_start_steps(basis, clock.loop_starts),
         "exit_code": outcome.exit_code,
         "error": outcome.error,
     }
@@ -239,6 +240,8 @@ def time_steps(script: str, script_args: list[str], extra_sys_path: list[str]) -
     ticks: dict[str, list[Any]] = {steady_state.OPTIMIZER: [], steady_state.BATCHES: []}
 
     def tick(family: str, count: int) -> None:
+        if family not in ticks:
+            return  # loop starts are not step boundaries
         if use_cuda:
             event = torch.cuda.Event(enable_timing=True)
             event.record()  # enqueued on the stream: no host wait

@@ -25,7 +25,7 @@ MEMCPY_PREFIXES = ("Memcpy DtoH", "Memcpy HtoD")
 # Kineto's cuda_sync category (only with enable_cuda_sync_events=True).
 CUDA_SYNC_CATEGORY = "cuda_sync"
 
-_MARKER = re.compile(r"^torchsync::(?P<family>optimizer|batches)=(?P<count>\d+)$")
+_MARKER = re.compile(r"^torchsync::(?P<family>optimizer|batches|loop)=(?P<count>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def step_markers(events: list[TraceEvent]) -> tuple[str | None, list[tuple[float
 
     A record_function shows up twice (CPU and GPU annotation); the CPU one is used.
     """
-    by_family: dict[str, list[tuple[float, int]]] = {steady_state.OPTIMIZER: [], steady_state.BATCHES: []}
+    by_family: dict[str, list[tuple[float, int]]] = {steady_state.OPTIMIZER: [], steady_state.BATCHES: [], "loop": []}
     for event in events:
         match = _MARKER.match(event.name)
         if match and not event.category.startswith("gpu_"):
@@ -102,6 +102,10 @@ def step_markers(events: list[TraceEvent]) -> tuple[str | None, list[tuple[float
         if by_family[family]:
             return family, sorted(by_family[family])
     return None, []
+
+
+def loop_start_times(events: list[TraceEvent]) -> list[float]:
+    return [e.ts for e in events if e.name.startswith("torchsync::loop=") and not e.category.startswith("gpu_")]
 
 
 def step_of(ts: float, basis: str | None, markers: list[tuple[float, int]]) -> int | None:
@@ -117,7 +121,8 @@ def summarize(trace: dict | str, warmup: int = steady_state.DEFAULT_WARMUP) -> T
     events = load_events(trace)
     basis, markers = step_markers(events)
     total = markers[-1][1] if markers else 0
-    window = SteadyWindow(basis, total, warmup)
+    loop_steps = [step_of(ts, basis, markers) for ts in loop_start_times(events)]
+    window = SteadyWindow(basis, total, warmup, [s for s in loop_steps if s is not None])
     counts: dict[str, int] = {}
     steady: dict[str, int] = {}
     blocked_us = 0.0

@@ -50,6 +50,7 @@ def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str
         "events": events,
         "step_basis": basis,
         "total_steps": steady_state.total_steps(basis, clock.optimizer_steps, clock.batches),
+        "excluded_steps": steady_state.loop_start_steps(basis, clock.loop_starts),
         "exit_code": outcome.exit_code,
         "error": outcome.error,
     }
