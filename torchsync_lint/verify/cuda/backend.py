@@ -117,9 +117,7 @@ def measure_entry(script: Script, script_args: list[str], args: argparse.Namespa
     )
 
 
-def profile_and_measure(
-    script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry], window: SteadyWindow
-) -> list[Entry]:
+def profile_and_measure(script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry]) -> list[Entry]:
     extra = [profile_entry(script, script_args, args)]
     if args.measure:
         extra.append(measure_entry(script, script_args, args, entries))
