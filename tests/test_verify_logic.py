@@ -293,3 +293,16 @@ def test_per_epoch_sync_is_not_runtime_only():
     window = SteadyWindow(steady_state.OPTIMIZER, total=16, warmup=2, excluded=[0, 8])
     per_epoch = events(40, ev.SCALAR_READ, steps=[8])
     assert match_script("f.py", [], per_epoch, window, "emulate") == []
+
+
+def test_innermost_torch_function_skips_callback_plumbing():
+    torch_dir = "/site/torch/"
+    stack = [
+        ("/repo/torchsync_lint/verify/cuda/harness.py", "on_sync"),
+        ("/site/torch/_utils.py", "fire_callbacks"),
+        ("/site/torch/cuda/_gpu_trace.py", "<lambda>"),
+        ("/site/torch/cuda/streams.py", "synchronize"),
+        ("/work/train.py", "<module>"),
+    ]
+    assert sync_labels.innermost_torch_function(stack, torch_dir) == "synchronize"
+    assert sync_labels.innermost_torch_function(stack[:3] + stack[4:], torch_dir) is None

@@ -118,15 +118,16 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
     labels = OpLabels()
 
     def python_callee() -> str | None:
+        stack = []
         frame = sys._getframe(2)
         while frame is not None:
-            filename = frame.f_code.co_filename
-            if filename.startswith(torch_dir) and not filename.endswith("_gpu_trace.py"):
-                return frame.f_code.co_name
+            stack.append((frame.f_code.co_filename, frame.f_code.co_name))
             frame = frame.f_back
-        return None
+        return sync_labels.innermost_torch_function(stack, torch_dir)
 
     def on_sync(source: str) -> None:
+        # torch swallows (and logs) exceptions raised by GPU-trace callbacks: a bug here
+        # would silently drop evidence, so keep this path minimal.
         op, direction = labels.current()
         kind, label = sync_labels.classify_sync(source, op, direction, python_callee())
         state.record(kind, label)

@@ -36,6 +36,22 @@ _OP_KINDS = {
 _COPY_OPS = frozenset({"aten::_to_copy", "aten::copy_", "aten::to", "aten::lift_fresh", "aten::_copy_from"})
 
 
+# Frames between a sync and the code that caused it which say nothing about the cause:
+# torch._utils.CallbackRegistry.fire_callbacks runs the GPU-trace callbacks.
+_PLUMBING_FUNCTIONS = frozenset({"fire_callbacks"})
+
+
+def innermost_torch_function(stack: list[tuple[str, str]], torch_dir: str) -> str | None:
+    """Name of the innermost function defined inside torch on ``stack`` (innermost first,
+    as ``(filename, function name)``), skipping the GPU-trace plumbing. For
+    ``torch.cuda.Stream.synchronize()`` this is ``synchronize``."""
+    for filename, function in stack:
+        if not filename.startswith(torch_dir) or function in _PLUMBING_FUNCTIONS or filename.endswith("_gpu_trace.py"):
+            continue
+        return function
+    return None
+
+
 def classify_sync(
     source: str, op: str | None, copy_direction: str | None = None, python_callee: str | None = None
 ) -> tuple[str, str]:
