@@ -91,6 +91,32 @@ def test_formatting_printing_tolist_and_cpu_are_host_reads(tmp_path):
     assert run.elsewhere() == Counter()
 
 
+def test_fstrings_str_percent_and_logging(tmp_path):
+    run = emulate(
+        tmp_path,
+        """
+        import io, logging
+        log = logging.getLogger("verify-test")
+        log.setLevel(logging.INFO)
+        log.addHandler(logging.StreamHandler(io.StringIO()))
+        log.propagate = False
+        loss = torch.randn(4, device=device).sum()
+        logits = torch.randn(2, 3, device=device)
+        a = f"{logits}"  # <-
+        b = str(loss)  # <-
+        c = "%.2f" % loss  # <-
+        log.info("loss=%s", loss)  # <-
+        log.debug("loss=%s", loss)  # <-
+        """,
+    )
+    assert run.at(0) == Counter({(ev.HOST_READ, "Tensor.__format__"): 1})
+    assert run.at(1) == Counter({(ev.HOST_READ, "Tensor.__repr__"): 1})
+    assert run.kinds_at(2) == Counter({ev.SCALAR_READ: 1})
+    assert run.at(3) == Counter({(ev.HOST_READ, "Tensor.__repr__"): 1})  # formatted inside logging
+    assert run.at(4) == Counter()  # DEBUG is disabled: the message is never formatted
+    assert run.elsewhere() == Counter()
+
+
 def test_device_to_host_result_is_a_host_tensor(tmp_path):
     run = emulate(
         tmp_path,

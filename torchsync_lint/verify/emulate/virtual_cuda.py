@@ -214,6 +214,10 @@ class VirtualCudaFunctionMode(TorchFunctionMode):
         if receiver is not None and state.is_virtual(receiver):
             if name in HOST_READ_METHODS:
                 state.record(ev.HOST_READ, f"Tensor.{name}")
+            elif name == "__format__" and receiver.dim() != 0:
+                # f"{t}" of a non-scalar falls back to str(t) *inside* this call, where the
+                # mode is off; a 0-dim tensor formats through .item(), seen by dispatch.
+                state.record(ev.HOST_READ, "Tensor.__format__")
             elif name == "numpy":
                 if not kwargs.get("force", False):
                     # Same failure as on a GPU: the script would crash there too.
