@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchsync_lint import suppress
 from torchsync_lint.analysis import ModuleAnalysis
@@ -31,8 +31,8 @@ def lint_source(source: str, path: str = "<string>", codes: set[str] | None = No
         return [file_error(path, "TSL900", f"cannot parse: {type(exc).__name__}")]
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    parents = wrapper.resolve(ParentNodeProvider)
-    analysis = ModuleAnalysis(module, source, parents, positions)
+    analysis = ModuleAnalysis(module, source, positions)
+    parents = analysis.index.parents
     context = RuleContext(path, module, analysis, settings or {})
 
     reported: list[tuple[cst.CSTNode, Finding]] = []

@@ -59,9 +59,8 @@ class HotLoopAnalysis:
         changed = True
         while changed:
             changed = False
-            for call in self.index.calls:
-                target = self.index.resolve_function(call.func, call)
-                if target is None or target in self.hot_functions:
+            for call, target in self.index.call_targets().items():
+                if target in self.hot_functions:
                     continue
                 ctx = self._hot_context_uncached(call)
                 if ctx is not None and not self._inside(call, target):
@@ -72,7 +71,7 @@ class HotLoopAnalysis:
     def _loop_reason(self, loop: cst.For | cst.While) -> str | None:
         if isinstance(loop, cst.For) and self._is_loader_like(loop.iter):
             return "iterates a data loader"
-        if self._runs_step_work(loop.body):
+        if self._runs_step_work(loop):
             return "runs a training step"
         return None
 
@@ -88,10 +87,9 @@ class HotLoopAnalysis:
         parts = dotted_parts(node)
         return bool(parts and _LOADER_NAME.search(parts[-1]))
 
-    def _runs_step_work(self, body: cst.CSTNode) -> bool:
-        finder = _StepWorkFinder(self)
-        body.visit(finder)
-        return finder.found
+    def _runs_step_work(self, owner: cst.CSTNode) -> bool:
+        """Step work in a loop's or function's own code, not in nested loops or definitions."""
+        return any(self.is_step_call(call) for call in self.index.calls_by_owner.get(owner, ()))
 
     def is_step_call(self, call: cst.Call) -> bool:
         """`loss.backward()`, `optimizer.step()`, `model(x)`, or a call of a step-like function."""
@@ -128,7 +126,7 @@ class HotLoopAnalysis:
         if func in self._step_like:
             return self._step_like[func]
         self._step_like[func] = False  # recursion guard
-        result = self._runs_step_work(func.body)
+        result = self._runs_step_work(func)
         self._step_like[func] = result
         return result
 
@@ -169,46 +167,50 @@ def _in_block(block: cst.CSTNode, child: cst.CSTNode) -> bool:
     return child is block
 
 
+_COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
+
+
 def _is_step_interval(test: cst.BaseExpression) -> bool:
-    """`step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and b % n == 0`."""
-    finder = _ModuloFinder()
+    """A test that holds on some steps only, judged by a step counter in it.
+
+    `step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and it % n == 0`, and
+    `i == 0` / `batch_idx == last` (once per epoch). `args.rank % ngpus == 0` is no gate:
+    it holds on every step of the rank that runs it.
+    """
+    finder = _GateFinder()
     test.visit(finder)
     return finder.found
 
 
-class _ModuloFinder(cst.CSTVisitor):
+def _mentions_counter(node: cst.CSTNode) -> bool:
+    finder = _CounterFinder()
+    node.visit(finder)
+    return finder.found
+
+
+class _CounterFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found = self.found or bool(_COUNTER.search(node.value))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.found = self.found or bool(_COUNTER.search(node.attr.value))
+
+
+class _GateFinder(cst.CSTVisitor):
     def __init__(self) -> None:
         self.found = False
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
         if isinstance(node.operator, cst.Modulo) and not isinstance(node.left, (cst.SimpleString, cst.FormattedString)):
-            self.found = True
+            self.found = self.found or _mentions_counter(node.left)
         return not self.found
 
-
-class _StepWorkFinder(cst.CSTVisitor):
-    """Looks for step work in a body, not descending into nested loops or definitions."""
-
-    def __init__(self, hot: HotLoopAnalysis) -> None:
-        self.hot = hot
-        self.found = False
-
-    def visit_For(self, node: cst.For) -> bool:
-        return False
-
-    def visit_While(self, node: cst.While) -> bool:
-        return False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Call(self, node: cst.Call) -> bool:
-        if not self.found and self.hot.is_step_call(node):
-            self.found = True
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
+            sides = (node.left, node.comparisons[0].comparator)
+            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s) for s in sides):
+                self.found = True
         return not self.found

@@ -57,8 +57,40 @@ class ModuleIndex:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     class_of_method: dict[cst.FunctionDef, ClassInfo] = field(default_factory=dict)
     calls: list[cst.Call] = field(default_factory=list)
+    calls_by_owner: dict[cst.CSTNode, list[cst.Call]] = field(default_factory=dict)
     loops: list[cst.For | cst.While] = field(default_factory=list)
     returns: dict[cst.FunctionDef, list[cst.BaseExpression]] = field(default_factory=dict)
+
+    _call_targets: dict[cst.Call, cst.FunctionDef] | None = None
+
+    def call_targets(self) -> dict[cst.Call, cst.FunctionDef]:
+        """Every call whose callee is a same-module function, resolved once."""
+        if self._call_targets is None:
+            targets = {}
+            for call in self.calls:
+                target = self.resolve_function(call.func, call)
+                if target is not None:
+                    targets[call] = target
+            self._call_targets = targets
+        return self._call_targets
+
+    def call_sites(self, func: cst.FunctionDef) -> list[cst.Call]:
+        if not hasattr(self, "_sites"):
+            sites: dict[cst.FunctionDef, list[cst.Call]] = {}
+            for call, target in self.call_targets().items():
+                sites.setdefault(target, []).append(call)
+            self._sites = sites
+        return self._sites.get(func, [])
+
+    def _nested_function(self, name: str, at: cst.CSTNode) -> cst.FunctionDef | None:
+        """A `def name` local to a function that encloses ``at`` (timm's `_forward()`)."""
+        scope = self.scope_of(at)
+        while not isinstance(scope, cst.Module):
+            for d in self.defs.get(scope, {}).get(name, ()):
+                if isinstance(d.stmt, cst.FunctionDef) and d.stmt.name.value == name:
+                    return d.stmt
+            scope = self.scope_of(scope)
+        return None
 
     # -- navigation -------------------------------------------------------------------------
     def line(self, node: cst.CSTNode) -> int:
@@ -88,7 +120,7 @@ class ModuleIndex:
     def resolve_function(self, func: cst.BaseExpression, at: cst.CSTNode) -> cst.FunctionDef | None:
         """The same-module function a call's callee names: `f(...)` or `self.f(...)`."""
         if isinstance(func, cst.Name):
-            return self.functions.get(func.value)
+            return self._nested_function(func.value, at) or self.functions.get(func.value)
         parts = dotted_parts(func)
         if parts and len(parts) == 2 and parts[0] in ("self", "cls"):
             method = self.enclosing_function(at)
@@ -125,6 +157,19 @@ class _Indexer(cst.CSTVisitor):
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
         self.class_stack: list[ClassInfo] = []
+        self.stack: list[cst.CSTNode] = []
+
+    # Parents are recorded here rather than with ParentNodeProvider, which rebuilds every
+    # node's children list and costs several times a plain traversal.
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.index.parents[node] = self.stack[-1]
+        self.stack.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        self.stack.pop()
 
     # helpers
     def _add(self, scope: Scope, d: Def) -> None:
@@ -221,10 +266,18 @@ class _Indexer(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.index.calls.append(node)
+        for anc in reversed(self.stack[:-1]):
+            if isinstance(anc, _OWNERS):
+                self.index.calls_by_owner.setdefault(anc, []).append(node)
+                break
 
 
-def build_index(module: cst.Module, parents, positions) -> ModuleIndex:
-    index = ModuleIndex(ImportMap(), parents, positions)
+# The innermost of these around a call "owns" it: a loop's own body, not a nested loop's.
+_OWNERS = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)
+
+
+def build_index(module: cst.Module, positions) -> ModuleIndex:
+    index = ModuleIndex(ImportMap(), {}, positions)
     index.defs[module] = {}
     module.visit(_Indexer(index))
     return index

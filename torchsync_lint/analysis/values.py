@@ -184,21 +184,57 @@ class ValueAnalysis:
 
     # -- names ----------------------------------------------------------------------------
     def reaching_defs(self, name: cst.Name) -> list[Def]:
-        """Bindings of ``name`` that may reach this use (flow-insensitive within a loop)."""
+        """Bindings of ``name`` that may reach this use.
+
+        Straight-line code is flow-sensitive: the last binding that dominates the use (it
+        sits in a block enclosing the use, or is the loop target of an enclosing `for`)
+        kills every earlier one, so `loss = loss.item()` makes `loss` a host float from
+        there on. Bindings under an `if` do not kill, and bindings later in an enclosing
+        loop body reach the use through the next iteration unless a dominating binding
+        inside that loop kills them first.
+        """
         index = self.index
-        scope = index.scope_of(name)
-        line = index.line(name)
-        loops = [a for a in index.ancestors(name) if isinstance(a, (cst.For, cst.While))]
+        use_scope = index.scope_of(name)
+        scope = use_scope
         while True:
             defs = index.defs.get(scope, {}).get(name.value, [])
             if defs:
-                if isinstance(scope, cst.Module) and index.scope_of(name) is not scope:
-                    return list(defs)  # a global read inside a function: any binding may reach it
-                reaching = [d for d in defs if d.line <= line or any(self._inside(d.stmt, lp) for lp in loops)]
-                return reaching
+                break
             if isinstance(scope, cst.Module):
                 return []
             scope = index.scope_of(scope)
+        if scope is not use_scope:
+            return list(defs)  # a global or closure read: any binding may have run before the call
+        line = index.line(name)
+        loops = [a for a in self._ancestors_in_scope(name) if isinstance(a, (cst.For, cst.While))]
+        before = [d for d in defs if d.line < line or (d.line == line and not self._inside(name, d.stmt))]
+        dominating = [d for d in before if self._dominates(d, name)]
+        killer = max(dominating, key=lambda d: (d.line, self.index.positions[d.stmt].start.column)) if dominating else None
+        if killer is not None:
+            before = [killer] + [d for d in before if d.line > killer.line]
+        later = [d for d in defs if d not in before and (killer is None or d.line > killer.line or d.line > line)]
+        carried = [
+            d for d in later if d.line > line and any(self._inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or self._inside(killer.stmt, lp))) for lp in loops)
+        ]
+        return before + carried
+
+    def _ancestors_in_scope(self, node: cst.CSTNode):
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.Module)):
+                return
+            yield anc
+
+    def _dominates(self, d: Def, use: cst.CSTNode) -> bool:
+        """Does binding ``d`` run on every path to ``use`` (within one scope)?"""
+        if d.how == "param":
+            return True
+        if d.how == "for":
+            return isinstance(d.stmt, cst.For) and self._inside(use, d.stmt.body)
+        if not isinstance(d.stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            return False
+        line_node = self.index.parent(d.stmt)
+        block = self.index.parent(line_node) if line_node is not None else None
+        return block is not None and self._inside(use, block)
 
     def _inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
         return any(a is ancestor for a in self.index.ancestors(node))
@@ -290,9 +326,7 @@ class ValueAnalysis:
         if info is not None and position is not None:
             position -= 1  # `self`
         kinds: list[Kind | None] = []
-        for call in self.index.calls:
-            if self.index.resolve_function(call.func, call) is not func:
-                continue
+        for call in self.index.call_sites(func):
             positional = [a for a in call.args if a.keyword is None and not a.star]
             if any(a.star for a in call.args):
                 return Kind.UNKNOWN
@@ -367,7 +401,7 @@ class ValueAnalysis:
                 return Kind.HOST
             if name in SAME_KIND_BUILTINS:
                 return self._combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN
-            target = self.index.functions.get(name)
+            target = self.index.resolve_function(func, call)
             if target is not None:
                 return self._function_result(target)
             cls = self.index.classes.get(name)
@@ -429,6 +463,8 @@ class ValueAnalysis:
             return Kind.HOST
         if qn == "torch.utils.data.DataLoader":
             return Kind.LOADER
+        if qn.startswith(("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")):
+            return Kind.UNKNOWN  # a scheduler steps per epoch; it is not an optimizer
         if qn.startswith("torch.optim.") and last[:1].isupper() or qn.endswith("GradScaler"):
             return Kind.OPTIMIZER
         if qn in ("torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"):
