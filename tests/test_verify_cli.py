@@ -189,3 +189,51 @@ def test_cuda_backend_confirms_the_markers_on_a_gpu(tmp_path):
     assert any(e["status"] == "profiled" for e in entries)
     assert list((tmp_path / "traces").glob("*.trace.json"))
     assert code == 0
+
+
+SLOW_STEP = """\
+# torchsync-fixture: steps=8 warmup=2
+import argparse, json, time
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=8)
+args = parser.parse_args()
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(args.steps):
+    model(torch.randn(4, 2)).sum().backward()
+    opt.step()
+    {stall}
+print("RESULT " + json.dumps({{"ok": True}}))
+"""
+
+
+def test_cuda_backend_parent_logic_runs_on_cpu(tmp_path):
+    """The cuda harness degrades to CPU (no sync callbacks, host-clock timing): enough to
+    exercise the profiler export, the step annotations and the --measure A/B end to end."""
+    import argparse
+
+    from torchsync_lint.verify import scripts
+    from torchsync_lint.verify.cuda import backend
+    from torchsync_lint.verify.steady_state import SteadyWindow
+
+    original = tmp_path / "slow.py"
+    original.write_text(SLOW_STEP.format(stall="time.sleep(0.03)"))
+    (tmp_path / "slow.fixed.py").write_text(SLOW_STEP.format(stall="pass"))
+    script = scripts.load_script(str(original))
+    run = backend.attribute(script.path, ["--steps", "8"], timeout=60)
+    assert run.status == "ok" and run.step_basis == "optimizer" and run.total_steps == 8
+    window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
+    args = argparse.Namespace(timeout=60, trace_dir=str(tmp_path / "traces"), measure=True, repeats=1)
+    profiled, measured = backend.profile_and_measure(script, ["--steps", "8"], args, [], run, window)
+
+    assert profiled.status == "profiled"
+    (trace_file,) = (tmp_path / "traces").glob("*.trace.json")
+    names = {e.get("name") for e in json.loads(trace_file.read_text())["traceEvents"]}
+    assert {"torchsync::optimizer=1", "torchsync::optimizer=8"} <= names
+
+    assert measured.status == "measured", measured.detail
+    assert 20.0 < measured.cost_ms_per_step < 60.0  # the 30 ms stall, give or take scheduling
+    assert measured.cost_pct > 50.0
+    assert "syncs/step 0 -> 0" in measured.detail

@@ -306,3 +306,11 @@ def test_innermost_torch_function_skips_callback_plumbing():
     ]
     assert sync_labels.innermost_torch_function(stack, torch_dir) == "synchronize"
     assert sync_labels.innermost_torch_function(stack[:3] + stack[4:], torch_dir) is None
+
+
+def test_syncs_per_step_counts_only_syncs_in_the_window():
+    evts = events(1, ev.SCALAR_READ) + events(2, ev.BINCOUNT) + events(3, ev.DATALOADER_MAIN_PROCESS)
+    from torchsync_lint.verify.matching import syncs_per_step
+
+    assert syncs_per_step(evts, WINDOW) == 2.0
+    assert syncs_per_step([], WINDOW) == 0.0

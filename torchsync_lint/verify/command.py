@@ -90,7 +90,7 @@ def verify_script(script: script_files.Script, backend: str, args: argparse.Name
     if backend == "cuda":
         from torchsync_lint.verify.cuda import backend as cuda_backend
 
-        entries += cuda_backend.profile_and_measure(script, script_args, args, entries)
+        entries += cuda_backend.profile_and_measure(script, script_args, args, entries, run, window)
     return entries
 
 

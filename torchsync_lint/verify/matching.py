@@ -232,6 +232,11 @@ def match_script(
     return entries
 
 
+def syncs_per_step(events: list[RuntimeEvent], window: SteadyWindow) -> float | None:
+    """Host syncs per steady step, all lines together (pipeline hazards are not syncs)."""
+    return window.per_step(sum(1 for e in events if e.kind in ev.SYNC_KINDS and window.contains(e.step)))
+
+
 def _explained_kinds(expectations: list[Expectation]) -> dict[int, set[str]]:
     explained: dict[int, set[str]] = defaultdict(set)
     for exp in expectations:

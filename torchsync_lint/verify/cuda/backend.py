@@ -9,15 +9,18 @@ import tempfile
 
 from torchsync_lint.verify import runner
 from torchsync_lint.verify.cuda import ab_stats
-from torchsync_lint.verify.matching import CONFIRMED, Entry, Evidence
+from torchsync_lint.verify.matching import CONFIRMED, Entry, Evidence, syncs_per_step
 from torchsync_lint.verify.scripts import Script, has_pragma
 from torchsync_lint.verify.steady_state import SteadyWindow
 
 HARNESS = "torchsync_lint.verify.cuda.harness"
 
 
-def attribute(path: str, script_args: list[str], timeout: float, require_result: bool = True) -> runner.RunRecord:
-    return runner.run_harness(HARNESS, path, script_args, timeout, ["--mode", "attribute"], require_result)
+def attribute(
+    path: str, script_args: list[str], timeout: float, require_result: bool = True, extra_sys_path: list[str] | None = None
+) -> runner.RunRecord:
+    harness_args = ["--mode", "attribute"] + [arg for p in extra_sys_path or [] for arg in ("--sys-path", p)]
+    return runner.run_harness(HARNESS, path, script_args, timeout, harness_args, require_result)
 
 
 def _trace_path(trace_dir: str, script_path: str) -> str:
@@ -82,11 +85,21 @@ def _timed_runs(path: str, script_args: list[str], extra_path: list[str], script
     return runs
 
 
-def measure_entry(script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry]) -> Entry:
+def _fixed_syncs_per_step(fixed_path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> float | None:
+    run = attribute(fixed_path, script_args, args.timeout, require_result=False, extra_sys_path=extra_path)
+    if run.status != runner.OK:
+        return None
+    return syncs_per_step(run.events, SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps))
+
+
+def measure_entry(
+    script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry], original_syncs: float | None
+) -> Entry:
     variant = fixed_variant(script)
     if variant is None:
         return Entry(script.path, None, None, "not-measured", "cuda", detail="no .fixed.py beside it and no fixer output")
     fixed_path, extra_path = variant
+    fixed_syncs = _fixed_syncs_per_step(fixed_path, script_args, extra_path, script, args)
     comparison = ab_stats.compare(
         _timed_runs(script.path, script_args, [], script, args), _timed_runs(fixed_path, script_args, extra_path, script, args)
     )
@@ -104,6 +117,7 @@ def measure_entry(script: Script, script_args: list[str], args: argparse.Namespa
         f"fixed {data['fixed_ms_per_step']:.3f} ms/step (spread {data['fixed_spread_ms']:.3f}), "
         f"{data['runs']} runs each, vs {os.path.basename(fixed_path)}"
         + ("" if comparison.significant else "; difference within run-to-run spread")
+        + f"; syncs/step {_rate(original_syncs)} -> {_rate(fixed_syncs)}"
     )
     return Entry(
         script.path,
@@ -117,8 +131,15 @@ def measure_entry(script: Script, script_args: list[str], args: argparse.Namespa
     )
 
 
-def profile_and_measure(script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry]) -> list[Entry]:
+def _rate(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"
+
+
+def profile_and_measure(
+    script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry], run: runner.RunRecord, window: SteadyWindow
+) -> list[Entry]:
+    """The profiler pass, and with --measure the A/B, after the attribution pass ``run``."""
     extra = [profile_entry(script, script_args, args)]
     if args.measure:
-        extra.append(measure_entry(script, script_args, args, entries))
+        extra.append(measure_entry(script, script_args, args, entries, syncs_per_step(run.events, window)))
     return extra
