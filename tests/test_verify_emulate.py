@@ -210,6 +210,7 @@ def test_host_to_device_copies_blocking_pageable_pinned(tmp_path):
         c = host.pin_memory().to(device, non_blocking=True)  # <-
         d = host.cuda()  # <-
         e = a.to(device)  # <-
+        f = host.to(a)  # <-
         """,
     )
     assert run.at(0) == Counter({(ev.H2D_BLOCKING, "Tensor.to"): 1})
@@ -217,6 +218,7 @@ def test_host_to_device_copies_blocking_pageable_pinned(tmp_path):
     assert run.at(2) == Counter()
     assert run.at(3) == Counter({(ev.H2D_BLOCKING, "Tensor.cuda"): 1})
     assert run.at(4) == Counter()  # already on the device
+    assert run.at(5) == Counter({(ev.H2D_BLOCKING, "Tensor.to"): 1})  # to(other) follows other onto the GPU
 
 
 def test_tensor_factories_with_host_data(tmp_path):

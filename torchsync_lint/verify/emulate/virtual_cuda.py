@@ -146,11 +146,14 @@ class VirtualCudaState:
                 self.record(ev.HOST_NORMALIZED_H2D, detail, line=made_at)
 
 
-def _parse_move(name: str, args: tuple, kwargs: dict) -> tuple[Any, dict, bool]:
+def _parse_move(
+    name: str, args: tuple, kwargs: dict, device_of: Callable[[torch.Tensor], Any]
+) -> tuple[Any, dict, bool]:
     """Split a Tensor.to/.cuda/.cpu call into (target device, remaining .to kwargs, non_blocking).
 
     Covers to(device, dtype, non_blocking, copy), to(dtype, ...), to(other_tensor, ...),
-    cuda(device=None, non_blocking=False) and cpu().
+    cuda(device=None, non_blocking=False) and cpu(). ``device_of`` gives the device a tensor
+    would be on (``to(other)`` follows ``other`` onto the virtual GPU).
     """
     rest = dict(kwargs)
     device = rest.pop("device", None)
@@ -171,8 +174,7 @@ def _parse_move(name: str, args: tuple, kwargs: dict) -> tuple[Any, dict, bool]:
         elif isinstance(arg, torch.dtype):
             rest["dtype"] = arg
         elif isinstance(arg, torch.Tensor):
-            device, rest["dtype"] = "__like__", arg.dtype  # resolved by the caller (virtual device?)
-            rest["_like"] = arg
+            device, rest["dtype"] = device_of(arg), arg.dtype
         elif isinstance(arg, (str, torch.device, int)):
             device = arg
     if flags:
@@ -247,10 +249,9 @@ class VirtualCudaFunctionMode(TorchFunctionMode):
 
     def _move(self, func: Any, name: str, receiver: torch.Tensor, args: tuple, kwargs: dict) -> Any:
         state = self.state
-        device, rest, non_blocking = _parse_move(name, args, kwargs)
-        like = rest.pop("_like", None)
-        if device == "__like__":
-            device = VIRTUAL_DEVICE if state.is_virtual(like) else "cpu"
+        device, rest, non_blocking = _parse_move(
+            name, args, kwargs, lambda t: VIRTUAL_DEVICE if state.is_virtual(t) else "cpu"
+        )
         if device is None:  # dtype-only conversion: stays where it is
             return func(*args, **kwargs)
         was_virtual = state.is_virtual(receiver)
