@@ -121,7 +121,7 @@ def run_verify(args: argparse.Namespace) -> int:
                 print(f"[{number}/{len(found)}] {path} ({backend})", file=sys.stderr, flush=True)
             entries += result
 
-    output = render(entries, args.format, found)
+    output = render(entries, args.format, found, backend)
     if args.output_file:
         os.makedirs(os.path.dirname(os.path.abspath(args.output_file)), exist_ok=True)
         with open(args.output_file, "w", encoding="utf-8") as handle:

@@ -11,12 +11,12 @@ from torchsync_lint.verify.matching import Entry
 SCRIPT_STATUSES = ("crashed", "timeout", "early-exit", "skipped", "lint-error")
 
 
-def render(entries: list[Entry], fmt: str, scripts: list[str]) -> str:
+def render(entries: list[Entry], fmt: str, scripts: list[str], backend: str) -> str:
     if fmt == "json":
         return render_json(entries)
     if fmt == "junit":
         return render_junit(entries, scripts)
-    return render_text(entries, scripts)
+    return render_text(entries, scripts, backend)
 
 
 def _sorted(entries: list[Entry]) -> list[Entry]:
@@ -42,7 +42,7 @@ def _evidence_text(entry: Entry) -> str:
     return text
 
 
-def render_text(entries: list[Entry], scripts: list[str]) -> str:
+def render_text(entries: list[Entry], scripts: list[str], backend: str | None = None) -> str:
     rows = []
     for entry in _sorted(entries):
         where = f"{entry.path}:{entry.line}" if entry.line else entry.path
@@ -55,14 +55,14 @@ def render_text(entries: list[Entry], scripts: list[str]) -> str:
         header = ("LOCATION", "CODE", "STATUS", "EVIDENCE")
         for row in [header, *rows]:
             lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
-    lines.append(summary_line(entries, scripts))
+    lines.append(summary_line(entries, scripts, backend))
     return "\n".join(lines) + "\n"
 
 
-def summary_line(entries: list[Entry], scripts: list[str]) -> str:
+def summary_line(entries: list[Entry], scripts: list[str], backend: str | None = None) -> str:
     counts = Counter(e.status for e in entries)
     failed = sum(1 for e in entries if e.failed)
-    backends = sorted({e.backend for e in entries}) or ["-"]
+    backends = [backend] if backend else sorted({e.backend for e in entries}) or ["-"]
     parts = [f"{len(scripts)} script(s)", f"backend {'/'.join(backends)}"]
     for status in ("confirmed", "unconfirmed", "not-observable", "runtime-only", *SCRIPT_STATUSES):
         if counts.get(status):
