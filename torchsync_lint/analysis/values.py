@@ -230,7 +230,7 @@ class ValueAnalysis:
             return True
         if d.how == "for":
             return isinstance(d.stmt, cst.For) and self._inside(use, d.stmt.body)
-        if not isinstance(d.stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        if not isinstance(d.stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr)):
             return False
         line_node = self.index.parent(d.stmt)
         block = self.index.parent(line_node) if line_node is not None else None
@@ -258,6 +258,8 @@ class ValueAnalysis:
             return self._combine(self._eval(target) if target is not None else None, self._eval(d.value))
         if d.how == "param":
             return self._param(d)
+        if d.how == "module-move":
+            return Kind.MODEL
         return Kind.UNKNOWN
 
     def _element(self, value: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
@@ -401,16 +403,21 @@ class ValueAnalysis:
                 return Kind.HOST
             if name in SAME_KIND_BUILTINS:
                 return self._combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN
+            cls = self.index.classes.get(name)
+            if cls is not None and not self._shadowed(func):
+                return self._class_instance(cls.node)
             target = self.index.resolve_function(func, call)
             if target is not None:
                 return self._function_result(target)
-            cls = self.index.classes.get(name)
-            if cls is not None:
-                return self._class_instance(cls.node)
         if isinstance(func, cst.Attribute):
             method = self.index.resolve_function(func, call)
             if method is not None:
                 return self._function_result(method)
+            parts = dotted_parts(func)
+            if parts and len(parts) == 2 and parts[0] == "self":
+                attr = self._self_attr(func, parts[1])
+                if attr in (Kind.MODEL, Kind.DEVICE):
+                    return self._call_of(attr, call)  # `self.model(x)`: a submodule's forward
             return self._method_call(call, func)
         callee = self._eval(func)
         return self._call_of(callee, call)
@@ -425,6 +432,10 @@ class ValueAnalysis:
         if callee is Kind.DEVICE:
             return Kind.DEVICE
         return Kind.UNKNOWN
+
+    def _shadowed(self, name: cst.Name) -> bool:
+        """A local binding hides the module-level class of the same name."""
+        return any(d.how != "opaque" for d in self.reaching_defs(name))
 
     def _function_result(self, func: cst.FunctionDef) -> Kind | None:
         returns = self.index.returns.get(func, [])
