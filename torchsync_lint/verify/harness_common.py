@@ -192,25 +192,12 @@ def run_script(path: str, script_args: list[str], extra_sys_path: list[str] | No
     return outcome
 
 
-_VERIFY_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
 def format_user_traceback(exc: BaseException, user_file: str) -> str:
-    """The traceback from the script's first frame on (the harness and runpy frames are noise).
-
-    When the innermost frame is the verifier's own code (a mode or patch choked on something
-    the script did), say so: that is our bug, not the script's.
-    """
+    """The traceback from the script's first frame on (the harness and runpy frames are noise)."""
     tb = exc.__traceback__
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != user_file:
         tb = tb.tb_next
-    text = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
-    innermost = exc.__traceback__
-    while innermost is not None and innermost.tb_next is not None:
-        innermost = innermost.tb_next
-    if innermost is not None and os.path.abspath(innermost.tb_frame.f_code.co_filename).startswith(_VERIFY_DIR):
-        text += "(raised inside torchsync-lint's verifier, not by the script: please report it)\n"
-    return text
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
 
 
 def write_json(path: str, data: dict) -> None:
