@@ -406,3 +406,29 @@ def test_a_new_epoch_marks_its_step_as_a_loop_boundary(tmp_path):
     (first, second) = sorted(e["step"] for e in run.events if e["line"] == run.marked[0])
     assert (first, second) == (4, 8)
     assert run.record["excluded_steps"] == [0, 4]  # the second epoch's loop starts during step 4
+
+
+def test_ddp_script_that_picks_nccl_runs_and_its_buckets_live_on_the_device(tmp_path):
+    init_file = tmp_path / "pg"
+    run = emulate(
+        tmp_path,
+        f"""
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        dist.init_process_group(backend, init_method="file://{init_file}", rank=0, world_size=1)
+        model = DDP(torch.nn.Linear(4, 2).to(device), device_ids=[0])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        metric = torchmetrics.MeanMetric()  # kept on the CPU
+        for step in range(4):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()  # <-
+            opt.step()
+            metric.update(loss.detach().cpu())  # <-
+        dist.destroy_process_group()
+        """,
+    )
+    assert run.at(0) == Counter()  # gradient buckets are device tensors: no copies
+    assert run.at(1) == Counter({(ev.D2H_COPY, "Tensor.cpu"): 4})
+    assert [e for e in run.events if e["step"] and e["step"] >= 1 and e["line"] not in run.marked] == []

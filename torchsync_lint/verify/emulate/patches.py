@@ -10,6 +10,8 @@ Each patch keeps the user's intent visible to the recorder:
 * ``nn.Parameter`` keeps the tag of the tensor it wraps (``nn.Linear(..., device="cuda")``);
 * ``DataLoader`` loads in the main process (so transforms run under the modes) but remembers
   the user's ``num_workers``/``pin_memory``; its batches carry their loader of origin.
+* ``torch.distributed``: the CPU wheel has no NCCL, so a script that picks ``nccl`` because
+  CUDA "is available" gets ``gloo`` instead, and DDP forgets its CUDA ``device_ids``.
 """
 
 from __future__ import annotations
@@ -87,6 +89,68 @@ def _tag_module(state: VirtualCudaState, module: nn.Module) -> None:
         state.tag_virtual([getattr(metric, name) for name in metric._defaults])
 
 
+def _without_nccl(backend: Any) -> Any:
+    # "nccl", Backend.NCCL, or a per-device spec such as "cpu:gloo,cuda:nccl"
+    if isinstance(backend, str) and "nccl" in backend.lower():
+        return backend.lower().replace("nccl", "gloo")
+    return backend
+
+
+@contextlib.contextmanager
+def _allocating_on_device(state: VirtualCudaState) -> Any:
+    state.device_allocations += 1
+    try:
+        yield
+    finally:
+        state.device_allocations -= 1
+
+
+def _install_distributed(patcher: Patcher, state: VirtualCudaState) -> None:
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    from torch.nn.parallel import DistributedDataParallel
+
+    original_init_process_group = dist.init_process_group
+    original_new_group = dist.new_group
+    original_ddp_init = DistributedDataParallel.__init__
+    original_ddp_pre_forward = DistributedDataParallel._pre_forward
+
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        if args:
+            args = (_without_nccl(args[0]), *args[1:])
+        if "backend" in kwargs:
+            kwargs["backend"] = _without_nccl(kwargs["backend"])
+        if is_cuda_device(kwargs.get("device_id")):
+            kwargs["device_id"] = None
+        return original_init_process_group(*args, **kwargs)
+
+    def new_group(*args: Any, **kwargs: Any) -> Any:
+        if "backend" in kwargs:
+            kwargs["backend"] = _without_nccl(kwargs["backend"])
+        return original_new_group(*args, **kwargs)
+
+    def ddp_init(self: Any, module: Any, *args: Any, **kwargs: Any) -> None:
+        # DistributedDataParallel(module, device_ids=None, output_device=None, ...): the module
+        # really lives on the CPU, where device ids are rejected.
+        args = tuple(None if i < 2 else a for i, a in enumerate(args))
+        kwargs.update({k: None for k in ("device_ids", "output_device") if k in kwargs})
+        # The reducer allocates its gradient buckets in C++ on the parameters' device.
+        with _allocating_on_device(state):
+            original_ddp_init(self, module, *args, **kwargs)
+
+    def ddp_pre_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _allocating_on_device(state):  # bucket rebuild after the first iteration
+            return original_ddp_pre_forward(self, *args, **kwargs)
+
+    patcher.set(dist, "is_nccl_available", lambda: True)
+    patcher.set(dist, "init_process_group", init_process_group)
+    patcher.set(dist, "new_group", new_group)
+    patcher.set(DistributedDataParallel, "__init__", ddp_init)
+    patcher.set(DistributedDataParallel, "_pre_forward", ddp_pre_forward)
+
+
 def install(patcher: Patcher, state: VirtualCudaState, clock: StepClock) -> None:
     cuda = torch.cuda
     for name, value in {
@@ -162,3 +226,4 @@ def install(patcher: Patcher, state: VirtualCudaState, clock: StepClock) -> None
         return batch
 
     instrument_dataloader(patcher, clock, state.user_line, force_main_process=True, on_iter=on_iter, on_batch=on_batch)
+    _install_distributed(patcher, state)

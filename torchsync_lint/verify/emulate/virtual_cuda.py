@@ -99,6 +99,9 @@ class VirtualCudaState:
         self.host_normalized = WeakIdKeyDictionary()  # CPU float tensor derived from uint8 -> line it was made
         self.loader_origin = WeakIdKeyDictionary()  # CPU tensor -> LoaderOrigin of the batch it came from
         self.events: list[RawEvent] = []
+        # > 0 while code that allocates on the GPU from C++ runs (DDP's reducer buckets): its
+        # factory ops have no tensor input to inherit the tag from, so they are tagged directly.
+        self.device_allocations = 0
 
     # -- tags -------------------------------------------------------------------------------
     def is_virtual(self, value: Any) -> bool:
@@ -306,7 +309,7 @@ class VirtualCudaDispatchMode(TorchDispatchMode):
 
         out = func(*args, **kwargs)
 
-        if touches_virtual:
+        if touches_virtual or (state.device_allocations and not any(isinstance(x, torch.Tensor) for x in leaves)):
             if kind_returns_host_value(name):
                 return out
             state.tag_virtual(out)
