@@ -131,6 +131,18 @@ def test_passing_script_exits_zero_and_junit_has_a_case_per_marker(tmp_path):
     assert root.get("failures") == "0"
 
 
+def test_compare_fixed_replays_the_fixed_version(tmp_path):
+    body = SLOW_STEP.replace("# torchsync-fixture: steps=8 warmup=2", "# torchsync-fixture: steps=6 warmup=1")
+    (tmp_path / "loop.py").write_text(body.format(stall="torch.cuda.synchronize()  # expect: TSL104"))
+    (tmp_path / "loop.fixed.py").write_text(body.format(stall="pass"))
+    out = tmp_path / "report.json"
+    code = main(["verify", str(tmp_path), "--backend", "emulate", "--compare-fixed", "--format", "json", "--output-file", str(out)])
+    entries = {e["status"]: e for e in json.loads(out.read_text())}
+    assert code == 0
+    assert set(entries) == {"confirmed", "fixed-compared"}  # loop.fixed.py is not checked as a fixture
+    assert entries["fixed-compared"]["detail"] == "loop.fixed.py: syncs/step 1 -> 0; RESULT unchanged"
+
+
 def test_measure_needs_the_cuda_backend(tmp_path, capsys):
     assert main(["verify", str(DATA / "clean.py"), "--backend", "emulate", "--measure"]) == 2
     assert "--measure needs the cuda backend" in capsys.readouterr().err

@@ -314,3 +314,29 @@ def test_syncs_per_step_counts_only_syncs_in_the_window():
 
     assert syncs_per_step(evts, WINDOW) == 2.0
     assert syncs_per_step([], WINDOW) == 0.0
+
+
+def test_same_result_tolerates_float_noise_only():
+    from torchsync_lint.verify.fixed_variant import same_result
+
+    assert same_result({"loss": 1.0000001, "tag": "a"}, {"loss": 1.0, "tag": "a"})
+    assert not same_result({"loss": 1.01}, {"loss": 1.0})
+    assert not same_result({"loss": 1.0}, {"loss": 1.0, "acc": 0.5})
+    assert not same_result(None, {"loss": 1.0})
+
+
+def test_compare_entry_fails_when_the_fix_syncs_more_or_does_not_run():
+    from torchsync_lint.verify.fixed_variant import compare_entry
+
+    script = scripts.Script("a.py", steps=6, warmup=1)
+    original = runner.RunRecord("ok", events(3, ev.SCALAR_READ), "optimizer", 6, result={"loss": 1.0})
+    better = runner.RunRecord("ok", [], "optimizer", 6, result={"loss": 1.0})
+    worse = runner.RunRecord("ok", events(3, ev.SCALAR_READ) * 2, "optimizer", 6, result={"loss": 2.0})
+    entry = compare_entry(script, "emulate", original, WINDOW, better, "/x/a.fixed.py")
+    assert entry.status == "fixed-compared" and not entry.failed
+    assert entry.detail == "a.fixed.py: syncs/step 1 -> 0; RESULT unchanged"
+    entry = compare_entry(script, "emulate", original, WINDOW, worse, "/x/a.fixed.py")
+    assert entry.failed and "syncs/step 1 -> 2" in entry.detail and "RESULT differs" in entry.detail
+    crashed = runner.RunRecord("crashed", detail="ValueError: x")
+    entry = compare_entry(script, "emulate", original, WINDOW, crashed, "/x/a.fixed.py")
+    assert entry.status == "fixed-crashed" and entry.failed

@@ -32,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--measure", action="store_true", help="cuda only: A/B step time of the script vs its fixed version"
     )
+    parser.add_argument(
+        "--compare-fixed",
+        action="store_true",
+        help="also replay each script's fixed version (<name>.fixed.py or the fixer's output) and compare syncs per step",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="--measure: runs per variant (median is reported)")
     parser.add_argument(
         "--trace-dir", default=None, help="cuda only: where to write profiler traces (default: a temp dir, kept)"

@@ -8,6 +8,7 @@ import os
 import sys
 
 from torchsync_lint.verify import runner, scripts as script_files
+from torchsync_lint.verify.fixed_variant import compare_entry, fixed_variant
 from torchsync_lint.verify.matching import Entry, Expectation, match_script, merge_expectations
 from torchsync_lint.verify.report import render
 from torchsync_lint.verify.steady_state import SteadyWindow
@@ -62,6 +63,18 @@ def _script_entry(path: str, backend: str, status: str, detail: str, failed: boo
     return Entry(path, None, None, status, backend, failed=failed, detail=detail)
 
 
+def _replay(
+    backend: str, path: str, script_args: list[str], timeout: float, is_fixture: bool, extra_sys_path: list[str] | None = None
+) -> runner.RunRecord:
+    """The backend's attribution run of one script, in a subprocess."""
+    if backend == "cuda":
+        from torchsync_lint.verify.cuda import backend as cuda_backend
+
+        return cuda_backend.attribute(path, script_args, timeout, require_result=is_fixture, extra_sys_path=extra_sys_path)
+    harness_args = [arg for p in extra_sys_path or [] for arg in ("--sys-path", p)]
+    return runner.run_harness(EMULATE_HARNESS, path, script_args, timeout, harness_args, require_result=is_fixture)
+
+
 def verify_script(script: script_files.Script, backend: str, args: argparse.Namespace, observable, names) -> list[Entry]:
     missing = script.missing_requirements
     if missing:
@@ -73,12 +86,7 @@ def verify_script(script: script_files.Script, backend: str, args: argparse.Name
 
     is_fixture = script_files.has_pragma(script.path)
     script_args = ["--steps", str(script.steps)] if is_fixture else []
-    if backend == "cuda":
-        from torchsync_lint.verify.cuda import backend as cuda_backend
-
-        run = cuda_backend.attribute(script.path, script_args, args.timeout, require_result=is_fixture)
-    else:
-        run = runner.run_harness(EMULATE_HARNESS, script.path, script_args, args.timeout, require_result=is_fixture)
+    run = _replay(backend, script.path, script_args, args.timeout, is_fixture)
 
     if run.status != runner.OK:
         entries.append(_script_entry(script.path, backend, run.status, run.detail, True))
@@ -86,6 +94,13 @@ def verify_script(script: script_files.Script, backend: str, args: argparse.Name
 
     window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
     entries += match_script(script.path, expectations, run.events, window, backend, observable)
+
+    if getattr(args, "compare_fixed", False):
+        variant = fixed_variant(script)
+        if variant is not None:
+            fixed_path, extra_path = variant
+            fixed_run = _replay(backend, fixed_path, script_args, args.timeout, is_fixture, extra_path)
+            entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
 
     if backend == "cuda":
         from torchsync_lint.verify.cuda import backend as cuda_backend

@@ -101,9 +101,13 @@ def render_junit(entries: list[Entry], scripts: list[str]) -> str:
                 (f"line {entry.line} {label}", f"{entry.status}: {entry.detail}" if entry.failed else None, None, _evidence_text(entry))
             )
         if not markers and not script_level:
-            dirty = [e for e in suite_entries if e.failed]
+            dirty = [e for e in suite_entries if e.failed and e.status == "runtime-only"]
             failure = "; ".join(f"line {e.line}: {_evidence_text(e)}" for e in dirty) or None
             cases.append(("clean: no steady-state syncs", failure, None, ""))
+        for entry in suite_entries:
+            if entry.status.startswith("fixed-"):
+                failure = f"{entry.status}: {entry.detail}" if entry.failed else None
+                cases.append(("fixed version", failure, None, entry.detail))
         failures = skipped_count = 0
         for name, failure, skip, body in cases:
             case = ET.SubElement(suite, "testcase", classname=path, name=name)

@@ -9,6 +9,7 @@ import tempfile
 
 from torchsync_lint.verify import runner
 from torchsync_lint.verify.cuda import ab_stats
+from torchsync_lint.verify.fixed_variant import fixed_variant
 from torchsync_lint.verify.matching import CONFIRMED, Entry, Evidence, syncs_per_step
 from torchsync_lint.verify.scripts import Script, has_pragma
 from torchsync_lint.verify.steady_state import SteadyWindow
@@ -48,28 +49,6 @@ def profile_entry(script: Script, script_args: list[str], args: argparse.Namespa
     blocked = summary.get("blocked_us_per_step")
     detail = f"trace {trace_path}" + ("" if blocked is None else f"; host blocked in sync calls {blocked:g} us/step")
     return Entry(script.path, None, None, "profiled", "cuda", evidence, detail=detail)
-
-
-def fixed_variant(script: Script) -> tuple[str, list[str]] | None:
-    """(path, extra sys.path) of the fixed script: ``<name>.fixed.py`` beside it, else the
-    fixer's unsafe output written to a temporary file (the fixer is optional)."""
-    if script.fixed_path:
-        return script.fixed_path, []
-    try:
-        from torchsync_lint.fixer import fix_source
-    except ImportError:
-        return None
-    with open(script.path, encoding="utf-8") as handle:
-        source = handle.read()
-    result = fix_source(source, script.path, unsafe=True)
-    fixed = result if isinstance(result, str) else getattr(result, "source", None) or getattr(result, "text", None)
-    if not isinstance(fixed, str) or fixed == source:
-        return None
-    directory = tempfile.mkdtemp(prefix="torchsync-fixed-")
-    path = os.path.join(directory, os.path.basename(script.path)[: -len(".py")] + ".autofixed.py")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(fixed)
-    return path, [os.path.dirname(os.path.abspath(script.path))]
 
 
 def _timed_runs(path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> list[list[float]]:
