@@ -143,6 +143,17 @@ def test_compare_fixed_replays_the_fixed_version(tmp_path):
     assert entries["fixed-compared"]["detail"] == "loop.fixed.py: syncs/step 1 -> 0; RESULT unchanged"
 
 
+def test_unparsable_script_is_a_crash_not_an_internal_error(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("# torchsync-fixture: steps=2\nx = (\n")
+    out = tmp_path / "report.json"
+    code = main(["verify", str(broken), "--backend", "emulate", "--format", "json", "--output-file", str(out)])
+    statuses = {e["status"]: e for e in json.loads(out.read_text())}
+    assert code == 1
+    assert set(statuses) == {"crashed", "lint-error"}
+    assert "SyntaxError" in statuses["crashed"]["detail"] and not statuses["lint-error"]["failed"]
+
+
 def test_measure_needs_the_cuda_backend(tmp_path, capsys):
     assert main(["verify", str(DATA / "clean.py"), "--backend", "emulate", "--measure"]) == 2
     assert "--measure needs the cuda backend" in capsys.readouterr().err

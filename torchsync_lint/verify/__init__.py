@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from steady state (default 2)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per script run before it counts as hung")
     parser.add_argument(
-        "--jobs", type=int, default=_default_jobs(), help="scripts replayed in parallel (default: up to 4, one per core)"
+        "--jobs", type=int, default=_default_jobs(), help="emulate: scripts replayed in parallel (default: up to 4, one per core); cuda runs one at a time"
     )
     parser.add_argument("--format", choices=FORMATS, default="text", dest="format")
     parser.add_argument("--output-file", default=None, help="write the report here instead of stdout")

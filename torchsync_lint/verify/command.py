@@ -6,6 +6,7 @@ import argparse
 import concurrent.futures
 import os
 import sys
+import tokenize
 
 from torchsync_lint.verify import runner, scripts as script_files
 from torchsync_lint.verify.fixed_variant import compare_entry, fixed_variant
@@ -52,10 +53,16 @@ def static_expectations(path: str, names: dict[str, str]) -> tuple[list[Expectat
             error = f"{result.error.code}: {result.error.message}"
     except ImportError as exc:  # the static engine is optional for the verifier
         error = f"static engine unavailable ({exc})"
-    markers = [
-        Expectation(m.line, m.code if m.kind == "expect" else None, names.get(m.code or "", ""), getattr(m, "note", ""), marker=True)
-        for m in read_markers(path)
-    ]
+    except Exception as exc:  # noqa: BLE001 - a linter bug must not stop the runtime check
+        error = f"static engine failed: {type(exc).__name__}: {exc}"
+    try:
+        markers = [
+            Expectation(m.line, m.code if m.kind == "expect" else None, names.get(m.code or "", ""), getattr(m, "note", ""), marker=True)
+            for m in read_markers(path)
+        ]
+    except (SyntaxError, tokenize.TokenError, UnicodeDecodeError, OSError) as exc:  # the replay will say more
+        markers = []
+        error = error or f"markers unreadable: {exc}"
     return merge_expectations(findings, markers), error
 
 
@@ -126,9 +133,9 @@ def run_verify(args: argparse.Namespace) -> int:
         script = script_files.load_script(path, args.steps, args.warmup)
         return verify_script(script, backend, args, observable, names)
 
-    # Each script runs in its own subprocess, so threads only wait; timing runs (--measure)
-    # stay sequential so they do not compete for the GPU.
-    jobs = 1 if args.measure else max(1, getattr(args, "jobs", 1) or 1)
+    # Each script runs in its own subprocess, so threads only wait. On the GPU, scripts run one
+    # at a time so profiles and timings are not distorted by a neighbour.
+    jobs = 1 if backend == "cuda" else max(1, getattr(args, "jobs", 1) or 1)
     entries: list[Entry] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for number, (path, result) in enumerate(zip(found, pool.map(verify_one, found)), 1):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,8 +49,8 @@ def read_pragmas(path: str) -> dict[str, str]:
 
     try:
         return read(path)
-    except (OSError, UnicodeDecodeError, SyntaxError):
-        return {}
+    except (OSError, UnicodeDecodeError, SyntaxError, tokenize.TokenError):
+        return {}  # an unreadable file is still replayed; the run reports what is wrong
 
 
 def load_script(path: str, steps: int | None = None, warmup: int | None = None) -> Script:
