@@ -289,6 +289,9 @@ class ValueAnalysis:
                 return self._iter_element(args[0], path)
             if fname == "range":
                 return Kind.HOST
+            method = iterable.func.attr.value if isinstance(iterable.func, cst.Attribute) else None
+            if method == "keys" or (method == "items" and path[:1] == (0,)):
+                return Kind.HOST  # dict keys: names, not tensors
         k = self._eval(iterable)
         if k is Kind.LOADER:
             return Kind.HOST_TENSOR  # a DataLoader yields CPU tensors until the loop moves them
@@ -482,6 +485,8 @@ class ValueAnalysis:
             return Kind.MODEL if call.args and self._eval(call.args[0].value) in (Kind.MODEL, Kind.UNKNOWN) else Kind.UNKNOWN
         if qn.startswith("torch.nn.") and last[:1].isupper() and not qn.startswith("torch.nn.functional."):
             return Kind.MODEL
+        if qn.startswith("torchmetrics.") and last[:1].isupper():
+            return Kind.MODEL  # a metric is an nn.Module: `metric.to(device)` is not a device tensor
         if qn in ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm"):
             return Kind.DEVICE  # the total norm, a tensor on the parameters' device
         if qn.startswith("torch.cuda.") or qn.startswith("torch.distributed.") or qn.startswith("torch.backends."):
