@@ -188,3 +188,42 @@ for epoch in range(3):
     assert lines[6] is False  # a rank check holds on every step of that rank
     assert lines[8] is True and lines[10] is True
     assert lines[13] is None  # scheduler.step() does not make an epoch loop hot
+
+
+def test_epoch_loops_with_a_forward_are_not_hot_but_accumulation_loops_are():
+    src = """\
+import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds)
+def train(epoch):
+    for x, y in loader:
+        model(x).sum().backward()
+        optimizer.step()
+for epoch in range(3):
+    train(epoch)
+    sample = model(z)
+    probe(1)
+while True:
+    for micro in range(4):
+        loss = model(x)
+        loss.backward()
+    optimizer.step()
+    probe(2)
+for update in range(10):
+    for step in range(128):
+        action = model(obs)
+    bootstrap = model(next_obs)
+    for mb in range(4):
+        model(x).sum().backward()
+        optimizer.step()
+    probe(3)
+def sample_text(model):
+    for i in range(10):
+        model(x)
+        probe(4)
+"""
+    lines = _hot_lines(src)
+    assert lines[11] is None  # calls a function that iterates the loader: an epoch loop
+    assert lines[17] is False  # the outer loop of gradient accumulation steps the optimizer
+    assert lines[25] is False  # PPO's update loop: its inner loops are not loader passes
+    assert lines[29] is False  # a forward per iteration

@@ -15,8 +15,12 @@ from torchsync_lint.types import Finding
 _TRIGGERS = ("torch", "lightning", "Lightning", "cuda", "backward", "DataLoader", "metric", "device")
 
 
-def lint_source(source: str, path: str = "<string>", codes: set[str] | None = None, settings: dict | None = None) -> list[Finding]:
-    """Lint one module. ``codes`` limits the rules (None: every default rule)."""
+def lint_source(source: str, path: str = "<string>", codes: set[str] | None = None, settings: dict | None = None, *, noqa: bool = True) -> list[Finding]:
+    """Lint one module. ``codes`` limits the rules (None: every default rule).
+
+    ``noqa=False`` leaves `# noqa` comments to the caller (flake8 applies them itself);
+    `# torchsync: ignore[...]` always applies.
+    """
     rules = load_rules()
     if codes is None:
         codes = {code for code, rule in rules.items() if rule.default_enabled}
@@ -52,7 +56,7 @@ def lint_source(source: str, path: str = "<string>", codes: set[str] | None = No
                 continue
             reported += visitor.reported
 
-    suppressed = suppress.comment_codes(source)
+    suppressed = suppress.comment_codes(source, noqa=noqa)
     findings = {}
     for node, finding in reported:
         lines = suppress.statement_lines(node, parents, positions)

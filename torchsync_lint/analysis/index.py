@@ -120,7 +120,10 @@ class ModuleIndex:
     def resolve_function(self, func: cst.BaseExpression, at: cst.CSTNode) -> cst.FunctionDef | None:
         """The same-module function a call's callee names: `f(...)` or `self.f(...)`."""
         if isinstance(func, cst.Name):
-            return self._nested_function(func.value, at) or self.functions.get(func.value)
+            found = self._nested_function(func.value, at) or self.functions.get(func.value)
+            if found is None and func.value in self.classes:
+                found = self.classes[func.value].methods.get("__init__")  # `Trainer(model, ...)`
+            return found
         parts = dotted_parts(func)
         if parts and len(parts) == 2 and parts[0] in ("self", "cls"):
             method = self.enclosing_function(at)
@@ -215,8 +218,9 @@ class _Indexer(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         parent = self.index.parent(node)
-        if isinstance(parent, cst.Module):
-            self.index.functions[node.name.value] = node
+        if isinstance(self.index.scope_of(node), cst.Module) and not self.class_stack:
+            # Module-level, also under `if real_data:` or `try:` (nanoGPT's bench.py).
+            self.index.functions.setdefault(node.name.value, node)
         elif self.class_stack and isinstance(parent, cst.IndentedBlock) and self.index.parent(parent) is self.class_stack[-1].node:
             self.class_stack[-1].methods[node.name.value] = node
             self.index.class_of_method[node] = self.class_stack[-1]
@@ -263,6 +267,14 @@ class _Indexer(cst.CSTVisitor):
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._bind(node, node.asname.name, node.item, "opaque")
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        # `model.to(device)` / `model.cuda()` as a statement only makes sense for a module,
+        # which moves in place (a tensor's `.to()` result would be thrown away).
+        call = node.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda"):
+            if isinstance(call.func.value, cst.Name):
+                self._add(self.index.scope_of(node), Def(call.func.value.value, self.index.line(node), "module-move", node))
 
     def visit_Call(self, node: cst.Call) -> None:
         self.index.calls.append(node)

@@ -233,7 +233,7 @@ class ValueAnalysis:
             return True
         if d.how == "for":
             return isinstance(d.stmt, cst.For) and self._inside(use, d.stmt.body)
-        if not isinstance(d.stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        if not isinstance(d.stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr)):
             return False
         line_node = self.index.parent(d.stmt)
         block = self.index.parent(line_node) if line_node is not None else None
@@ -261,6 +261,8 @@ class ValueAnalysis:
             return self._combine(self._eval(target) if target is not None else None, self._eval(d.value))
         if d.how == "param":
             return self._param(d)
+        if d.how == "module-move":
+            return Kind.MODEL
         return Kind.UNKNOWN
 
     def _element(self, value: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
@@ -290,6 +292,9 @@ class ValueAnalysis:
                 return self._iter_element(args[0], path)
             if fname == "range":
                 return Kind.HOST
+            method = iterable.func.attr.value if isinstance(iterable.func, cst.Attribute) else None
+            if method == "keys" or (method == "items" and path[:1] == (0,)):
+                return Kind.HOST  # dict keys: names, not tensors
         k = self._eval(iterable)
         if k is Kind.LOADER:
             return Kind.HOST_TENSOR  # a DataLoader yields CPU tensors until the loop moves them
@@ -404,16 +409,21 @@ class ValueAnalysis:
                 return Kind.HOST
             if name in SAME_KIND_BUILTINS:
                 return self._combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN
+            cls = self.index.classes.get(name)
+            if cls is not None and not self._shadowed(func):
+                return self._class_instance(cls.node)
             target = self.index.resolve_function(func, call)
             if target is not None:
                 return self._function_result(target)
-            cls = self.index.classes.get(name)
-            if cls is not None:
-                return self._class_instance(cls.node)
         if isinstance(func, cst.Attribute):
             method = self.index.resolve_function(func, call)
             if method is not None:
                 return self._function_result(method)
+            parts = dotted_parts(func)
+            if parts and len(parts) == 2 and parts[0] == "self":
+                attr = self._self_attr(func, parts[1])
+                if attr in (Kind.MODEL, Kind.DEVICE):
+                    return self._call_of(attr, call)  # `self.model(x)`: a submodule's forward
             return self._method_call(call, func)
         callee = self._eval(func)
         return self._call_of(callee, call)
@@ -428,6 +438,10 @@ class ValueAnalysis:
         if callee is Kind.DEVICE:
             return Kind.DEVICE
         return Kind.UNKNOWN
+
+    def _shadowed(self, name: cst.Name) -> bool:
+        """A local binding hides the module-level class of the same name."""
+        return any(d.how != "opaque" for d in self.reaching_defs(name))
 
     def _function_result(self, func: cst.FunctionDef) -> Kind | None:
         returns = self.index.returns.get(func, [])
@@ -474,6 +488,8 @@ class ValueAnalysis:
             return Kind.MODEL if call.args and self._eval(call.args[0].value) in (Kind.MODEL, Kind.UNKNOWN) else Kind.UNKNOWN
         if qn.startswith("torch.nn.") and last[:1].isupper() and not qn.startswith("torch.nn.functional."):
             return Kind.MODEL
+        if qn.startswith("torchmetrics.") and last[:1].isupper():
+            return Kind.MODEL  # a metric is an nn.Module: `metric.to(device)` is not a device tensor
         if qn in ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm"):
             return Kind.DEVICE  # the total norm, a tensor on the parameters' device
         if qn.startswith("torch.cuda.") or qn.startswith("torch.distributed.") or qn.startswith("torch.backends."):
