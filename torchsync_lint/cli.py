@@ -31,6 +31,7 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, write nothing")
     p.add_argument("--config", help="read this pyproject.toml instead of discovering one")
     p.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    p.add_argument("--force-exclude", action="store_true", default=None, help="apply exclude/extend-exclude to paths named on the command line too (for pre-commit)")
     p.add_argument("--stdin-filename", help="the path to report for `-`")
 
 
@@ -111,6 +112,8 @@ def _resolve_config(args):
         config.ignore = [*config.ignore, *_split(args.ignore)]
     if args.unsafe_fixes is not None:
         config.unsafe_fixes = args.unsafe_fixes
+    if args.force_exclude is not None:
+        config.force_exclude = args.force_exclude
     from torchsync_lint.rule import load_rules
 
     config.enabled_codes(load_rules())  # validates selectors early (ConfigError -> exit 2)
@@ -185,48 +188,25 @@ def _emit(text: str, output_file: str | None) -> None:
 
 
 def cmd_rules(args) -> int:
+    from torchsync_lint.docs import fix_availability, readme_table, rule_info
     from torchsync_lint.rule import load_rules
 
     rules = load_rules()
     if args.format == "json":
-        print(json.dumps([rule_summary(r) for r in rules.values()], indent=2))
+        print(json.dumps([rule_info(r) for r in rules.values()], indent=2))
         return 0
     if args.format == "markdown":
-        print(rules_markdown_table(rules))
+        print(readme_table(rules))
         return 0
-    width = max(len(r.name) for r in rules.values()) if rules else 10
-    print(f"{'code':7} {'name':{width}} {'fix':6} summary")
-    for rule in rules.values():
-        fix = "unsafe" if rule.fix_title and _fix_is_unsafe(rule) else ("yes" if rule.fix_title else "-")
+    width = max([len(r.name) for r in rules.values()] + [4])
+    fixes = {code: fix_availability(rule) for code, rule in rules.items()}
+    fix_width = max([len(f) for f in fixes.values()] + [3])
+    print(f"{'code':7} {'name':{width}} {'fix':{fix_width}} summary")
+    for code, rule in rules.items():
         off = "" if rule.default_enabled else " (off by default)"
-        print(f"{rule.code:7} {rule.name:{width}} {fix:6} {rule.summary()}{off}")
+        print(f"{code:7} {rule.name:{width}} {fixes[code]:{fix_width}} {rule.summary()}{off}")
+    print("\nfix: `safe` is applied by --fix, `unsafe` needs --unsafe-fixes; `torchsync-lint explain CODE` for details.")
     return 0
-
-
-def _fix_is_unsafe(rule) -> bool:
-    return "unsafe" in rule.section("Fix safety").lower().split(".")[0]
-
-
-def rule_summary(rule) -> dict:
-    return {
-        "code": rule.code,
-        "name": rule.name,
-        "message": rule.message,
-        "summary": rule.summary(),
-        "fixable": bool(rule.fix_title),
-        "fix_title": rule.fix_title,
-        "default_enabled": rule.default_enabled,
-        "runtime_observable": rule.runtime_observable,
-        "url": rule.docs_url(),
-    }
-
-
-def rules_markdown_table(rules) -> str:
-    lines = ["| code | name | fix | summary |", "|---|---|---|---|"]
-    for rule in rules.values():
-        fix = rule.fix_title or "-"
-        lines.append(f"| {rule.code} | `{rule.name}` | {fix} | {rule.summary()} |")
-    return "\n".join(lines)
 
 
 def cmd_explain(args) -> int:
@@ -238,10 +218,16 @@ def cmd_explain(args) -> int:
     if rule is None:
         print(f"torchsync-lint: error: no rule {key!r}; `torchsync-lint rules` lists them", file=sys.stderr)
         return 2
+    from torchsync_lint.docs import fix_availability, message_template
+
     print(f"# {rule.code} {rule.name}\n")
-    print(f"Message: {rule.message}\n")
+    print(f"Message: {message_template(rule)}")
     if rule.fix_title:
-        print(f"Fix: {rule.fix_title}\n")
+        print(f"Fix ({fix_availability(rule)}): {rule.fix_title}")
+    else:
+        print("Fix: none")
+    print(f"Enabled by default: {'yes' if rule.default_enabled else 'no (select it to enable)'}")
+    print(f"Docs: {rule.docs_url()}\n")
     print(rule.docs())
     return 0
 

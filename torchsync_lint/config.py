@@ -26,7 +26,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "unsafe-fixes", "torchmetrics-version",
+    "unsafe-fixes", "torchmetrics-version", "force-exclude",
 }
 
 
@@ -43,6 +43,7 @@ class Config:
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
+    force_exclude: bool = False  # apply excludes to paths named explicitly too (pre-commit)
     torchmetrics_version: str | None = None
     root: Path = field(default_factory=Path.cwd)  # where relative patterns are anchored
     source: Path | None = None  # the pyproject.toml read, if any
@@ -159,6 +160,7 @@ def load_config(pyproject: Path | None) -> Config:
         raise ConfigError("`per-file-ignores` must be a table of glob = [codes]")
     config.per_file_ignores = {k: _as_list(v, f"per-file-ignores.{k}") for k, v in pfi.items()}
     config.unsafe_fixes = bool(table.get("unsafe-fixes", False))
+    config.force_exclude = bool(table.get("force-exclude", False))
     version = table.get("torchmetrics-version")
     if version is not None and not isinstance(version, str):
         raise ConfigError("`torchmetrics-version` must be a string such as \"1.6.0\"")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchsync_lint import suppress
 from torchsync_lint.analysis import ModuleAnalysis
@@ -15,8 +15,12 @@ from torchsync_lint.types import Finding
 _TRIGGERS = ("torch", "lightning", "Lightning", "cuda", "backward", "DataLoader", "metric", "device")
 
 
-def lint_source(source: str, path: str = "<string>", codes: set[str] | None = None, settings: dict | None = None) -> list[Finding]:
-    """Lint one module. ``codes`` limits the rules (None: every default rule)."""
+def lint_source(source: str, path: str = "<string>", codes: set[str] | None = None, settings: dict | None = None, *, noqa: bool = True) -> list[Finding]:
+    """Lint one module. ``codes`` limits the rules (None: every default rule).
+
+    ``noqa=False`` leaves `# noqa` comments to the caller (flake8 applies them itself);
+    `# torchsync: ignore[...]` always applies.
+    """
     rules = load_rules()
     if codes is None:
         codes = {code for code, rule in rules.items() if rule.default_enabled}
@@ -31,8 +35,8 @@ def lint_source(source: str, path: str = "<string>", codes: set[str] | None = No
         return [file_error(path, "TSL900", f"cannot parse: {type(exc).__name__}")]
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    parents = wrapper.resolve(ParentNodeProvider)
-    analysis = ModuleAnalysis(module, source, parents, positions)
+    analysis = ModuleAnalysis(module, source, positions)
+    parents = analysis.index.parents
     context = RuleContext(path, module, analysis, settings or {})
 
     reported: list[tuple[cst.CSTNode, Finding]] = []
@@ -52,7 +56,7 @@ def lint_source(source: str, path: str = "<string>", codes: set[str] | None = No
                 continue
             reported += visitor.reported
 
-    suppressed = suppress.comment_codes(source)
+    suppressed = suppress.comment_codes(source, noqa=noqa)
     findings = {}
     for node, finding in reported:
         lines = suppress.statement_lines(node, parents, positions)

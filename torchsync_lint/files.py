@@ -52,7 +52,8 @@ def discover(paths: list[str], config: Config) -> tuple[list[str], list[tuple[st
     """Expand directories to their *.py files (sorted), honouring excludes.
 
     Paths named explicitly are always linted, as in ruff; excludes apply to what a
-    directory walk finds. Symlinked directories are not followed, which also makes
+    directory walk finds, and to explicit paths too under ``config.force_exclude`` (pre-commit
+    passes every staged file by name). Symlinked directories are not followed, which also makes
     symlink loops harmless.
     """
     files: list[str] = []
@@ -60,6 +61,8 @@ def discover(paths: list[str], config: Config) -> tuple[list[str], list[tuple[st
     for given in paths:
         if given == "-":
             files.append(given)
+            continue
+        if config.force_exclude and config.is_excluded(given):
             continue
         if os.path.isdir(given):
             for root, dirs, names in os.walk(given, followlinks=False):

@@ -19,8 +19,12 @@ _IGNORE = re.compile(r"#\s*torchsync:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 ALL = "*"
 
 
-def comment_codes(source: str) -> dict[int, set[str]]:
-    """Line -> suppressed codes (ALL for a bare `# noqa`). Unparseable comments are skipped."""
+def comment_codes(source: str, noqa: bool = True) -> dict[int, set[str]]:
+    """Line -> suppressed codes (ALL for a bare `# noqa`). Unparseable comments are skipped.
+
+    ``noqa=False`` reads only `# torchsync: ignore[...]`: the flake8 adapter leaves `# noqa`
+    to flake8, which applies it itself (and honours `--disable-noqa`).
+    """
     result: dict[int, set[str]] = {}
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
@@ -29,7 +33,7 @@ def comment_codes(source: str) -> dict[int, set[str]]:
     for tok in tokens:
         if tok.type != tokenize.COMMENT:
             continue
-        for pattern in (_NOQA, _IGNORE):
+        for pattern in (_NOQA, _IGNORE) if noqa else (_IGNORE,):
             for m in pattern.finditer(tok.string):
                 codes = m.group("codes")
                 if pattern is _IGNORE and codes is not None and not codes.strip():

@@ -25,10 +25,10 @@ __all__ = ["HotContext", "ImportMap", "Kind", "ModuleAnalysis", "canonical", "do
 class ModuleAnalysis:
     """Everything the rules may ask about one module, computed lazily and at most once."""
 
-    def __init__(self, module: cst.Module, source: str, parents: dict, positions: dict[cst.CSTNode, CodeRange]) -> None:
+    def __init__(self, module: cst.Module, source: str, positions: dict[cst.CSTNode, CodeRange]) -> None:
         self.module = module
         self.source = source
-        self.index: ModuleIndex = build_index(module, parents, positions)
+        self.index: ModuleIndex = build_index(module, positions)
         self.values = ValueAnalysis(self.index, source_uses_accelerator(source))
         self._extensions: dict[str, object] = {}
 

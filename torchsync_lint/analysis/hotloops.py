@@ -21,6 +21,8 @@ from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS, Kind, ValueAna
 _LOADER_NAME = re.compile(r"(^|_)(data)?loaders?$|^dl$|_dl$|dataloader", re.I)
 _OPTIMIZER_NAME = re.compile(r"optim|^opt$|_opt$|^opt_", re.I)
 _MODEL_NAME = re.compile(r"^(self|model|net|network|module|encoder|decoder|generator|discriminator|backbone|ddp_model|raw_model)$|_model$|model_|_net$", re.I)
+_STEP_WORK = "runs a training step"
+_LOADER = "iterates a data loader"
 _ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "islice", "track", "chain", "cycle"})
 
 
@@ -51,17 +53,25 @@ class HotLoopAnalysis:
             reason = self._loop_reason(loop)
             if reason:
                 self.hot_loops[loop] = reason
+        self._drop_epoch_loops()
         # Lightning per-step hooks are hot by contract.
         for func, info in self.index.class_of_method.items():
             if func.name.value in LIGHTNING_BATCH_HOOKS and self.values.is_lightning_class(info.node):
                 self.hot_functions[func] = HotContext(f"`{func.name.value}` runs every step")
-        # Functions called from hot regions are hot, transitively (a fixed point).
+        # Functions called from hot regions are hot, transitively (a fixed point). So are
+        # functions handed to a call there, like the closure in `optimizer.step(closure)`.
+        edges = list(self.index.call_targets().items())
+        for call in self.index.calls:
+            for arg in call.args:
+                if isinstance(arg.value, cst.Name):
+                    target = self.index.resolve_function(arg.value, call)
+                    if target is not None:
+                        edges.append((call, target))
         changed = True
         while changed:
             changed = False
-            for call in self.index.calls:
-                target = self.index.resolve_function(call.func, call)
-                if target is None or target in self.hot_functions:
+            for call, target in edges:
+                if target in self.hot_functions:
                     continue
                 ctx = self._hot_context_uncached(call)
                 if ctx is not None and not self._inside(call, target):
@@ -69,11 +79,60 @@ class HotLoopAnalysis:
                     self.hot_functions[target] = HotContext(f"`{target.name.value}` is called every step", gate)
                     changed = True
 
+    def _drop_epoch_loops(self) -> None:
+        """A loop around a pass over a data loader runs once per epoch, even with a forward.
+
+        `for epoch in ...: train(epoch); sample = model.decode(z).cpu()` is an epoch loop:
+        its body contains (or calls a function that contains) a loop over a loader. A loop
+        that steps the optimizer itself (gradient accumulation's outer loop) or whose inner
+        loops are not loader passes (PPO's update loop around its minibatch loop) stays hot.
+        """
+        step_loops = [lp for lp, why in self.hot_loops.items() if why == _STEP_WORK]
+        if not step_loops:
+            return
+        # An epoch is a pass over a data loader: only loader loops mark what encloses them.
+        loader_loops = [lp for lp, why in self.hot_loops.items() if why == _LOADER]
+        epoch_functions: set[cst.FunctionDef] = set()
+        for loop in loader_loops:
+            func = self.index.enclosing_function(loop)
+            if func is not None:
+                epoch_functions.add(func)
+        changed = True
+        while changed:  # a function that calls an epoch function is one too
+            changed = False
+            for call, target in self.index.call_targets().items():
+                caller = self.index.enclosing_function(call)
+                if target in epoch_functions and caller is not None and caller not in epoch_functions and not self._is_loop_owned(call):
+                    epoch_functions.add(caller)
+                    changed = True
+        for loop in step_loops:
+            if any(self._is_update_call(c) for c in self.index.calls_by_owner.get(loop, ())):
+                continue  # it steps the optimizer itself: the outer loop of gradient accumulation
+            nested = any(self._inside(other, loop) for other in loader_loops)
+            calls_epoch = any(self.index.call_targets().get(c) in epoch_functions for c in self.index.calls_by_owner.get(loop, ()))
+            if nested or calls_epoch:
+                del self.hot_loops[loop]
+
+    def _is_update_call(self, call: cst.Call) -> bool:
+        """`loss.backward()` or `optimizer.step()` (not a mere forward)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("backward", "step"):
+            return False
+        return self.is_step_call(call)
+
+    def _is_loop_owned(self, call: cst.Call) -> bool:
+        for anc in self.index.ancestors(call):
+            if isinstance(anc, (cst.For, cst.While)):
+                return True
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return False
+        return False
+
     def _loop_reason(self, loop: cst.For | cst.While) -> str | None:
         if isinstance(loop, cst.For) and self._is_loader_like(loop.iter):
-            return "iterates a data loader"
-        if self._runs_step_work(loop.body):
-            return "runs a training step"
+            return _LOADER
+        if self._runs_step_work(loop):
+            return _STEP_WORK
         return None
 
     def _is_loader_like(self, node: cst.BaseExpression) -> bool:
@@ -88,10 +147,9 @@ class HotLoopAnalysis:
         parts = dotted_parts(node)
         return bool(parts and _LOADER_NAME.search(parts[-1]))
 
-    def _runs_step_work(self, body: cst.CSTNode) -> bool:
-        finder = _StepWorkFinder(self)
-        body.visit(finder)
-        return finder.found
+    def _runs_step_work(self, owner: cst.CSTNode) -> bool:
+        """Step work in a loop's or function's own code, not in nested loops or definitions."""
+        return any(self.is_step_call(call) for call in self.index.calls_by_owner.get(owner, ()))
 
     def is_step_call(self, call: cst.Call) -> bool:
         """`loss.backward()`, `optimizer.step()`, `model(x)`, or a call of a step-like function."""
@@ -128,7 +186,7 @@ class HotLoopAnalysis:
         if func in self._step_like:
             return self._step_like[func]
         self._step_like[func] = False  # recursion guard
-        result = self._runs_step_work(func.body)
+        result = self._runs_step_work(func)
         self._step_like[func] = result
         return result
 
@@ -169,46 +227,50 @@ def _in_block(block: cst.CSTNode, child: cst.CSTNode) -> bool:
     return child is block
 
 
+_COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
+
+
 def _is_step_interval(test: cst.BaseExpression) -> bool:
-    """`step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and b % n == 0`."""
-    finder = _ModuloFinder()
+    """A test that holds on some steps only, judged by a step counter in it.
+
+    `step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and it % n == 0`, and
+    `i == 0` / `batch_idx == last` (once per epoch). `args.rank % ngpus == 0` is no gate:
+    it holds on every step of the rank that runs it.
+    """
+    finder = _GateFinder()
     test.visit(finder)
     return finder.found
 
 
-class _ModuloFinder(cst.CSTVisitor):
+def _mentions_counter(node: cst.CSTNode) -> bool:
+    finder = _CounterFinder()
+    node.visit(finder)
+    return finder.found
+
+
+class _CounterFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found = self.found or bool(_COUNTER.search(node.value))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.found = self.found or bool(_COUNTER.search(node.attr.value))
+
+
+class _GateFinder(cst.CSTVisitor):
     def __init__(self) -> None:
         self.found = False
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
         if isinstance(node.operator, cst.Modulo) and not isinstance(node.left, (cst.SimpleString, cst.FormattedString)):
-            self.found = True
+            self.found = self.found or _mentions_counter(node.left)
         return not self.found
 
-
-class _StepWorkFinder(cst.CSTVisitor):
-    """Looks for step work in a body, not descending into nested loops or definitions."""
-
-    def __init__(self, hot: HotLoopAnalysis) -> None:
-        self.hot = hot
-        self.found = False
-
-    def visit_For(self, node: cst.For) -> bool:
-        return False
-
-    def visit_While(self, node: cst.While) -> bool:
-        return False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Call(self, node: cst.Call) -> bool:
-        if not self.found and self.hot.is_step_call(node):
-            self.found = True
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
+            sides = (node.left, node.comparisons[0].comparator)
+            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s) for s in sides):
+                self.found = True
         return not self.found

@@ -57,8 +57,40 @@ class ModuleIndex:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     class_of_method: dict[cst.FunctionDef, ClassInfo] = field(default_factory=dict)
     calls: list[cst.Call] = field(default_factory=list)
+    calls_by_owner: dict[cst.CSTNode, list[cst.Call]] = field(default_factory=dict)
     loops: list[cst.For | cst.While] = field(default_factory=list)
     returns: dict[cst.FunctionDef, list[cst.BaseExpression]] = field(default_factory=dict)
+
+    _call_targets: dict[cst.Call, cst.FunctionDef] | None = None
+
+    def call_targets(self) -> dict[cst.Call, cst.FunctionDef]:
+        """Every call whose callee is a same-module function, resolved once."""
+        if self._call_targets is None:
+            targets = {}
+            for call in self.calls:
+                target = self.resolve_function(call.func, call)
+                if target is not None:
+                    targets[call] = target
+            self._call_targets = targets
+        return self._call_targets
+
+    def call_sites(self, func: cst.FunctionDef) -> list[cst.Call]:
+        if not hasattr(self, "_sites"):
+            sites: dict[cst.FunctionDef, list[cst.Call]] = {}
+            for call, target in self.call_targets().items():
+                sites.setdefault(target, []).append(call)
+            self._sites = sites
+        return self._sites.get(func, [])
+
+    def _nested_function(self, name: str, at: cst.CSTNode) -> cst.FunctionDef | None:
+        """A `def name` local to a function that encloses ``at`` (timm's `_forward()`)."""
+        scope = self.scope_of(at)
+        while not isinstance(scope, cst.Module):
+            for d in self.defs.get(scope, {}).get(name, ()):
+                if isinstance(d.stmt, cst.FunctionDef) and d.stmt.name.value == name:
+                    return d.stmt
+            scope = self.scope_of(scope)
+        return None
 
     # -- navigation -------------------------------------------------------------------------
     def line(self, node: cst.CSTNode) -> int:
@@ -88,7 +120,10 @@ class ModuleIndex:
     def resolve_function(self, func: cst.BaseExpression, at: cst.CSTNode) -> cst.FunctionDef | None:
         """The same-module function a call's callee names: `f(...)` or `self.f(...)`."""
         if isinstance(func, cst.Name):
-            return self.functions.get(func.value)
+            found = self._nested_function(func.value, at) or self.functions.get(func.value)
+            if found is None and func.value in self.classes:
+                found = self.classes[func.value].methods.get("__init__")  # `Trainer(model, ...)`
+            return found
         parts = dotted_parts(func)
         if parts and len(parts) == 2 and parts[0] in ("self", "cls"):
             method = self.enclosing_function(at)
@@ -97,6 +132,14 @@ class ModuleIndex:
             info = self.class_of_method.get(method) if method is not None else None
             if info is not None:
                 return info.methods.get(parts[1])
+        if isinstance(func, cst.Attribute) and not func.attr.value.startswith("__"):
+            # `module.training_step(batch)`: a method name only one class of this module
+            # defines. Receivers rooted at an import (`torch.x`) are never ours.
+            if parts and parts[0] in self.imports.aliases:
+                return None
+            owners = [c.methods[func.attr.value] for c in self.classes.values() if func.attr.value in c.methods]
+            if len(owners) == 1:
+                return owners[0]
         return None
 
 
@@ -117,6 +160,19 @@ class _Indexer(cst.CSTVisitor):
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
         self.class_stack: list[ClassInfo] = []
+        self.stack: list[cst.CSTNode] = []
+
+    # Parents are recorded here rather than with ParentNodeProvider, which rebuilds every
+    # node's children list and costs several times a plain traversal.
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.index.parents[node] = self.stack[-1]
+        self.stack.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        self.stack.pop()
 
     # helpers
     def _add(self, scope: Scope, d: Def) -> None:
@@ -162,8 +218,9 @@ class _Indexer(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         parent = self.index.parent(node)
-        if isinstance(parent, cst.Module):
-            self.index.functions[node.name.value] = node
+        if isinstance(self.index.scope_of(node), cst.Module) and not self.class_stack:
+            # Module-level, also under `if real_data:` or `try:` (nanoGPT's bench.py).
+            self.index.functions.setdefault(node.name.value, node)
         elif self.class_stack and isinstance(parent, cst.IndentedBlock) and self.index.parent(parent) is self.class_stack[-1].node:
             self.class_stack[-1].methods[node.name.value] = node
             self.index.class_of_method[node] = self.class_stack[-1]
@@ -211,12 +268,28 @@ class _Indexer(cst.CSTVisitor):
         if node.asname is not None:
             self._bind(node, node.asname.name, node.item, "opaque")
 
+    def visit_Expr(self, node: cst.Expr) -> None:
+        # `model.to(device)` / `model.cuda()` as a statement only makes sense for a module,
+        # which moves in place (a tensor's `.to()` result would be thrown away).
+        call = node.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda"):
+            if isinstance(call.func.value, cst.Name):
+                self._add(self.index.scope_of(node), Def(call.func.value.value, self.index.line(node), "module-move", node))
+
     def visit_Call(self, node: cst.Call) -> None:
         self.index.calls.append(node)
+        for anc in reversed(self.stack[:-1]):
+            if isinstance(anc, _OWNERS):
+                self.index.calls_by_owner.setdefault(anc, []).append(node)
+                break
 
 
-def build_index(module: cst.Module, parents, positions) -> ModuleIndex:
-    index = ModuleIndex(ImportMap(), parents, positions)
+# The innermost of these around a call "owns" it: a loop's own body, not a nested loop's.
+_OWNERS = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)
+
+
+def build_index(module: cst.Module, positions) -> ModuleIndex:
+    index = ModuleIndex(ImportMap(), {}, positions)
     index.defs[module] = {}
     module.visit(_Indexer(index))
     return index

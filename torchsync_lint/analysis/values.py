@@ -184,21 +184,60 @@ class ValueAnalysis:
 
     # -- names ----------------------------------------------------------------------------
     def reaching_defs(self, name: cst.Name) -> list[Def]:
-        """Bindings of ``name`` that may reach this use (flow-insensitive within a loop)."""
+        """Bindings of ``name`` that may reach this use.
+
+        Straight-line code is flow-sensitive: the last binding that dominates the use (it
+        sits in a block enclosing the use, or is the loop target of an enclosing `for`)
+        kills every earlier one, so `loss = loss.item()` makes `loss` a host float from
+        there on. Bindings under an `if` do not kill, and bindings later in an enclosing
+        loop body reach the use through the next iteration unless a dominating binding
+        inside that loop kills them first.
+        """
         index = self.index
-        scope = index.scope_of(name)
-        line = index.line(name)
-        loops = [a for a in index.ancestors(name) if isinstance(a, (cst.For, cst.While))]
+        use_scope = index.scope_of(name)
+        scope = use_scope
         while True:
             defs = index.defs.get(scope, {}).get(name.value, [])
             if defs:
-                if isinstance(scope, cst.Module) and index.scope_of(name) is not scope:
-                    return list(defs)  # a global read inside a function: any binding may reach it
-                reaching = [d for d in defs if d.line <= line or any(self._inside(d.stmt, lp) for lp in loops)]
-                return reaching
+                break
             if isinstance(scope, cst.Module):
                 return []
             scope = index.scope_of(scope)
+        if scope is not use_scope:
+            return list(defs)  # a global or closure read: any binding may have run before the call
+        line = index.line(name)
+        loops = [a for a in self._ancestors_in_scope(name) if isinstance(a, (cst.For, cst.While))]
+        # A use inside the statement that binds the name (`x = f(\n    x)`, the right-hand side
+        # of a multi-line assignment) reads the *previous* binding, whatever the line numbers say.
+        own = [d for d in defs if d.how in ("assign", "unpack", "aug") and self._inside(name, d.stmt)]
+        before = [d for d in defs if d not in own and (d.line < line or (d.line == line and not self._inside(name, d.stmt)))]
+        dominating = [d for d in before if self._dominates(d, name)]
+        killer = max(dominating, key=lambda d: (d.line, self.index.positions[d.stmt].start.column)) if dominating else None
+        if killer is not None:
+            before = [killer] + [d for d in before if d.line > killer.line]
+        later = [d for d in defs if d not in before and (killer is None or d.line > killer.line or d.line > line)]
+        carried = [
+            d for d in later if (d.line > line or d in own) and any(self._inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or self._inside(killer.stmt, lp))) for lp in loops)
+        ]
+        return before + carried
+
+    def _ancestors_in_scope(self, node: cst.CSTNode):
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.Module)):
+                return
+            yield anc
+
+    def _dominates(self, d: Def, use: cst.CSTNode) -> bool:
+        """Does binding ``d`` run on every path to ``use`` (within one scope)?"""
+        if d.how == "param":
+            return True
+        if d.how == "for":
+            return isinstance(d.stmt, cst.For) and self._inside(use, d.stmt.body)
+        if not isinstance(d.stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr)):
+            return False
+        line_node = self.index.parent(d.stmt)
+        block = self.index.parent(line_node) if line_node is not None else None
+        return block is not None and self._inside(use, block)
 
     def _inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
         return any(a is ancestor for a in self.index.ancestors(node))
@@ -222,6 +261,8 @@ class ValueAnalysis:
             return self._combine(self._eval(target) if target is not None else None, self._eval(d.value))
         if d.how == "param":
             return self._param(d)
+        if d.how == "module-move":
+            return Kind.MODEL
         return Kind.UNKNOWN
 
     def _element(self, value: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
@@ -251,6 +292,9 @@ class ValueAnalysis:
                 return self._iter_element(args[0], path)
             if fname == "range":
                 return Kind.HOST
+            method = iterable.func.attr.value if isinstance(iterable.func, cst.Attribute) else None
+            if method == "keys" or (method == "items" and path[:1] == (0,)):
+                return Kind.HOST  # dict keys: names, not tensors
         k = self._eval(iterable)
         if k is Kind.LOADER:
             return Kind.HOST_TENSOR  # a DataLoader yields CPU tensors until the loop moves them
@@ -278,6 +322,9 @@ class ValueAnalysis:
             if qn == "torch.nn.Module":
                 return Kind.MODEL
         info = self.index.class_of_method.get(func)
+        params = [*func.params.posonly_params, *func.params.params]
+        if info is not None and params and params[0] is param and self._is_module_class(info.node):
+            return Kind.MODEL  # `self` of an nn.Module: `self(x)` is a forward
         if info is not None and func.name.value in LIGHTNING_BATCH_HOOKS and self.is_lightning_class(info.node):
             # Lightning moves the batch to the module's device before calling the hook.
             if param.name.value == "batch":
@@ -287,9 +334,7 @@ class ValueAnalysis:
         if info is not None and position is not None:
             position -= 1  # `self`
         kinds: list[Kind | None] = []
-        for call in self.index.calls:
-            if self.index.resolve_function(call.func, call) is not func:
-                continue
+        for call in self.index.call_sites(func):
             positional = [a for a in call.args if a.keyword is None and not a.star]
             if any(a.star for a in call.args):
                 return Kind.UNKNOWN
@@ -364,16 +409,21 @@ class ValueAnalysis:
                 return Kind.HOST
             if name in SAME_KIND_BUILTINS:
                 return self._combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN
-            target = self.index.functions.get(name)
+            cls = self.index.classes.get(name)
+            if cls is not None and not self._shadowed(func):
+                return self._class_instance(cls.node)
+            target = self.index.resolve_function(func, call)
             if target is not None:
                 return self._function_result(target)
-            cls = self.index.classes.get(name)
-            if cls is not None:
-                return self._class_instance(cls.node)
         if isinstance(func, cst.Attribute):
             method = self.index.resolve_function(func, call)
             if method is not None:
                 return self._function_result(method)
+            parts = dotted_parts(func)
+            if parts and len(parts) == 2 and parts[0] == "self":
+                attr = self._self_attr(func, parts[1])
+                if attr in (Kind.MODEL, Kind.DEVICE):
+                    return self._call_of(attr, call)  # `self.model(x)`: a submodule's forward
             return self._method_call(call, func)
         callee = self._eval(func)
         return self._call_of(callee, call)
@@ -388,6 +438,10 @@ class ValueAnalysis:
         if callee is Kind.DEVICE:
             return Kind.DEVICE
         return Kind.UNKNOWN
+
+    def _shadowed(self, name: cst.Name) -> bool:
+        """A local binding hides the module-level class of the same name."""
+        return any(d.how != "opaque" for d in self.reaching_defs(name))
 
     def _function_result(self, func: cst.FunctionDef) -> Kind | None:
         returns = self.index.returns.get(func, [])
@@ -426,12 +480,18 @@ class ValueAnalysis:
             return Kind.HOST
         if qn == "torch.utils.data.DataLoader":
             return Kind.LOADER
+        if qn.startswith(("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")):
+            return Kind.UNKNOWN  # a scheduler steps per epoch; it is not an optimizer
         if qn.startswith("torch.optim.") and last[:1].isupper() or qn.endswith("GradScaler"):
             return Kind.OPTIMIZER
         if qn in ("torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"):
             return Kind.MODEL if call.args and self._eval(call.args[0].value) in (Kind.MODEL, Kind.UNKNOWN) else Kind.UNKNOWN
         if qn.startswith("torch.nn.") and last[:1].isupper() and not qn.startswith("torch.nn.functional."):
             return Kind.MODEL
+        if qn.startswith("torchmetrics.") and last[:1].isupper():
+            return Kind.MODEL  # a metric is an nn.Module: `metric.to(device)` is not a device tensor
+        if qn in ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm"):
+            return Kind.DEVICE  # the total norm, a tensor on the parameters' device
         if qn.startswith("torch.cuda.") or qn.startswith("torch.distributed.") or qn.startswith("torch.backends."):
             return Kind.HOST
         if qn.startswith("torch.") and qn.count(".") == 1:

@@ -1,0 +1,229 @@
+"""The shared analysis: device-tensor inference and hot-loop detection, case by case."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from torchsync_lint.analysis import Kind, ModuleAnalysis
+from torchsync_lint.analysis.imports import canonical
+
+
+def analyse(source: str) -> ModuleAnalysis:
+    module = cst.parse_module(source)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    return ModuleAnalysis(module, source, wrapper.resolve(PositionProvider))
+
+
+def kind_of_last(source: str, name: str) -> Kind:
+    """Kind of the last read of ``name`` (a `probe(name)` call marks the read)."""
+    analysis = analyse(source)
+    probes = [c for c in analysis.index.calls if isinstance(c.func, cst.Name) and c.func.value == "probe"]
+    arg = probes[-1].args[0].value
+    assert isinstance(arg, cst.Name) and arg.value == name
+    return analysis.kind(arg)
+
+
+HEAD = "import torch\nimport numpy as np\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("t = torch.randn(3, device=device)", Kind.DEVICE),
+        ("t = torch.randn(3)", Kind.HOST_TENSOR),
+        ("t = torch.randn(3, device='cpu')", Kind.HOST_TENSOR),
+        ("t = torch.randn(3).cuda()", Kind.DEVICE),
+        ("t = torch.randn(3).to(device)", Kind.DEVICE),
+        ("t = torch.randn(3).to(device).to(torch.float16)", Kind.DEVICE),
+        ("t = torch.randn(3, device=device).cpu()", Kind.HOST_TENSOR),
+        ("t = torch.randn(3, device=device).to('cpu')", Kind.HOST_TENSOR),
+        ("t = torch.randn(3, device=device).sum().item()", Kind.HOST),
+        ("t = np.zeros(3)", Kind.HOST),
+        ("t = 0.0", Kind.HOST),
+        ("t = torch.randn(3, device=device).shape[0]", Kind.HOST),
+        ("a = torch.randn(3, device=device)\nt, u = a, 1", Kind.DEVICE),
+        ("a = torch.randn(3, device=device)\nu, t = a, 1", Kind.HOST),
+        ("t = 0.0\nt += torch.ones(1, device=device).sum()", Kind.DEVICE),
+        ("t = 0.0\nt += torch.ones(1, device=device).sum().item()", Kind.HOST),
+        ("model = torch.nn.Linear(2, 2).to(device)\nt = model(torch.ones(2))", Kind.DEVICE),
+        ("model = torch.nn.Linear(2, 2).to(device)\nout = model(torch.ones(2))\nt = out > 0", Kind.DEVICE),
+        ("t = torch.ones(2).to(device) is None", Kind.HOST),
+        ("def f(x):\n    return x * 2\nt = f(torch.ones(2, device=device))", Kind.DEVICE),
+        ("def f(x):\n    probe(x)\nf(torch.ones(2, device=device))\nt = 1", Kind.HOST),
+    ],
+)
+def test_value_kinds(body, expected):
+    src = HEAD + body + "\nprobe(t)\n"
+    if "probe(x)" in body:
+        assert kind_of_last(HEAD + body + "\n", "x") is Kind.DEVICE  # parameter from its call site
+        return
+    assert kind_of_last(src, "t") is expected
+
+
+def test_cpu_only_module_has_no_device_tensors():
+    src = "import torch\nmodel = torch.nn.Linear(2, 2)\nt = model(torch.ones(2))\nprobe(t)\n"
+    assert kind_of_last(src, "t") is Kind.HOST_TENSOR
+
+
+def test_dataloader_batches_are_host_until_moved():
+    src = HEAD + "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    probe(x)\n    x = x.to(device)\n    probe(x)\n"
+    analysis = analyse(src)
+    probes = [c.args[0].value for c in analysis.index.calls if isinstance(c.func, cst.Name) and c.func.value == "probe"]
+    assert analysis.kind(probes[0]) is Kind.HOST_TENSOR  # the loop target kills the moved copy
+    assert analysis.kind(probes[1]) is Kind.DEVICE
+
+
+def _hot_lines(source: str) -> dict[int, bool]:
+    analysis = analyse(source)
+    result = {}
+    for call in analysis.index.calls:
+        if isinstance(call.func, cst.Name) and call.func.value == "probe":
+            ctx = analysis.hot_context(call)
+            result[analysis.index.line(call)] = None if ctx is None else ctx.gated
+    return result
+
+
+def test_hot_loops():
+    src = """\
+import torch
+def train_one_epoch(model, loader, opt):
+    for x, y in loader:
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        probe(1)
+        if step % 10 == 0:
+            probe(2)
+    probe(3)
+
+def train_step(model, x, opt):
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+    probe(4)
+
+for epoch in range(10):
+    train_one_epoch(model, loader, opt)
+    scheduler.step()
+    probe(5)
+
+while not done:
+    batch = next(it)
+    train_step(model, batch, opt)
+    probe(6)
+
+for name, p in model.named_parameters():
+    probe(7)
+"""
+    lines = _hot_lines(src)
+    assert lines[7] is False  # in the batch loop
+    assert lines[9] is True  # gated by step % 10
+    assert lines[10] is None  # after the batch loop: once per epoch
+    assert lines[16] is False  # train_step is called every step
+    assert lines[21] is None  # the epoch loop only calls a per-epoch function
+    assert lines[26] is False  # the while loop runs a training step
+    assert lines[29] is None  # a loop over parameters
+
+
+def test_lightning_hooks_are_hot():
+    src = "import lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n        probe(1)\n    def configure_optimizers(self):\n        probe(2)\n"
+    lines = _hot_lines(src)
+    assert lines[4] is False and lines[6] is None
+
+
+def test_canonical_names():
+    assert canonical("torch.utils.data.dataloader.DataLoader") == "torch.utils.data.DataLoader"
+    assert canonical("pytorch_lightning.core.module.LightningModule") == "lightning.LightningModule"
+    assert canonical("torch.nn.modules.linear.Linear") == "torch.nn.Linear"
+
+
+def test_import_aliases():
+    analysis = analyse("import torch as T\nfrom torch.cuda import synchronize as sync\nimport torch.utils.data as tud\nT.cuda.synchronize()\nsync()\ntud.DataLoader(x)\n")
+    names = [analysis.qualname(c.func) for c in analysis.index.calls]
+    assert names == ["torch.cuda.synchronize", "torch.cuda.synchronize", "torch.utils.data.DataLoader"]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # a later straight-line binding kills the earlier one
+        ("t = torch.ones(2, device=device).sum()\nt = t.item()", Kind.HOST),
+        ("t = 0.0\nt = torch.ones(2, device=device).sum()", Kind.DEVICE),
+        # a conditional binding does not kill
+        ("t = torch.ones(2, device=device).sum()\nif c:\n    t = t.item()", Kind.DEVICE),
+        ("t = 0.0\nif c:\n    t = torch.ones(2, device=device)", Kind.DEVICE),
+        # loop-carried: the binding later in the loop reaches the next iteration's read
+        ("t = 0.0\nfor i in range(3):\n    probe(t)\n    t = torch.ones(2, device=device)", Kind.DEVICE),
+        # ... unless a dominating binding earlier in the same iteration kills it
+        ("for i in range(3):\n    t = 1.0\n    probe(t)\n    t = torch.ones(2, device=device)", Kind.HOST),
+    ],
+)
+def test_reaching_definitions(body, expected):
+    src = HEAD + body + ("\nprobe(t)\n" if "probe(t)" not in body else "\n")
+    analysis = analyse(src)
+    probes = [c for c in analysis.index.calls if isinstance(c.func, cst.Name) and c.func.value == "probe"]
+    target = probes[0] if "probe(t)" in body else probes[-1]
+    assert analysis.kind(target.args[0].value) is expected
+
+
+def test_step_gates_need_a_step_counter():
+    src = """\
+import torch
+from torch.optim.lr_scheduler import StepLR
+scheduler = StepLR(optimizer, 1)
+for i, (x, y) in enumerate(loader):
+    if args.rank % ngpus_per_node == 0:
+        probe(1)
+    if i == 0:
+        probe(2)
+    if (global_step + 1) % args.log_every == 0:
+        probe(3)
+for epoch in range(3):
+    scheduler.step()
+    probe(4)
+"""
+    lines = _hot_lines(src)
+    assert lines[6] is False  # a rank check holds on every step of that rank
+    assert lines[8] is True and lines[10] is True
+    assert lines[13] is None  # scheduler.step() does not make an epoch loop hot
+
+
+def test_epoch_loops_with_a_forward_are_not_hot_but_accumulation_loops_are():
+    src = """\
+import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds)
+def train(epoch):
+    for x, y in loader:
+        model(x).sum().backward()
+        optimizer.step()
+for epoch in range(3):
+    train(epoch)
+    sample = model(z)
+    probe(1)
+while True:
+    for micro in range(4):
+        loss = model(x)
+        loss.backward()
+    optimizer.step()
+    probe(2)
+for update in range(10):
+    for step in range(128):
+        action = model(obs)
+    bootstrap = model(next_obs)
+    for mb in range(4):
+        model(x).sum().backward()
+        optimizer.step()
+    probe(3)
+def sample_text(model):
+    for i in range(10):
+        model(x)
+        probe(4)
+"""
+    lines = _hot_lines(src)
+    assert lines[11] is None  # calls a function that iterates the loader: an epoch loop
+    assert lines[17] is False  # the outer loop of gradient accumulation steps the optimizer
+    assert lines[25] is False  # PPO's update loop: its inner loops are not loader passes
+    assert lines[29] is False  # a forward per iteration

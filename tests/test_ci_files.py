@@ -1,0 +1,47 @@
+"""`.pre-commit-hooks.yaml` and the GitHub workflow: well-formed, and every torchsync-lint
+command line in them is one our CLI accepts."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from torchsync_lint.cli import build_parser
+from torchsync_lint.reporters import load_formats
+
+yaml = pytest.importorskip("yaml", reason="PyYAML comes with pre-commit (dev extra)")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _parse_cli(argv: list[str]):
+    assert argv[0] == "torchsync-lint", argv
+    args = build_parser().parse_args(argv[1:])
+    if args.command == "check":
+        assert args.format in load_formats()
+    return args
+
+
+def test_pre_commit_hooks():
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"torchsync-lint", "torchsync-lint-fix"}
+    for hook in hooks.values():
+        assert hook["language"] == "python" and hook["types"] == ["python"] and hook["require_serial"] is False
+        args = _parse_cli([*shlex.split(hook["entry"]), *hook.get("args", []), "a.py", "b.py"])
+        assert args.command == "check" and args.paths == ["a.py", "b.py"] and args.force_exclude
+    assert not _parse_cli(shlex.split(hooks["torchsync-lint"]["entry"])).fix
+    assert _parse_cli(shlex.split(hooks["torchsync-lint-fix"]["entry"])).fix
+
+
+def test_lint_workflow_uploads_sarif_from_a_valid_command():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "lint.yml").read_text())
+    steps = workflow["jobs"]["torchsync-lint"]["steps"]
+    commands = [s["run"] for s in steps if str(s.get("run", "")).startswith("torchsync-lint")]
+    formats = {_parse_cli(shlex.split(c)).format for c in commands}
+    assert "sarif" in formats
+    upload = [s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif")]
+    assert upload and upload[0]["if"] == "success() || failure()"
+    sarif_cmd = next(c for c in commands if "sarif" in c)
+    assert _parse_cli(shlex.split(sarif_cmd)).output_file == upload[0]["with"]["sarif_file"]
+    assert workflow["jobs"]["torchsync-lint"]["permissions"]["security-events"] == "write"

@@ -1,0 +1,486 @@
+"""DataLoader tracking for the input-pipeline rules (TSL3xx).
+
+Built once per module through ``analysis.extension("loaders", LoaderTracker)``. It answers:
+
+- which calls construct a ``torch.utils.data.DataLoader`` (any import path or alias);
+- what each constructor says about ``num_workers`` and ``pin_memory`` (keyword or positional,
+  per the torch 2.13 signature), and whether that value is *known*: a literal, or a name bound
+  only to literals. ``**kwargs``, ``*args``, ``args.workers``, ``cfg.pin`` and parameters are
+  unknown, and an unknown value is never a finding;
+- which loops iterate each loader (through names, ``self.x`` attributes, same-module function
+  parameters, ``enumerate``/``zip``/``tqdm`` wrappers and ``accelerator.prepare``);
+- whether the module feeds an accelerator at all, and whether a given loader does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.values import HOST_RESULT_METHODS, Kind, join
+
+DATALOADER = "torch.utils.data.DataLoader"
+# `DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+#             num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, ...)`
+# (torch/utils/data/dataloader.py, torch 2.13). Positions are 0-based.
+POSITIONS = {"dataset": 0, "batch_size": 1, "shuffle": 2, "sampler": 3, "batch_sampler": 4, "num_workers": 5, "collate_fn": 6, "pin_memory": 7}
+DEFAULTS = {"num_workers": 0, "pin_memory": False}
+
+_ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "islice", "track", "cycle", "zip", "chain"})
+# Calls that hand a loader to something that moves its batches to the accelerator itself.
+_PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
+_TRAINER_METHODS = frozenset({"fit", "validate", "test", "predict"})
+_LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
+_MAX_DEPTH = 8
+_RUNNERS = frozenset({"lightning.Trainer", "lightning.pytorch.Trainer", "lightning.Fabric", "lightning.fabric.Fabric"})
+
+
+@dataclass(frozen=True)
+class ArgValue:
+    """One constructor argument. ``state``: "absent" (default applies), "known", "unknown"."""
+
+    state: str
+    value: object = None
+    arg: cst.Arg | None = None  # the argument node, when written out
+
+    @property
+    def known(self) -> bool:
+        return self.state != "unknown"
+
+
+@dataclass
+class LoaderInfo:
+    call: cst.Call
+    dataset: cst.BaseExpression | None
+    num_workers: ArgValue
+    pin_memory: ArgValue
+    loops: list[cst.For] = field(default_factory=list)
+    handed_to_trainer: bool = False  # accelerate / Fabric / Lightning move its batches
+    feeds: bool | None = None  # memo for LoaderTracker.feeds_accelerator
+
+    def effective(self, name: str) -> object:
+        """The value the loader runs with, when known (else None)."""
+        arg = getattr(self, name)
+        if arg.state == "absent":
+            return DEFAULTS[name]
+        return arg.value if arg.state == "known" else None
+
+
+def literal_value(node: cst.BaseExpression):
+    """(True, value) for a Python literal we can read statically, else (False, None)."""
+    if isinstance(node, cst.Integer):
+        return True, node.evaluated_value
+    if isinstance(node, cst.Float):
+        return True, node.evaluated_value
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return True, {"True": True, "False": False, "None": None}[node.value]
+    if isinstance(node, cst.SimpleString):
+        return True, node.evaluated_value
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        ok, v = literal_value(node.expression)
+        if ok and isinstance(v, (int, float)):
+            return True, -v
+    return False, None
+
+
+class LoaderTracker:
+    def __init__(self, analysis) -> None:
+        self.analysis = analysis
+        self.index = analysis.index
+        self.values = analysis.values
+        self.loaders: list[LoaderInfo] = []
+        self._by_call: dict[cst.Call, LoaderInfo] = {}
+        for call in self.index.calls:
+            if self.analysis.qualname(call.func) == DATALOADER:
+                info = LoaderInfo(call, self._dataset_arg(call), self.argument(call, "num_workers"), self.argument(call, "pin_memory"))
+                self.loaders.append(info)
+                self._by_call[call] = info
+        if self.loaders:
+            self._link_loops()
+            self._link_trainers()
+        self.module_feeds_accelerator = self._module_feeds_accelerator()
+
+    # -- constructor arguments --------------------------------------------------------------
+    def info(self, call: cst.Call) -> LoaderInfo | None:
+        return self._by_call.get(call)
+
+    def _dataset_arg(self, call: cst.Call) -> cst.BaseExpression | None:
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "dataset":
+                return a.value
+        if call.args and call.args[0].keyword is None and not call.args[0].star:
+            return call.args[0].value
+        return None
+
+    def argument(self, call: cst.Call, name: str) -> ArgValue:
+        """``name`` as the constructor call gives it (keyword or positional)."""
+        position = POSITIONS[name]
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == name:
+                return self._value_of(a)
+        positional = []
+        for a in call.args:
+            if a.keyword is not None or a.star == "**":
+                continue
+            if a.star == "*":
+                return ArgValue("unknown")  # `DataLoader(*args)`: any position may be it
+            positional.append(a)
+        if position < len(positional):
+            return self._value_of(positional[position])
+        if any(a.star == "**" for a in call.args):
+            return ArgValue("unknown")  # `**loader_kwargs` may set it
+        return ArgValue("absent")
+
+    def _value_of(self, arg: cst.Arg) -> ArgValue:
+        ok, value = self.known_value(arg.value)
+        return ArgValue("known", value, arg) if ok else ArgValue("unknown", None, arg)
+
+    def known_value(self, node: cst.BaseExpression, depth: int = 0):
+        """A literal, or a name whose every reaching binding is the same literal."""
+        ok, value = literal_value(node)
+        if ok or not isinstance(node, cst.Name) or depth > 3:
+            return ok, value
+        defs = self.values.reaching_defs(node)
+        if not defs or any(d.how != "assign" or d.value is None for d in defs):
+            return False, None  # a parameter, a loop variable, an import...
+        results = {self.known_value(d.value, depth + 1) for d in defs}
+        if len(results) == 1:
+            return results.pop()
+        return False, None
+
+    # -- which loader an expression holds -------------------------------------------------------
+    def loaders_of(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[LoaderInfo]:
+        if expr is None or depth > _MAX_DEPTH:
+            return []
+        if isinstance(expr, cst.Call):
+            info = self._by_call.get(expr)
+            if info is not None:
+                return [info]
+            parts = dotted_parts(expr.func)
+            if parts and parts[-1] in _ITER_WRAPPERS:
+                out: list[LoaderInfo] = []
+                for a in expr.args:
+                    if a.keyword is None and not a.star:
+                        out += self.loaders_of(a.value, depth + 1)
+                return out
+            target = self.index.resolve_function(expr.func, expr)
+            if target is not None:
+                out = []
+                for r in self.index.returns.get(target, []):
+                    out += self.loaders_of(r, depth + 1)
+                return out
+            return []
+        if isinstance(expr, cst.Name):
+            out = []
+            for d in self.values.reaching_defs(expr):
+                out += self._loaders_of_def(d, depth + 1)
+            return out
+        if isinstance(expr, cst.Attribute):
+            parts = dotted_parts(expr)
+            if parts and len(parts) == 2 and parts[0] == "self":
+                func = self.index.enclosing_function(expr)
+                while func is not None and func not in self.index.class_of_method:
+                    func = self.index.enclosing_function(func)
+                info = self.index.class_of_method.get(func) if func is not None else None
+                if info is not None:
+                    out = []
+                    for d in info.self_attrs.get(parts[1], []):
+                        out += self._loaders_of_def(d, depth + 1)
+                    return out
+        return []
+
+    def _loaders_of_def(self, d, depth: int) -> list[LoaderInfo]:
+        if d.how == "assign":
+            return self.loaders_of(d.value, depth)
+        if d.how == "unpack" and d.path:
+            value = d.value
+            if isinstance(value, (cst.Tuple, cst.List)) and 0 <= d.path[0] < len(value.elements):
+                return self.loaders_of(value.elements[d.path[0]].value, depth)
+            if isinstance(value, cst.Call):
+                # `model, opt, loader = accelerator.prepare(model, opt, loader)`
+                if isinstance(value.func, cst.Attribute) and value.func.attr.value in _PREPARE_METHODS:
+                    positional = [a.value for a in value.args if a.keyword is None and not a.star]
+                    if 0 <= d.path[0] < len(positional):
+                        return self.loaders_of(positional[d.path[0]], depth)
+                    return []
+                target = self.index.resolve_function(value.func, value)
+                if target is not None:
+                    out = []
+                    for r in self.index.returns.get(target, []):
+                        if isinstance(r, (cst.Tuple, cst.List)) and 0 <= d.path[0] < len(r.elements):
+                            out += self.loaders_of(r.elements[d.path[0]].value, depth)
+                    return out
+            return []
+        if d.how == "param":
+            return self._loaders_of_param(d, depth)
+        return []
+
+    def _loaders_of_param(self, d, depth: int) -> list[LoaderInfo]:
+        func, param = d.func, d.param
+        names = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+        position = names.index(param.name.value) if param.name.value in names else None
+        if func in self.index.class_of_method and position is not None:
+            position -= 1  # `self`
+        out: list[LoaderInfo] = []
+        for call in self.index.calls:
+            if self.index.resolve_function(call.func, call) is not func:
+                continue
+            match = [a.value for a in call.args if a.keyword is not None and a.keyword.value == param.name.value]
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            if not match and position is not None and 0 <= position < len(positional):
+                match = [positional[position]]
+            for m in match:
+                out += self.loaders_of(m, depth)
+        return out
+
+    # -- loops and trainers -------------------------------------------------------------------
+    def _link_loops(self) -> None:
+        for loop in self.index.loops:
+            if not isinstance(loop, cst.For):
+                continue
+            for info in self.loaders_of(loop.iter):
+                if loop not in info.loops:
+                    info.loops.append(loop)
+
+    def _link_trainers(self) -> None:
+        for call in self.index.calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute):
+                continue
+            method = func.attr.value
+            handed = method in _PREPARE_METHODS or (method in _TRAINER_METHODS and self._is_lightning_trainer(func.value))
+            if not handed:
+                continue
+            for a in call.args:
+                for info in self.loaders_of(a.value):
+                    info.handed_to_trainer = True
+        # `def train_dataloader(self): return DataLoader(...)` in a LightningModule/DataModule.
+        for func, info in self.index.class_of_method.items():
+            if func.name.value in _LIGHTNING_LOADER_HOOKS and self._is_lightning_class(info.node):
+                for r in self.index.returns.get(func, []):
+                    for loader in self.loaders_of(r):
+                        loader.handed_to_trainer = True
+
+    def _origin_qualname(self, expr: cst.BaseExpression) -> str | None:
+        if isinstance(expr, cst.Call):
+            return self.analysis.qualname(expr.func)
+        if isinstance(expr, cst.Name):
+            origins = {self._origin_qualname(d.value) for d in self.values.reaching_defs(expr) if d.how == "assign" and d.value is not None}
+            return origins.pop() if len(origins) == 1 else None
+        return None
+
+    def _is_lightning_trainer(self, expr: cst.BaseExpression) -> bool:
+        return (self._origin_qualname(expr) or "") in ("lightning.Trainer", "lightning.pytorch.Trainer")
+
+    def _is_lightning_class(self, cls: cst.ClassDef) -> bool:
+        for base in cls.bases:
+            qn = self.analysis.qualname(base.value) or ""
+            if qn.startswith("lightning.") and qn.rsplit(".", 1)[-1] in ("LightningModule", "LightningDataModule"):
+                return True
+        return False
+
+    # -- does the code feed an accelerator? ---------------------------------------------------
+    def _module_feeds_accelerator(self) -> bool:
+        """Any `.cuda()`, `.to(<accelerator>)`, accelerator-device factory, Accelerate or Lightning use.
+
+        A script whose only device is the CPU (`device = "cpu"`, or none at all) does not, and
+        neither does one whose every Lightning `Trainer`/`Fabric` says `accelerator="cpu"`: the
+        `.cuda()` branches in its module then never run.
+        """
+        runners = [c for c in self.index.calls if (self.analysis.qualname(c.func) or "") in _RUNNERS]
+        if runners and all(self._explicit_cpu(c) for c in runners):
+            return False
+        for call in self.index.calls:
+            if self.is_h2d_call(call, any_receiver=True):
+                return True
+            qn = self.analysis.qualname(call.func) or ""
+            if qn == "torch.device" and call.args and self.values.device_of(call.args[0].value) == "accelerator":
+                return True
+            if qn == "accelerate.Accelerator":
+                return True
+            if qn in _RUNNERS and not self._explicit_cpu(call):
+                return True
+            for a in call.args:
+                if a.keyword is not None and a.keyword.value == "device" and self.values.device_of(a.value) == "accelerator":
+                    if qn.startswith("torch."):
+                        return True
+        return False
+
+    def _explicit_cpu(self, call: cst.Call) -> bool:
+        """`Trainer(accelerator="cpu")` / `Fabric(accelerator="cpu")`."""
+        accel = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "accelerator"), None)
+        ok, value = literal_value(accel) if accel is not None else (False, None)
+        return ok and value == "cpu"
+
+    def is_h2d_call(self, call: cst.Call, any_receiver: bool = False) -> bool:
+        """`x.cuda(...)` or `x.to(<accelerator>, ...)` on a host tensor (any non-model with ``any_receiver``)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            return False
+        if self.analysis.qualname(func) is not None:
+            return False  # `torch.cuda`, a module attribute, not a method call
+        if func.attr.value == "to" and self.values.to_destination(call) != "accelerator":
+            return False
+        kind = self.batch_kind(func.value)
+        if any_receiver:
+            return True if func.attr.value == "to" else kind is not Kind.HOST
+        return kind is Kind.HOST_TENSOR
+
+    def batch_kind(self, expr: cst.BaseExpression, depth: int = 0) -> Kind:
+        """Is ``expr`` a host tensor *on some path* to this use (for "is this a host-to-device copy")?
+
+        Like ``values.kind``, except that a name that is a host tensor on one path and a device
+        tensor on another (`if cuda: x = x.cuda()` then `x = x.to("mps")`) counts as a host
+        tensor: on the path where it is one, the copy is real. Loop iterables are evaluated
+        the same way, so `for t in batch` after `batch = ...` follows the batch.
+        """
+        if isinstance(expr, cst.Name):
+            kinds = {self._def_kind(d, depth + 1) for d in self.values.reaching_defs(expr)}
+            if Kind.HOST_TENSOR in kinds and kinds <= {Kind.HOST_TENSOR, Kind.DEVICE}:
+                return Kind.HOST_TENSOR
+            return join(kinds)
+        if depth > _MAX_DEPTH:
+            return self.values.kind(expr)
+        if isinstance(expr, cst.Subscript):
+            base = self.batch_kind(expr.value, depth + 1)
+            return base if base in (Kind.DEVICE, Kind.HOST_TENSOR) else self.values.kind(expr)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self.analysis.qualname(expr.func) is None:
+            method = expr.func.attr.value
+            if method not in ("to", "cuda", "cpu") and method not in HOST_RESULT_METHODS:
+                base = self.batch_kind(expr.func.value, depth + 1)
+                if base in (Kind.HOST_TENSOR, Kind.DEVICE):
+                    return base  # tensor methods keep the device
+        if isinstance(expr, cst.BinaryOperation):
+            sides = {self.batch_kind(expr.left, depth + 1), self.batch_kind(expr.right, depth + 1)}
+            if Kind.DEVICE in sides:
+                return Kind.DEVICE
+            if Kind.HOST_TENSOR in sides and sides <= {Kind.HOST_TENSOR, Kind.HOST}:
+                return Kind.HOST_TENSOR
+        return self.values.kind(expr)
+
+    def _def_kind(self, d, depth: int) -> Kind:
+        """A binding's kind, evaluating a loop's iterable in statement order too."""
+        if depth <= _MAX_DEPTH and d.how == "for" and d.value is not None:
+            iterable = d.value
+            if isinstance(iterable, cst.Call) and self.analysis.qualname(iterable.func) is None and isinstance(iterable.func, cst.Name):
+                return self.values._def(d)  # noqa: SLF001 - `enumerate`/`zip`/`tqdm` wrappers: the shared logic knows them
+            k = self.batch_kind(iterable, depth)
+            if k in (Kind.HOST_TENSOR, Kind.DEVICE):
+                return k  # iterating a batch (a tuple or dict of tensors) yields its tensors
+        k = self.values._def(d)  # noqa: SLF001 - same package
+        return k if k is not None else Kind.UNKNOWN
+
+    def feeds_accelerator(self, info: LoaderInfo) -> bool:
+        """The loader's batches go to an accelerator (and the module uses one)."""
+        if info.feeds is None:
+            info.feeds = self._feeds_accelerator(info)
+        return info.feeds
+
+    def _feeds_accelerator(self, info: LoaderInfo) -> bool:
+        if not self.module_feeds_accelerator:
+            return False
+        if info.handed_to_trainer:
+            return True
+        for loop in info.loops:
+            finder = _CopyOrStepFinder(self)
+            loop.body.visit(finder)
+            if finder.found:
+                return True
+        return False
+
+    def dataset_on_device(self, info: LoaderInfo) -> bool:
+        """`DataLoader(TensorDataset(x.cuda(), ...))`: nothing to pin or load in workers."""
+        call = self._dataset_call(info.dataset)
+        if call is None or (self.analysis.qualname(call.func) or "") != "torch.utils.data.TensorDataset":
+            return False
+        return any(self.values.kind(a.value) is Kind.DEVICE for a in call.args)
+
+    def dataset_in_memory(self, info: LoaderInfo) -> bool:
+        """A `TensorDataset`: batches are tensor slices, so worker processes add IPC, not speed."""
+        call = self._dataset_call(info.dataset)
+        return call is not None and (self.analysis.qualname(call.func) or "") == "torch.utils.data.TensorDataset"
+
+    def _dataset_call(self, expr: cst.BaseExpression | None, depth: int = 0) -> cst.Call | None:
+        """The call that constructed the dataset (through names and `Subset`/`random_split` wrappers)."""
+        if expr is None or depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Call):
+            return expr
+        if isinstance(expr, cst.Name):
+            defs = [d for d in self.values.reaching_defs(expr) if d.how == "assign"]
+            calls = {self._dataset_call(d.value, depth + 1) for d in defs}
+            calls.discard(None)
+            return calls.pop() if len(calls) == 1 else None
+        if isinstance(expr, cst.Attribute):
+            parts = dotted_parts(expr)
+            if parts and len(parts) == 2 and parts[0] == "self":
+                func = self.index.enclosing_function(expr)
+                info = self.index.class_of_method.get(func) if func is not None else None
+                if info is not None:
+                    calls = {self._dataset_call(d.value, depth + 1) for d in info.self_attrs.get(parts[1], []) if d.how == "assign"}
+                    calls.discard(None)
+                    return calls.pop() if len(calls) == 1 else None
+        return None
+
+    def dataset_calls(self, info: LoaderInfo) -> list[cst.Call]:
+        """The dataset constructor and any it wraps (`Subset(ds, idx)`, `ConcatDataset([...])`)."""
+        out: list[cst.Call] = []
+        todo = [info.dataset]
+        seen: set[int] = set()
+        while todo and len(out) < 16:
+            for call in self._dataset_call_candidates(todo.pop()):
+                if id(call) in seen:
+                    continue
+                seen.add(id(call))
+                out.append(call)
+                todo += self._wrapped_datasets(call)
+        return out
+
+    def _dataset_call_candidates(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[cst.Call]:
+        """Every constructor call the dataset may come from (`if a: ds = A(...) else: ds = B(...)`)."""
+        if expr is None or depth > _MAX_DEPTH:
+            return []
+        if isinstance(expr, cst.Call):
+            return [expr]
+        if isinstance(expr, cst.Name):
+            out: list[cst.Call] = []
+            for d in self.values.reaching_defs(expr):
+                if d.how == "assign":
+                    out += self._dataset_call_candidates(d.value, depth + 1)
+            return out
+        single = self._dataset_call(expr, depth)
+        return [single] if single is not None else []
+
+    def _wrapped_datasets(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """The datasets a `Subset(ds, idx)` / `ConcatDataset([a, b])` wraps."""
+        if (self.analysis.qualname(call.func) or "") not in ("torch.utils.data.Subset", "torch.utils.data.ConcatDataset"):
+            return []
+        todo: list[cst.BaseExpression] = []
+        for a in call.args:
+            if isinstance(a.value, (cst.List, cst.Tuple)):
+                todo += [el.value for el in a.value.elements]
+            else:
+                todo.append(a.value)
+        return todo
+
+
+class _CopyOrStepFinder(cst.CSTVisitor):
+    """Does a loop body copy something to the accelerator or run a training/forward step?"""
+
+    def __init__(self, tracker: LoaderTracker) -> None:
+        self.tracker = tracker
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if self.found:
+            return False
+        if self.tracker.is_h2d_call(node, any_receiver=True) or self.tracker.analysis.hot.is_step_call(node):
+            self.found = True
+        return not self.found
+
+
+def loaders(analysis) -> LoaderTracker:
+    """The module's loader tracker (built once)."""
+    return analysis.extension("loaders", LoaderTracker)

@@ -1,0 +1,572 @@
+"""Which expressions hold torchmetrics metrics, of which class, configured how, and where they live.
+
+Built once per module with ``metric_tracker(analysis)`` (an ``analysis.extension``). The unit of
+tracking is the *allocation site*: the constructor call `MeanMetric(...)`. An expression
+resolves to the set of sites it may hold, through names, `.to()`/`.cuda()` (which return the
+same object), dict/list containers and their comprehensions, `c["key"]`, `for k, m in
+c.items()` (narrowed by `if k != "key":` guards), `self.attr`, and `MetricCollection` members.
+
+A site's device is flow-insensitive: a metric is an `nn.Module`, so `m.to(device)` anywhere moves
+that object (even without rebinding); a metric assigned to `self.x` of a LightningModule, or of an
+`nn.Module` that the module moves with `.to(<accelerator>)`/`.cuda()`, lives with the module.
+A metric never moved stays on the CPU.
+
+Constructor arguments are read as literals; a value the user configures (`nan_strategy=args.nan`,
+`**metric_kwargs`) is ``UNKNOWN`` and no rule reports on it. Defaults come from torchmetrics 1.9.0
+(`aggregation.py`, `classification/*.py`), kept in ``metric_classes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.index import Def
+from torchsync_lint.analysis.metric_classes import (
+    _DIST_DEFAULTS,
+    _MISSING,
+    _ITEM_VIEWS,
+    _SAME_OBJECT_METHODS,
+    AGGREGATION_BASES,
+    KNOWN_CLASSES,
+    UNKNOWN,
+    MetricClass,
+    literal,
+)
+
+
+@dataclass(eq=False)
+class MetricSite:
+    """One constructor call of a metric (an allocation site)."""
+
+    call: cst.Call
+    cls: MetricClass
+    members: list[MetricSite] = field(default_factory=list)  # MetricCollection members
+
+    def argument(self, key: str) -> cst.Arg | None:
+        positional = [a for a in self.call.args if a.keyword is None and not a.star]
+        for arg in self.call.args:
+            if arg.keyword is not None and arg.keyword.value == key:
+                return arg
+        if key in self.cls.params:
+            i = self.cls.params.index(key)
+            if i < len(positional):
+                return positional[i]
+        return None
+
+    def setting(self, key: str) -> object:
+        """The literal value of a constructor argument (or its default); UNKNOWN if configured."""
+        arg = self.argument(key)
+        if arg is not None:
+            return literal(arg.value)
+        if any(a.star for a in self.call.args):
+            return UNKNOWN  # `**kwargs` may set it
+        if key == "nan_strategy" and "__init__" in self.cls.overrides:
+            return UNKNOWN  # a user subclass may pass its own default
+        default = self.cls.default(key)
+        return UNKNOWN if default is _MISSING else default
+
+    @property
+    def task(self) -> object:
+        return self.cls.task if self.cls.task is not None else self.setting("task")
+
+    @property
+    def label(self) -> str:
+        return self.cls.name
+
+    def leaves(self) -> list[MetricSite]:
+        return [m for member in self.members for m in member.leaves()] if self.cls.family == "collection" else [self]
+
+
+@dataclass(frozen=True)
+class MetricUse:
+    """`m.update(...)`, `m(...)` (forward: an update plus a batch compute) or `m.compute()`."""
+
+    call: cst.Call
+    kind: str  # "update" | "forward" | "compute"
+    receiver: cst.BaseExpression
+    sites: frozenset
+
+    @property
+    def leaves(self) -> list[MetricSite]:
+        seen: dict[int, MetricSite] = {}
+        for site in self.sites:
+            for leaf in site.leaves():
+                seen.setdefault(id(leaf), leaf)
+        return list(seen.values())
+
+    @property
+    def value_args(self) -> list[cst.Arg]:
+        return [a for a in self.call.args if not a.star]
+
+
+class MetricTracker:
+    def __init__(self, analysis) -> None:
+        self.analysis = analysis
+        self.index = analysis.index
+        self.values = analysis.values
+        self.sites: dict[cst.Call, MetricSite] = {}
+        self._class_memo: dict[str, MetricClass | None] = {}
+        self._resolving: set[int] = set()
+        self._subscript_assigns: list[tuple[cst.Assign, cst.Subscript]] = []
+        self.deterministic = False
+        self.nccl_inits: list[cst.Call] = []
+        self.uses: dict[cst.Call, MetricUse] = {}
+        self._moves: dict[int, set[str]] = {}
+        if not self.index.imports.imports_module("torchmetrics"):
+            return  # no metric can be constructed in this module
+        self._scan_module()
+        for call in self.index.calls:
+            self._site_of_call(call)
+        if not self.sites:
+            return
+        self._find_uses()
+        self._moves = self._find_moves()
+
+    # -- classes --------------------------------------------------------------------------
+    def metric_class(self, func: cst.BaseExpression) -> MetricClass | None:
+        """The metric class a callee names: a torchmetrics class (any alias) or a local subclass."""
+        qn = self.analysis.qualname(func)
+        if qn is not None:
+            if qn.split(".")[0] != "torchmetrics":
+                return None
+            return KNOWN_CLASSES.get(qn.rsplit(".", 1)[-1])
+        if isinstance(func, cst.Name) and func.value in self.index.classes:
+            return self._local_class(func.value)
+        return None
+
+    def _local_class(self, name: str, depth: int = 0) -> MetricClass | None:
+        if name in self._class_memo:
+            return self._class_memo[name]
+        self._class_memo[name] = None  # recursion guard
+        info = self.index.classes[name]
+        result = None
+        for base in info.bases:
+            parent = None
+            qn = self.analysis.qualname(base)
+            if qn is not None and qn.split(".")[0] == "torchmetrics" and qn.rsplit(".", 1)[-1] in AGGREGATION_BASES:
+                parent = MetricClass("BaseAggregator", "aggregation", ("fn", "default_value", "nan_strategy"), (("nan_strategy", "error"), *_DIST_DEFAULTS))
+            elif depth < 5:
+                parent = self.metric_class(base)
+            if parent is not None and parent.family != "collection":
+                result = MetricClass(
+                    f"{name}({parent.name})", parent.family, parent.params, parent.defaults, parent.task, parent.weighted,
+                    parent.bincount_always, parent.overrides | frozenset(info.methods),
+                )
+                break
+        self._class_memo[name] = result
+        return result
+
+    # -- sites ----------------------------------------------------------------------------
+    def _site_of_call(self, call: cst.Call) -> MetricSite | None:
+        if call in self.sites:
+            return self.sites[call]
+        cls = self.metric_class(call.func)
+        if cls is None:
+            return None
+        site = MetricSite(call, cls)
+        self.sites[call] = site
+        if cls.family == "collection" and call.args and call.args[0].keyword is None:
+            first = call.args[0].value
+            members: list[MetricSite] = []
+            container = self.container(first)
+            if container is not None:
+                for group in container.values():
+                    members += group
+            else:
+                members += self.sites_of(first)
+            for extra in call.args[1:]:  # MetricCollection(m1, m2, ...)
+                if extra.keyword is None and not extra.star:
+                    members += self.sites_of(extra.value)
+            site.members = list({id(m): m for m in members}.values())
+        return site
+
+    def sites_of(self, expr: cst.BaseExpression) -> list[MetricSite]:
+        """The metric sites ``expr`` may hold (empty when it holds none we know of)."""
+        key = id(expr)
+        if key in self._resolving:
+            return []
+        self._resolving.add(key)
+        try:
+            return _unique(self._sites_of(expr))
+        finally:
+            self._resolving.discard(key)
+
+    def _sites_of(self, expr: cst.BaseExpression) -> list[MetricSite]:
+        if isinstance(expr, cst.Call):
+            site = self._site_of_call(expr)
+            if site is not None:
+                return [site]
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_OBJECT_METHODS:
+                return self.sites_of(expr.func.value)
+            return []
+        if isinstance(expr, cst.Name):
+            out: list[MetricSite] = []
+            for d in self._defs(expr):
+                out += self._def_sites(d, expr)
+            return out
+        if isinstance(expr, cst.Attribute):
+            return [s for value in self._self_attr_values(expr) for s in self.sites_of(value)]
+        if isinstance(expr, cst.Subscript):
+            container = self.container(expr.value)
+            if container is None:
+                return []
+            key = _subscript_key(expr)
+            if key is UNKNOWN:
+                return [s for group in container.values() for s in group]
+            return list(container.get(key, []))
+        if isinstance(expr, cst.IfExp):
+            return self.sites_of(expr.body) + self.sites_of(expr.orelse)
+        if isinstance(expr, cst.NamedExpr):
+            return self.sites_of(expr.value)
+        return []
+
+    def _defs(self, name: cst.Name) -> list[Def]:
+        # A binding whose statement contains the use is evaluated before it binds (`m = {k: m.to(d) ...}`).
+        defs = [d for d in self.values.reaching_defs(name) if not self._contains(d.stmt, name)]
+        # Inside `for ... name ... in it:` the loop binding kills every other one (unless the body rebinds).
+        loop = self._binding_loop(name)
+        if loop is not None:
+            defs = [d for d in defs if d.stmt is loop or any(a is loop.body for a in self.index.ancestors(d.stmt))]
+        # A comprehension's variable exists only inside it (the index folds it into the scope).
+        return [d for d in defs if not isinstance(d.stmt, cst.CompFor) or self._inside_comprehension(name, d.stmt)]
+
+    def _binding_loop(self, name: cst.Name) -> cst.For | None:
+        """The innermost `for` loop (in the same function) whose target binds ``name``, if ``name`` is in its body."""
+        child: cst.CSTNode = name
+        for anc in self.index.ancestors(name):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return None
+            if isinstance(anc, cst.For) and child is anc.body and _binds(anc.target, name.value):
+                return anc
+            child = anc
+        return None
+
+    def _inside_comprehension(self, node: cst.CSTNode, comp_for: cst.CompFor) -> bool:
+        comp = next((a for a in self.index.ancestors(comp_for) if not isinstance(a, cst.CompFor)), None)
+        return comp is not None and any(a is comp for a in self.index.ancestors(node))
+
+    def _contains(self, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+        if isinstance(outer, (cst.For, cst.CompFor)):
+            outer = outer.iter  # the loop variable is bound for the whole body
+            return node is outer or any(a is outer for a in self.index.ancestors(node))
+        if isinstance(outer, cst.FunctionDef):
+            return False
+        return any(a is outer for a in self.index.ancestors(node))
+
+    def _def_sites(self, d: Def, use: cst.Name) -> list[MetricSite]:
+        if d.how == "assign" and d.value is not None:
+            return self.sites_of(d.value)
+        if d.how == "for" and d.value is not None:
+            return self._element_sites(d, use)
+        if d.how == "module-move" and isinstance(d.stmt, cst.Expr) and isinstance(d.stmt.value, cst.Call):
+            # `avg.to(device)` as a statement moves the same object: follow the receiver.
+            receiver = d.stmt.value.func.value if isinstance(d.stmt.value.func, cst.Attribute) else None
+            return self.sites_of(receiver) if isinstance(receiver, cst.Name) else []
+        return []
+
+    def _element_sites(self, d: Def, use: cst.Name) -> list[MetricSite]:
+        """Metrics bound by `for m in c.values()`, `for k, m in c.items()`, `for m in [a, b]`."""
+        iterable = d.value
+        container = None
+        key_var = None
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value in _ITEM_VIEWS:
+            if iterable.func.attr.value == "items":
+                if d.path != (1,):
+                    return []  # the key, not the metric
+                key_var = _key_variable(d.stmt)
+            elif d.path != ():
+                return []
+            container = self.container(iterable.func.value)
+        elif d.path == ():
+            container = self.container(iterable)
+            if container is not None and not all(isinstance(k, int) for k in container):
+                return []  # iterating a dict (or a MetricCollection) yields its keys
+        if container is None:
+            return []
+        keys = set(container)
+        if key_var is not None:
+            keys = self._guard_keys(use, d.stmt, key_var, keys)
+        return [s for k in keys for s in container[k]]
+
+    def _guard_keys(self, use: cst.CSTNode, loop: cst.CSTNode, key_var: str, keys: set) -> set:
+        """Narrow keys by `if name != "avg_loss":` / `if name == "acc":` between the loop and the use."""
+        child = use
+        for anc in self.index.ancestors(use):
+            if anc is loop:
+                break
+            if isinstance(anc, cst.If):
+                in_body = child is anc.body
+                test = anc.test
+                if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name) and test.left.value == key_var:
+                    comp = test.comparisons[0]
+                    value = literal(comp.comparator)
+                    options = {value} if value is not UNKNOWN else None
+                    if isinstance(comp.comparator, (cst.Tuple, cst.List, cst.Set)):
+                        options = {literal(el.value) for el in comp.comparator.elements}
+                    if options is not None and UNKNOWN not in options and (in_body or child is anc.orelse):
+                        positive = isinstance(comp.operator, (cst.Equal, cst.In))
+                        if not in_body:
+                            positive = not positive
+                        keys = {k for k in keys if (k in options) == positive}
+            child = anc
+        return keys
+
+    def _self_attr_values(self, expr: cst.Attribute) -> list[cst.BaseExpression]:
+        """Values assigned to `self.x` in the class of `self.x` or of `model.x` (`model = Net()`)."""
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            info = self._class_of(expr)
+        else:
+            cls_name = self._instance_class(expr.value)
+            info = self.index.classes.get(cls_name) if cls_name is not None else None
+        if info is None:
+            return []
+        return [d.value for d in info.self_attrs.get(expr.attr.value, []) if d.how == "assign" and d.value is not None]
+
+    def _class_of(self, node: cst.CSTNode):
+        func = self.index.enclosing_function(node)
+        while func is not None and func not in self.index.class_of_method:
+            func = self.index.enclosing_function(func)
+        return self.index.class_of_method.get(func) if func is not None else None
+
+    # -- containers -----------------------------------------------------------------------
+    def container(self, expr: cst.BaseExpression, depth: int = 0) -> dict[object, list[MetricSite]] | None:
+        """A dict/list of metrics: key -> sites (UNKNOWN keys kept apart); None when not one."""
+        if depth > 6:
+            return None
+        if isinstance(expr, cst.Dict):
+            out: dict[object, list[MetricSite]] = {}
+            for el in expr.elements:
+                if isinstance(el, cst.DictElement):
+                    key = literal(el.key)
+                    out.setdefault(key if key is not UNKNOWN else ("?", id(el)), []).extend(self.sites_of(el.value))
+            return out if any(out.values()) else None
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            out = {i: self.sites_of(el.value) for i, el in enumerate(expr.elements) if not isinstance(el, cst.StarredElement)}
+            return out if any(out.values()) else None
+        if isinstance(expr, cst.DictComp):
+            return self._comprehension(expr, depth)
+        if isinstance(expr, cst.Call):
+            site = self._site_of_call(expr)
+            if site is not None and site.cls.family == "collection":
+                return {("member", i): [m] for i, m in enumerate(site.members)} or None
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_OBJECT_METHODS:
+                return self.container(expr.func.value, depth + 1)
+            if isinstance(expr.func, cst.Name) and expr.func.value == "dict":
+                out = {a.keyword.value: self.sites_of(a.value) for a in expr.args if a.keyword is not None}
+                return out if any(out.values()) else None
+            return None
+        if isinstance(expr, cst.Name):
+            merged: dict[object, list[MetricSite]] = {}
+            found = False
+            for d in self._defs(expr):
+                if d.how == "assign" and d.value is not None:
+                    part = self.container(d.value, depth + 1)
+                    if part is not None:
+                        found = True
+                        for k, v in part.items():
+                            merged.setdefault(k, []).extend(v)
+            for assign, target in self._subscript_assigns:
+                if isinstance(target.value, cst.Name) and target.value.value == expr.value and self.index.scope_of(assign) is self.index.scope_of(expr) and self.index.line(assign) <= self.index.line(expr):
+                    key = _subscript_key(target)
+                    if key is not UNKNOWN:
+                        merged[key] = self.sites_of(assign.value)  # `metrics["avg_loss"] = Other()` replaces
+                        found = True
+            return merged if found else None
+        if isinstance(expr, cst.Attribute):
+            merged = {}
+            for value in self._self_attr_values(expr):
+                part = self.container(value, depth + 1)
+                for k, v in (part or {}).items():
+                    merged.setdefault(k, []).extend(v)
+            return merged or None
+        return None
+
+    def _comprehension(self, comp: cst.DictComp, depth: int) -> dict[object, list[MetricSite]] | None:
+        """`{k: m.to(device) for k, m in metrics.items()}` keeps the keys and the objects."""
+        loop = comp.for_in
+        it = loop.iter
+        if loop.inner_for_in is not None or not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value == "items"):
+            return None
+        if not (isinstance(loop.target, cst.Tuple) and len(loop.target.elements) == 2):
+            return None
+        key_t, value_t = (el.value for el in loop.target.elements)
+        source = self.container(it.func.value, depth + 1)
+        if source is None or not isinstance(value_t, cst.Name):
+            return None
+        value = comp.value
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _SAME_OBJECT_METHODS:
+            value = value.func.value
+        if not (isinstance(value, cst.Name) and value.value == value_t.value):
+            return None
+        if isinstance(comp.key, cst.Name) and isinstance(key_t, cst.Name) and comp.key.value == key_t.value:
+            keys = set(source)
+            if loop.ifs:
+                return None  # a filtered comprehension: keep it simple, know nothing
+            return {k: source[k] for k in keys}
+        return None
+
+    # -- uses, moves, module facts ---------------------------------------------------------
+    def _find_uses(self) -> None:
+        for call in self.index.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("update", "compute", "forward"):
+                sites = self.sites_of(func.value)
+                if sites:
+                    kind = {"update": "update", "compute": "compute", "forward": "forward"}[func.attr.value]
+                    self.uses[call] = MetricUse(call, kind, func.value, frozenset(sites))
+            elif not isinstance(func, cst.Name) or func.value not in self.index.classes:
+                if self._site_of_call(call) is not None:
+                    continue  # a constructor
+                sites = self.sites_of(func)
+                if sites:
+                    self.uses[call] = MetricUse(call, "forward", func, frozenset(sites))
+
+    def _find_moves(self) -> dict[int, set[str]]:
+        """Site id -> destinations of `.to()`/`.cuda()`/`.cpu()` applied to it (or a container of it)."""
+        moves: dict[int, set[str]] = {}
+        moved_classes: set[str] = set()
+        for call in self.index.calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "cpu"):
+                continue
+            where = {"cuda": "accelerator", "cpu": "cpu"}.get(func.attr.value) or self.values.to_destination(call)
+            if where is None:
+                continue
+            targets = self.sites_of(func.value)
+            container = self.container(func.value)
+            if container:
+                targets += [s for group in container.values() for s in group]
+            for site in targets:
+                for leaf in [site, *site.leaves()]:
+                    moves.setdefault(id(leaf), set()).add(where)
+            cls_name = self._instance_class(func.value)
+            if cls_name is not None and where == "accelerator":
+                moved_classes.add(cls_name)
+        # Metrics that are attributes of a module move with it.
+        for info in self.index.classes.values():
+            lightning = self.values.is_lightning_class(info.node)
+            if not (lightning or info.node.name.value in moved_classes) or not self.values._is_module_class(info.node):
+                continue
+            for defs in info.self_attrs.values():
+                for d in defs:
+                    if d.how != "assign" or d.value is None:
+                        continue
+                    sites = self.sites_of(d.value)
+                    container = self.container(d.value)
+                    if container:
+                        sites += [s for group in container.values() for s in group]
+                    for site in sites:
+                        for leaf in [site, *site.leaves()]:
+                            moves.setdefault(id(leaf), set()).add("accelerator")
+        return moves
+
+    def _instance_class(self, expr: cst.BaseExpression, depth: int = 0) -> str | None:
+        """`Net()` / `model` bound to `Net(...)`: the local class name it instantiates."""
+        if depth > 4:
+            return None
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Name) and expr.func.value in self.index.classes:
+                return expr.func.value
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_OBJECT_METHODS:
+                return self._instance_class(expr.func.value, depth + 1)
+            return None
+        if isinstance(expr, cst.Name):
+            names = {self._instance_class(d.value, depth + 1) for d in self.values.reaching_defs(expr) if d.how == "assign" and d.value is not None}
+            names.discard(None)
+            return names.pop() if len(names) == 1 else None
+        return None
+
+    def device_of(self, site: MetricSite) -> str | None:
+        """"device" when the metric is moved to an accelerator, "cpu" when it never is."""
+        where = self._moves.get(id(site), set())
+        if "accelerator" in where:
+            return "device" if self.values.uses_accelerator else "cpu"
+        return "cpu"
+
+    def _scan_module(self) -> None:
+        tracker = self
+
+        class _Scan(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for t in node.targets:
+                    if isinstance(t.target, cst.Subscript):
+                        tracker._subscript_assigns.append((node, t.target))
+
+            def visit_Call(self, node: cst.Call) -> None:
+                qn = tracker.analysis.qualname(node.func) or ""
+                if qn == "torch.use_deterministic_algorithms" and node.args and literal(node.args[0].value) is True:
+                    tracker.deterministic = True
+                if qn == "torch.distributed.init_process_group" and _backend_is_nccl(node):
+                    tracker.nccl_inits.append(node)
+
+        self.analysis.module.visit(_Scan())
+
+    def computed_sites(self) -> set[int]:
+        """Ids of sites whose `compute()` runs somewhere (directly or through a collection),
+        or that a LightningModule logs (`self.log(name, metric)` computes it at epoch end)."""
+        out: set[int] = set()
+        for use in self.uses.values():
+            if use.kind == "compute":
+                for site in use.sites:
+                    out.add(id(site))
+                    out.update(id(leaf) for leaf in site.leaves())
+        for call in self.index.calls:
+            parts = dotted_parts(call.func)
+            if parts in (["self", "log"], ["self", "log_dict"]):
+                for arg in call.args:
+                    for site in self.sites_of(arg.value):
+                        out.add(id(site))
+                        out.update(id(leaf) for leaf in site.leaves())
+        return out
+
+
+def _backend_is_nccl(call: cst.Call) -> bool:
+    arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == "backend"), None)
+    if arg is None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        arg = positional[0] if positional else None
+    if arg is None:
+        return False  # default: "cpu:gloo,cuda:nccl" - CPU tensors go through gloo
+    value = arg.value
+    options = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+    for option in options:
+        text = literal(option)
+        if isinstance(text, str) and text.strip().lower() == "nccl":
+            return True
+        if (not isinstance(option, cst.SimpleString)) and isinstance(option, (cst.Attribute,)):
+            parts = dotted_parts(option)
+            if parts and parts[-1] == "NCCL" and "Backend" in parts:
+                return True
+    return False
+
+
+def _binds(target: cst.BaseExpression, name: str) -> bool:
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds(el.value, name) for el in target.elements)
+    return False
+
+
+def _subscript_key(node: cst.Subscript) -> object:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return UNKNOWN
+    return literal(node.slice[0].slice.value)
+
+
+def _key_variable(stmt: cst.CSTNode) -> str | None:
+    target = getattr(stmt, "target", None)
+    if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[0].value, cst.Name):
+        return target.elements[0].value.value
+    return None
+
+
+def _unique(sites: list[MetricSite]) -> list[MetricSite]:
+    return list({id(s): s for s in sites}.values())
+
+
+def metric_tracker(analysis) -> MetricTracker:
+    return analysis.extension("metrics", MetricTracker)

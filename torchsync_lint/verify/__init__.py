@@ -1,0 +1,55 @@
+"""Runtime verifier: ``torchsync-lint verify [PATH...]``.
+
+Replays scripts in a subprocess, records every CPU-GPU sync with the user's line, and
+matches the evidence to static findings and ``# expect:`` markers.
+
+This module is imported by the CLI to build its parser, on the lint path too: it must stay
+free of torch (and of anything heavy). torch is imported only in the child harnesses and,
+for ``--backend auto``, inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+BACKENDS = ("auto", "emulate", "cuda")
+FORMATS = ("text", "json", "junit")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="scripts or directories (default: fixtures/)")
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default="auto", help="auto = cuda when torch.cuda.is_available(), else emulate"
+    )
+    parser.add_argument("--steps", type=int, default=None, help="steps per script (default: the fixture pragma, else 8)")
+    parser.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from steady state (default 2)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per script run before it counts as hung")
+    parser.add_argument(
+        "--jobs", type=int, default=_default_jobs(), help="emulate: scripts replayed in parallel (default: up to 4, one per core); cuda runs one at a time"
+    )
+    parser.add_argument("--format", choices=FORMATS, default="text", dest="format")
+    parser.add_argument("--output-file", default=None, help="write the report here instead of stdout")
+    parser.add_argument(
+        "--measure", action="store_true", help="cuda only: A/B step time of the script vs its fixed version"
+    )
+    parser.add_argument(
+        "--compare-fixed",
+        action="store_true",
+        help="also replay each script's fixed version (<name>.fixed.py or the fixer's output) and compare syncs per step",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="--measure: runs per variant (median is reported)")
+    parser.add_argument(
+        "--trace-dir", default=None, help="cuda only: where to write profiler traces (default: a temp dir, kept)"
+    )
+
+
+def _default_jobs() -> int:
+    import os
+
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def run(args: argparse.Namespace) -> int:
+    from torchsync_lint.verify.command import run_verify
+
+    return run_verify(args)

@@ -1,0 +1,124 @@
+"""Parent side of the cuda backend: run the harness passes and turn them into entries."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tempfile
+
+from torchsync_lint.verify import runner
+from torchsync_lint.verify.cuda import ab_stats
+from torchsync_lint.verify.fixed_variant import fixed_variant
+from torchsync_lint.verify.matching import CONFIRMED, Entry, Evidence, syncs_per_step
+from torchsync_lint.verify.scripts import Script, has_pragma
+from torchsync_lint.verify.steady_state import SteadyWindow
+
+HARNESS = "torchsync_lint.verify.cuda.harness"
+
+
+def attribute(
+    path: str, script_args: list[str], timeout: float, require_result: bool = True, extra_sys_path: list[str] | None = None
+) -> runner.RunRecord:
+    harness_args = ["--mode", "attribute"] + [arg for p in extra_sys_path or [] for arg in ("--sys-path", p)]
+    return runner.run_harness(HARNESS, path, script_args, timeout, harness_args, require_result)
+
+
+def _trace_path(trace_dir: str, script_path: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.normpath(script_path).lstrip("./"))
+    return os.path.join(trace_dir, stem + ".trace.json")
+
+
+def profile_entry(script: Script, script_args: list[str], args: argparse.Namespace) -> Entry:
+    trace_dir = args.trace_dir or tempfile.mkdtemp(prefix="torchsync-traces-")
+    trace_path = _trace_path(trace_dir, script.path)
+    run = runner.run_harness(
+        HARNESS,
+        script.path,
+        script_args,
+        args.timeout,
+        ["--mode", "profile", "--trace", trace_path, "--warmup", str(script.warmup)],
+        require_result=has_pragma(script.path),
+    )
+    if run.status != runner.OK:
+        # The attribution pass already passed; a profiler failure is reported, not fatal.
+        return Entry(script.path, None, None, "profile-" + run.status, "cuda", detail=run.detail)
+    summary = run.extra.get("profile", {})
+    counts = summary.get("counts", {})
+    evidence = [Evidence("profiler", name, counts.get(name, 0), per_step) for name, per_step in summary.get("per_step", {}).items()]
+    blocked = summary.get("blocked_us_per_step")
+    detail = f"trace {trace_path}" + ("" if blocked is None else f"; host blocked in sync calls {blocked:g} us/step")
+    return Entry(script.path, None, None, "profiled", "cuda", evidence, detail=detail)
+
+
+def _timed_runs(path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> list[list[float]]:
+    harness_args = ["--mode", "time"] + [arg for p in extra_path for arg in ("--sys-path", p)]
+    runs = []
+    for _ in range(max(1, args.repeats)):
+        run = runner.run_harness(HARNESS, path, script_args, args.timeout, harness_args, require_result=False)
+        if run.status != runner.OK:
+            continue
+        window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
+        ticks = run.extra.get("tick_ms", {}).get(run.step_basis or "", [])
+        runs.append(ab_stats.step_durations(ticks, run.step_basis, window))
+    return runs
+
+
+def _fixed_syncs_per_step(fixed_path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> float | None:
+    run = attribute(fixed_path, script_args, args.timeout, require_result=False, extra_sys_path=extra_path)
+    if run.status != runner.OK:
+        return None
+    return syncs_per_step(run.events, SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps))
+
+
+def measure_entry(
+    script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry], original_syncs: float | None
+) -> Entry:
+    variant = fixed_variant(script)
+    if variant is None:
+        return Entry(script.path, None, None, "not-measured", "cuda", detail="no .fixed.py beside it and no fixer output")
+    fixed_path, extra_path = variant
+    fixed_syncs = _fixed_syncs_per_step(fixed_path, script_args, extra_path, script, args)
+    comparison = ab_stats.compare(
+        _timed_runs(script.path, script_args, [], script, args), _timed_runs(fixed_path, script_args, extra_path, script, args)
+    )
+    if comparison is None:
+        return Entry(script.path, None, None, "not-measured", "cuda", detail="no steady-state step times (too few steps?)")
+    confirmed = [e for e in entries if e.status == CONFIRMED and e.code]
+    # The A/B removes every fixed hazard at once: its cost belongs to a single finding only
+    # when there is exactly one; otherwise it is reported on the script entry alone.
+    if len(confirmed) == 1:
+        confirmed[0].cost_ms_per_step = comparison.cost_ms_per_step
+        confirmed[0].cost_pct = comparison.cost_pct
+    data = comparison.to_json()
+    detail = (
+        f"original {data['original_ms_per_step']:.3f} ms/step (spread {data['original_spread_ms']:.3f}), "
+        f"fixed {data['fixed_ms_per_step']:.3f} ms/step (spread {data['fixed_spread_ms']:.3f}), "
+        f"{data['runs']} runs each, vs {os.path.basename(fixed_path)}"
+        + ("" if comparison.significant else "; difference within run-to-run spread")
+        + f"; syncs/step {_rate(original_syncs)} -> {_rate(fixed_syncs)}"
+    )
+    return Entry(
+        script.path,
+        None,
+        None,
+        "measured",
+        "cuda",
+        detail=detail,
+        cost_ms_per_step=comparison.cost_ms_per_step,
+        cost_pct=comparison.cost_pct,
+    )
+
+
+def _rate(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"
+
+
+def profile_and_measure(
+    script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry], run: runner.RunRecord, window: SteadyWindow
+) -> list[Entry]:
+    """The profiler pass, and with --measure the A/B, after the attribution pass ``run``."""
+    extra = [profile_entry(script, script_args, args)]
+    if args.measure:
+        extra.append(measure_entry(script, script_args, args, entries, syncs_per_step(run.events, window)))
+    return extra

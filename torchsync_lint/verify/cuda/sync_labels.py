@@ -1,0 +1,74 @@
+"""Label a real GPU synchronisation with an evidence kind (plain Python, no torch).
+
+The GPU-trace callbacks say *that* the host waited (stream, device or event sync) and the
+Python stack says *where*; the op the dispatch mode was executing at that moment says
+*why*. For example a stream sync during ``aten::_local_scalar_dense`` is a scalar read, and
+during ``aten::_to_copy`` from cpu to cuda a blocking host-to-device copy.
+"""
+
+from __future__ import annotations
+
+from torchsync_lint.verify import evidence as ev
+
+STREAM = "stream"
+DEVICE = "device"
+EVENT = "event"
+
+_OP_KINDS = {
+    "aten::_local_scalar_dense": ev.SCALAR_READ,
+    "aten::equal": ev.SCALAR_READ,
+    "aten::is_nonzero": ev.SCALAR_READ,
+    "aten::item": ev.SCALAR_READ,
+    "aten::nonzero": ev.DYNAMIC_SHAPE,
+    "aten::masked_select": ev.DYNAMIC_SHAPE,
+    "aten::_unique": ev.DYNAMIC_SHAPE,
+    "aten::_unique2": ev.DYNAMIC_SHAPE,
+    "aten::unique_dim": ev.DYNAMIC_SHAPE,
+    "aten::unique_consecutive": ev.DYNAMIC_SHAPE,
+    "aten::unique_dim_consecutive": ev.DYNAMIC_SHAPE,
+    "aten::repeat_interleave": ev.DYNAMIC_SHAPE,
+    "aten::index": ev.DYNAMIC_SHAPE,
+    "aten::index_put_": ev.DYNAMIC_SHAPE,
+    "aten::_index_put_impl_": ev.DYNAMIC_SHAPE,
+    "aten::bincount": ev.BINCOUNT,
+    "aten::histc": ev.BINCOUNT,
+}
+_COPY_OPS = frozenset({"aten::_to_copy", "aten::copy_", "aten::to", "aten::lift_fresh", "aten::_copy_from"})
+
+
+# Frames between a sync and the code that caused it which say nothing about the cause:
+# torch._utils.CallbackRegistry.fire_callbacks runs the GPU-trace callbacks.
+_PLUMBING_FUNCTIONS = frozenset({"fire_callbacks"})
+
+
+def innermost_torch_function(stack: list[tuple[str, str]], torch_dir: str) -> str | None:
+    """Name of the innermost function defined inside torch on ``stack`` (innermost first,
+    as ``(filename, function name)``), skipping the GPU-trace plumbing. For
+    ``torch.cuda.Stream.synchronize()`` this is ``synchronize``."""
+    for filename, function in stack:
+        if not filename.startswith(torch_dir) or function in _PLUMBING_FUNCTIONS or filename.endswith("_gpu_trace.py"):
+            continue
+        return function
+    return None
+
+
+def classify_sync(
+    source: str, op: str | None, copy_direction: str | None = None, python_callee: str | None = None
+) -> tuple[str, str]:
+    """(evidence kind, op label) for one sync callback.
+
+    ``op``: innermost aten op running when the sync fired (None outside any op);
+    ``copy_direction``: "h2d"/"d2h" for copy ops; ``python_callee``: name of the innermost
+    torch function on the Python stack (``synchronize`` for ``Stream.synchronize()``).
+    """
+    if source in (DEVICE, EVENT):
+        return ev.EXPLICIT_SYNC, {"device": "cudaDeviceSynchronize", "event": "cudaEventSynchronize"}[source]
+    if op is None:
+        if python_callee == "synchronize":
+            return ev.EXPLICIT_SYNC, "Stream.synchronize"
+        return ev.DEVICE_SYNC, "cudaStreamSynchronize"
+    if op in _COPY_OPS:
+        if copy_direction == "h2d":
+            return ev.H2D_BLOCKING, op
+        return ev.D2H_COPY, op
+    return _OP_KINDS.get(op, ev.DEVICE_SYNC), op

@@ -1,0 +1,75 @@
+"""Child-process entry point of the emulate backend.
+
+    python -m torchsync_lint.verify.emulate.harness --out EVENTS.json SCRIPT [SCRIPT ARGS...]
+
+Runs SCRIPT as ``__main__`` under virtual CUDA and writes the recorded events, the step
+clock and the script's outcome to EVENTS.json (schema: see ``RunRecord`` in runner.py).
+The exit status is the script's (1 for an uncaught exception).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from torchsync_lint.verify import steady_state
+from torchsync_lint.verify.frames import UserFrameFinder
+from torchsync_lint.verify.harness_common import Patcher, StepClock, flushed_std, run_script, write_json
+
+
+def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str] | None = None) -> dict:
+    """Run ``script`` in this process under virtual CUDA; everything is undone on return."""
+    # torch is imported here, not at module level, so importing the package stays cheap.
+    from torchsync_lint.verify.emulate import patches
+    from torchsync_lint.verify.emulate.virtual_cuda import (
+        VirtualCudaDispatchMode,
+        VirtualCudaFunctionMode,
+        VirtualCudaState,
+    )
+
+    finder = UserFrameFinder(script)
+    clock = StepClock()
+    state = VirtualCudaState(user_line=lambda: finder.line(2), clock=clock.snapshot)
+    patcher = Patcher()
+    clock.install()
+    try:
+        patches.install(patcher, state, clock)
+        with VirtualCudaFunctionMode(state), VirtualCudaDispatchMode(state):
+            outcome = run_script(finder.user_file, script_args, extra_sys_path)
+    finally:
+        patcher.restore()
+        clock.uninstall()
+
+    basis = steady_state.choose_basis(clock.optimizer_steps, clock.batches)
+    events = [
+        {"line": e.line, "kind": e.kind, "op": e.op, "step": steady_state.step_index(basis, *e.clock)}
+        for e in state.events
+    ]
+    return {
+        "backend": "emulate",
+        "events": events,
+        "step_basis": basis,
+        "total_steps": steady_state.total_steps(basis, clock.optimizer_steps, clock.batches),
+        "excluded_steps": steady_state.loop_start_steps(basis, clock.loop_starts),
+        "exit_code": outcome.exit_code,
+        "error": outcome.error,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="torchsync_lint.verify.emulate.harness")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--sys-path", action="append", default=[])
+    parser.add_argument("script")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    with flushed_std():
+        record = emulate_script(args.script, args.script_args, args.sys_path)
+    write_json(args.out, record)
+    if record["error"]:
+        sys.stderr.write(record["error"])
+    return record["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""The fixed version of a script, and the before/after comparison of its syncs.
+
+The fixed version is ``<name>.fixed.py`` beside the script, else the output of
+``torchsync_lint.fixer.fix_source(source, path, unsafe=True)`` when the fixer exists (it is
+optional) written to a temporary file, which then needs the original's directory on
+``sys.path`` for its local imports.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+
+from torchsync_lint.verify import runner
+from torchsync_lint.verify.matching import Entry, syncs_per_step
+from torchsync_lint.verify.scripts import Script
+from torchsync_lint.verify.steady_state import SteadyWindow
+
+
+def fixed_variant(script: Script) -> tuple[str, list[str]] | None:
+    """(path, extra sys.path entries) of the fixed script, or None when there is none."""
+    if script.fixed_path:
+        return script.fixed_path, []
+    try:
+        from torchsync_lint.fixer import fix_source
+    except ImportError:
+        return None
+    with open(script.path, encoding="utf-8") as handle:
+        source = handle.read()
+    result = fix_source(source, script.path, unsafe=True)
+    fixed = result if isinstance(result, str) else getattr(result, "source", None) or getattr(result, "text", None)
+    if not isinstance(fixed, str) or fixed == source:
+        return None
+    directory = tempfile.mkdtemp(prefix="torchsync-fixed-")
+    path = os.path.join(directory, os.path.basename(script.path)[: -len(".py")] + ".autofixed.py")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(fixed)
+    return path, [os.path.dirname(os.path.abspath(script.path))]
+
+
+def same_result(a: dict | None, b: dict | None, rel_tol: float = 1e-4) -> bool:
+    """RESULT payloads equal, numbers within ``rel_tol`` (the fixed run may sum in another order)."""
+    if a is None or b is None:
+        return False
+    if a.keys() != b.keys():
+        return False
+    for key in a:
+        x, y = a[key], b[key]
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+            if not math.isclose(x, y, rel_tol=rel_tol, abs_tol=1e-9):
+                return False
+        elif json.dumps(x, sort_keys=True) != json.dumps(y, sort_keys=True):
+            return False
+    return True
+
+
+def compare_entry(
+    script: Script, backend: str, original: runner.RunRecord, original_window: SteadyWindow, fixed: runner.RunRecord, fixed_path: str
+) -> Entry:
+    """``fixed-compared``: steady syncs per step before -> after. Fails when the fixed version
+    does not run to completion or syncs more than the original; a changed RESULT is reported
+    (unsafe fixes may change it) but does not fail."""
+    name = os.path.basename(fixed_path)
+    if fixed.status != runner.OK:
+        return Entry(script.path, None, None, "fixed-" + fixed.status, backend, failed=True, detail=f"{name}: {fixed.detail}")
+    before = syncs_per_step(original.events, original_window)
+    after = syncs_per_step(fixed.events, SteadyWindow(fixed.step_basis, fixed.total_steps, script.warmup, fixed.excluded_steps))
+    worse = before is not None and after is not None and after > before
+    result = "RESULT unchanged" if same_result(original.result, fixed.result) else f"RESULT differs ({original.result} -> {fixed.result})"
+    detail = f"{name}: syncs/step {_rate(before)} -> {_rate(after)}; {result}"
+    if worse:
+        detail += "; the fixed version syncs more"
+    return Entry(script.path, None, None, "fixed-compared", backend, failed=worse, detail=detail)
+
+
+def _rate(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"

@@ -1,0 +1,47 @@
+"""Attribute a runtime event to the innermost frame that belongs to the user's script.
+
+A sync inside torchmetrics (or any library) is reported at the line of the user's script
+that called into the library, which is where the static finding (and the fix) lives.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from types import FrameType
+
+
+def same_file(a: str, b: str) -> bool:
+    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
+def innermost_user_line(stack: Iterable[tuple[str, int]], user_file: str) -> int:
+    """Line of the innermost ``(filename, lineno)`` entry of ``user_file``; 0 if none.
+
+    ``stack`` is ordered outermost first, as ``traceback.extract_stack()`` returns it.
+    """
+    line = 0
+    for filename, lineno in stack:
+        if same_file(filename, user_file):
+            line = lineno
+    return line
+
+
+class UserFrameFinder:
+    """Fast path for the emulator, which asks on every recorded op: walk live frames
+    outward and compare code filenames against a pre-normalised set (no abspath per frame
+    for the common case where runpy gave the code object the exact path we passed)."""
+
+    def __init__(self, user_file: str) -> None:
+        self.user_file = os.path.abspath(user_file)
+        self._names = {user_file, self.user_file}
+
+    def line(self, skip: int = 1) -> int:
+        frame: FrameType | None = sys._getframe(skip)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename in self._names:
+                return frame.f_lineno
+            frame = frame.f_back
+        return 0

@@ -1,0 +1,217 @@
+"""Pieces shared by the child-process harnesses (emulate and cuda). Imports torch.
+
+Everything here is installed for one script run inside a fresh subprocess and undone
+on exit, so nothing leaks between runs even when harnesses are used in-process (tests).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import os
+import runpy
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
+import torch.utils.data
+
+from torchsync_lint.verify import steady_state
+
+
+class Patcher:
+    """setattr with guaranteed restore, in reverse order. An attribute that was inherited
+    (not in the object's own ``__dict__``) is deleted again rather than shadowed."""
+
+    _MISSING = object()
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def set(self, obj: Any, name: str, value: Any) -> None:
+        own = vars(obj).get(name, self._MISSING) if hasattr(obj, "__dict__") else getattr(obj, name)
+        self._saved.append((obj, name, own))
+        setattr(obj, name, value)
+
+    def restore(self) -> None:
+        while self._saved:
+            obj, name, value = self._saved.pop()
+            if value is self._MISSING:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, value)
+
+
+class StepClock:
+    """Counts optimizer steps and DataLoader batches (see steady_state.py for the convention).
+
+    ``listeners`` are called as ``listener(family, count)`` after every tick; the cuda
+    harness uses them to drop profiler markers and CUDA timing events at step boundaries.
+    """
+
+    def __init__(self) -> None:
+        self.optimizer_steps = 0
+        self.batches = 0
+        self.loop_starts: list[tuple[int, int]] = []  # clock snapshot at each DataLoader.__iter__
+        self.listeners: list[Callable[[str, int], None]] = []
+        self._handle = None
+
+    def install(self) -> None:
+        # A global post-hook sees every optimizer, including subclasses that override step().
+        self._handle = register_optimizer_step_post_hook(self._on_optimizer_step)
+
+    def uninstall(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+    def _on_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.optimizer_steps += 1
+        for listener in self.listeners:
+            listener(steady_state.OPTIMIZER, self.optimizer_steps)
+
+    def on_batch(self) -> None:
+        self.batches += 1
+        for listener in self.listeners:
+            listener(steady_state.BATCHES, self.batches)
+
+    def on_loop_start(self) -> None:
+        self.loop_starts.append(self.snapshot())
+        for listener in self.listeners:
+            listener("loop", len(self.loop_starts))
+
+    def snapshot(self) -> tuple[int, int]:
+        return (self.optimizer_steps, self.batches)
+
+
+@dataclass
+class LoaderSettings:
+    """What the user asked the DataLoader for, kept even when the harness overrides it."""
+
+    line: int
+    num_workers: int
+    pin_memory: bool
+
+
+class _CountingIterator:
+    def __init__(self, inner: Iterator, on_next: Callable[[Any], Any]) -> None:
+        self._inner = inner
+        self._on_next = on_next
+
+    def __iter__(self) -> "_CountingIterator":
+        return self
+
+    def __next__(self) -> Any:
+        return self._on_next(next(self._inner))
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+
+def instrument_dataloader(
+    patcher: Patcher,
+    clock: StepClock,
+    user_line: Callable[[], int],
+    *,
+    force_main_process: bool,
+    on_iter: Callable[[torch.utils.data.DataLoader, LoaderSettings], None],
+    on_batch: Callable[[LoaderSettings, Any], Any] | None = None,
+) -> None:
+    """Patch DataLoader.__init__/__iter__ to remember the user's settings, count batches
+    and (under emulation) load in the main process so every transform runs under the modes.
+    """
+    loader_cls = torch.utils.data.DataLoader
+    original_init = loader_cls.__init__
+    original_iter = loader_cls.__iter__
+    signature = inspect.signature(original_init)
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = bound.arguments
+        settings = LoaderSettings(
+            line=user_line(), num_workers=int(arguments.get("num_workers") or 0), pin_memory=bool(arguments.get("pin_memory"))
+        )
+        if force_main_process:
+            # Workers would run the dataset outside our modes; the CPU wheel cannot pin.
+            # These are the arguments DataLoader rejects unless num_workers > 0.
+            arguments["num_workers"] = 0
+            arguments["pin_memory"] = False
+            for name, neutral in (("prefetch_factor", None), ("persistent_workers", False), ("multiprocessing_context", None), ("timeout", 0)):
+                if name in arguments:
+                    arguments[name] = neutral
+        original_init(*bound.args, **bound.kwargs)
+        object.__setattr__(self, "_torchsync_settings", settings)
+
+    def iterate(self: Any) -> Iterator:
+        settings = getattr(self, "_torchsync_settings", None) or LoaderSettings(user_line(), self.num_workers, self.pin_memory)
+        clock.on_loop_start()
+        on_iter(self, settings)
+
+        def next_batch(batch: Any) -> Any:
+            clock.on_batch()
+            return on_batch(settings, batch) if on_batch else batch
+
+        return _CountingIterator(original_iter(self), next_batch)
+
+    patcher.set(loader_cls, "__init__", init)
+    patcher.set(loader_cls, "__iter__", iterate)
+
+
+@dataclass
+class ScriptOutcome:
+    exit_code: int = 0
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def run_script(path: str, script_args: list[str], extra_sys_path: list[str] | None = None) -> ScriptOutcome:
+    """Run ``path`` as ``__main__`` with ``sys.argv``/``sys.path`` as ``python path args`` would."""
+    path = os.path.abspath(path)
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [path, *script_args]
+    sys.path[:0] = [os.path.dirname(path), *(extra_sys_path or [])]
+    outcome = ScriptOutcome()
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        outcome.exit_code = code if isinstance(code, int) else (0 if code is None else 1)
+        if code not in (None, 0) and not isinstance(code, int):
+            outcome.error = f"SystemExit: {code}"
+    except BaseException as exc:  # noqa: BLE001 - the script's crash is the report, not ours
+        outcome.exit_code = 1
+        outcome.error = format_user_traceback(exc, path)
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return outcome
+
+
+def format_user_traceback(exc: BaseException, user_file: str) -> str:
+    """The traceback from the script's first frame on (the harness and runpy frames are noise)."""
+    tb = exc.__traceback__
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != user_file:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+
+
+def write_json(path: str, data: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def flushed_std() -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()

@@ -1,0 +1,253 @@
+"""Match runtime evidence to static findings and inline markers (plain Python, no torch).
+
+Per script:
+* every static finding and every ``# expect: CODE`` marker becomes one entry keyed by
+  (line, code): ``confirmed`` when an event at that line has a kind that confirms the code
+  (evidence.CONFIRMS), else ``unconfirmed`` (or ``not-observable`` for rules whose hazard
+  does not show up at runtime on one process, e.g. TSL205). Confirmation counts events from
+  the whole run: a gated log line that syncs only at step 0 still syncs.
+* every ``# expect-sync:`` marker becomes an entry with code None, confirmed by any sync.
+* every steady-state event whose kind no finding/marker at its line explains becomes a
+  ``runtime-only`` entry (a static false negative). DataLoader hazards are per loader, not
+  per step, so they are reported wherever they happen.
+
+An entry ``failed`` (the run exits 1) when a marker of a runtime-observable rule is
+unconfirmed, an expect-sync line does not sync, or a script with no markers at all (a clean
+fixture) syncs in its steady state.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from torchsync_lint.verify import evidence as ev
+from torchsync_lint.verify.evidence import RuntimeEvent
+from torchsync_lint.verify.steady_state import SteadyWindow
+
+CONFIRMED = "confirmed"
+UNCONFIRMED = "unconfirmed"
+NOT_OBSERVABLE = "not-observable"
+RUNTIME_ONLY = "runtime-only"
+
+# Rules whose hazard needs more than one process (NCCL) to show up; used only when the rule
+# registry cannot be imported.
+FALLBACK_NOT_OBSERVABLE = frozenset({"TSL205"})
+_PER_LOADER_KINDS = frozenset({ev.DATALOADER_MAIN_PROCESS, ev.DATALOADER_UNPINNED})
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A static finding and/or an inline marker at one line. ``code`` None = expect-sync."""
+
+    line: int
+    code: str | None
+    name: str = ""
+    message: str = ""
+    static: bool = False
+    marker: bool = False
+
+
+@dataclass
+class Evidence:
+    kind: str
+    op: str
+    count: int  # whole run
+    per_step: float | None  # steady-state average; None without a step clock
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "op": self.op, "per_step": self.per_step, "count": self.count}
+
+
+@dataclass
+class Entry:
+    path: str
+    line: int | None
+    code: str | None
+    status: str
+    backend: str
+    evidence: list[Evidence] = field(default_factory=list)
+    name: str = ""
+    message: str = ""
+    static: bool = False
+    marker: str | None = None  # "expect" | "expect-sync" | None
+    failed: bool = False
+    detail: str = ""
+    cost_ms_per_step: float | None = None
+    cost_pct: float | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "code": self.code,
+            "name": self.name or None,
+            "status": self.status,
+            "backend": self.backend,
+            "evidence": [e.to_json() for e in self.evidence],
+            "cost_ms_per_step": self.cost_ms_per_step,
+            "cost_pct": self.cost_pct,
+            "static": self.static,
+            "marker": self.marker,
+            "failed": self.failed,
+            "detail": self.detail or None,
+        }
+
+
+def merge_expectations(findings: Iterable[Expectation], markers: Iterable[Expectation]) -> list[Expectation]:
+    """One expectation per (line, code), remembering whether the linter and/or a marker said so."""
+    merged: dict[tuple[int, str | None], Expectation] = {}
+    for item in [*findings, *markers]:
+        key = (item.line, item.code)
+        old = merged.get(key)
+        if old is None:
+            merged[key] = item
+        else:
+            merged[key] = Expectation(
+                item.line,
+                item.code,
+                old.name or item.name,
+                old.message or item.message,
+                old.static or item.static,
+                old.marker or item.marker,
+            )
+    return sorted(merged.values(), key=lambda e: (e.line, e.code or ""))
+
+
+class _LineEvidence:
+    """Event counts at one line: whole run and steady window, per (kind, op)."""
+
+    def __init__(self) -> None:
+        self.total: dict[tuple[str, str], int] = defaultdict(int)
+        self.steady: dict[tuple[str, str], int] = defaultdict(int)
+
+    def evidence(self, window: SteadyWindow, kinds: Iterable[str] | None = None) -> list[Evidence]:
+        wanted = None if kinds is None else set(kinds)
+        return [
+            Evidence(kind, op, count, window.per_step(self.steady.get((kind, op), 0)))
+            for (kind, op), count in sorted(self.total.items())
+            if wanted is None or kind in wanted
+        ]
+
+    def kinds(self) -> set[str]:
+        return {kind for kind, _ in self.total}
+
+    def steady_kinds(self) -> set[str]:
+        return {kind for (kind, _), n in self.steady.items() if n > 0}
+
+
+def _index(events: Iterable[RuntimeEvent], window: SteadyWindow) -> dict[int, _LineEvidence]:
+    by_line: dict[int, _LineEvidence] = defaultdict(_LineEvidence)
+    for event in events:
+        line = by_line[event.line]
+        line.total[(event.kind, event.op)] += 1
+        if window.contains(event.step):
+            line.steady[(event.kind, event.op)] += 1
+    return by_line
+
+
+def match_script(
+    path: str,
+    expectations: list[Expectation],
+    events: list[RuntimeEvent],
+    window: SteadyWindow,
+    backend: str,
+    observable: dict[str, bool] | None = None,
+) -> list[Entry]:
+    by_line = _index(events, window)
+    clean = not any(e.marker for e in expectations)
+    entries: list[Entry] = []
+
+    def is_observable(code: str) -> bool:
+        if observable is not None and code in observable:
+            return observable[code]
+        return code not in FALLBACK_NOT_OBSERVABLE
+
+    for exp in expectations:
+        at_line = by_line.get(exp.line, _LineEvidence())
+        if exp.code is None:  # expect-sync: any sync at the line will do
+            syncs = at_line.kinds() & ev.SYNC_KINDS
+            entries.append(
+                Entry(
+                    path,
+                    exp.line,
+                    None,
+                    CONFIRMED if syncs else UNCONFIRMED,
+                    backend,
+                    at_line.evidence(window, syncs if syncs else None),
+                    marker="expect-sync",
+                    message=exp.message,
+                    failed=not syncs,
+                    detail="" if syncs else "an `expect-sync` line that did not sync",
+                )
+            )
+            continue
+        confirming = {k for k in at_line.kinds() if exp.code in ev.codes_confirmed_by(k)}
+        if confirming:
+            status = CONFIRMED
+        elif not is_observable(exp.code):
+            status = NOT_OBSERVABLE
+        else:
+            status = UNCONFIRMED
+        entries.append(
+            Entry(
+                path,
+                exp.line,
+                exp.code,
+                status,
+                backend,
+                # Show what did happen at the line even when it is not the right kind.
+                at_line.evidence(window, confirming if confirming else None),
+                name=exp.name,
+                message=exp.message,
+                static=exp.static,
+                marker="expect" if exp.marker else None,
+                failed=exp.marker and status == UNCONFIRMED,
+                detail=_unconfirmed_detail(exp, at_line) if status == UNCONFIRMED else "",
+            )
+        )
+
+    explained = _explained_kinds(expectations)
+    for line in sorted(by_line):
+        at_line = by_line[line]
+        candidates = at_line.steady_kinds() | (at_line.kinds() & _PER_LOADER_KINDS)
+        leftover = candidates - explained.get(line, set())
+        if not leftover:
+            continue
+        steady_syncs = leftover & at_line.steady_kinds() & ev.SYNC_KINDS
+        failed = clean and bool(steady_syncs)
+        entries.append(
+            Entry(
+                path,
+                line or None,
+                None,
+                RUNTIME_ONLY,
+                backend,
+                at_line.evidence(window, leftover),
+                failed=failed,
+                detail="a script with no markers (clean) syncs in its steady state" if failed else "",
+            )
+        )
+    return entries
+
+
+def syncs_per_step(events: list[RuntimeEvent], window: SteadyWindow) -> float | None:
+    """Host syncs per steady step, all lines together (pipeline hazards are not syncs)."""
+    return window.per_step(sum(1 for e in events if e.kind in ev.SYNC_KINDS and window.contains(e.step)))
+
+
+def _explained_kinds(expectations: list[Expectation]) -> dict[int, set[str]]:
+    explained: dict[int, set[str]] = defaultdict(set)
+    for exp in expectations:
+        if exp.code is None:
+            explained[exp.line] |= ev.SYNC_KINDS
+            continue
+        explained[exp.line] |= {kind for kind, codes in ev.CONFIRMS.items() if exp.code in codes}
+    return explained
+
+
+def _unconfirmed_detail(exp: Expectation, at_line: _LineEvidence) -> str:
+    if not at_line.kinds():
+        return "no runtime event at this line"
+    return "the line shows " + ", ".join(sorted(at_line.kinds())) + f", none of which confirms {exp.code}"

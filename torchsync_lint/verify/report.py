@@ -1,0 +1,131 @@
+"""Render verification entries as text, JSON or JUnit XML (pure functions of the entries)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from xml.etree import ElementTree as ET
+
+from torchsync_lint.verify.matching import Entry
+
+SCRIPT_STATUSES = ("crashed", "timeout", "early-exit", "skipped", "lint-error")
+
+
+def render(entries: list[Entry], fmt: str, scripts: list[str], backend: str) -> str:
+    if fmt == "json":
+        return render_json(entries)
+    if fmt == "junit":
+        return render_junit(entries, scripts)
+    return render_text(entries, scripts, backend)
+
+
+def _sorted(entries: list[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda e: (e.path, e.line or 0, e.code or "~", e.status))
+
+
+def render_json(entries: list[Entry]) -> str:
+    return json.dumps([e.to_json() for e in _sorted(entries)], indent=2) + "\n"
+
+
+def _evidence_text(entry: Entry) -> str:
+    parts = []
+    for item in entry.evidence:
+        rate = "" if item.per_step is None else f" {item.per_step:g}/step"
+        parts.append(f"{item.kind} [{item.op}] x{item.count}{rate}")
+    text = "; ".join(parts) or "-"
+    if entry.cost_ms_per_step is not None:
+        pct = "" if entry.cost_pct is None else f" ({entry.cost_pct:.1f}% of step)"
+        text += f"; cost {entry.cost_ms_per_step:.3f} ms/step{pct}"
+    if entry.detail:
+        # Tracebacks are multi-line: the table shows their last line, JSON keeps them whole.
+        text += f"  -- {entry.detail.strip().splitlines()[-1]}"
+    return text
+
+
+def render_text(entries: list[Entry], scripts: list[str], backend: str | None = None) -> str:
+    rows = []
+    for entry in _sorted(entries):
+        where = f"{entry.path}:{entry.line}" if entry.line else entry.path
+        code = entry.code or ("expect-sync" if entry.marker == "expect-sync" else "-")
+        flag = " FAIL" if entry.failed else ""
+        rows.append((where, code, entry.status + flag, _evidence_text(entry)))
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(("LOCATION", "CODE", "STATUS"))]
+    lines = []
+    if rows:
+        header = ("LOCATION", "CODE", "STATUS", "EVIDENCE")
+        for row in [header, *rows]:
+            lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+    lines.append(summary_line(entries, scripts, backend))
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(entries: list[Entry], scripts: list[str], backend: str | None = None) -> str:
+    counts = Counter(e.status for e in entries)
+    failed = sum(1 for e in entries if e.failed)
+    backends = [backend] if backend else sorted({e.backend for e in entries}) or ["-"]
+    parts = [f"{len(scripts)} script(s)", f"backend {'/'.join(backends)}"]
+    for status in ("confirmed", "unconfirmed", "not-observable", "runtime-only", *SCRIPT_STATUSES):
+        if counts.get(status):
+            parts.append(f"{counts[status]} {status}")
+    parts.append(f"{failed} failing" if failed else "OK")
+    return "verify: " + ", ".join(parts)
+
+
+def render_junit(entries: list[Entry], scripts: list[str]) -> str:
+    """One testsuite per script; one testcase per marker, plus one for the run itself and,
+    for a script with no markers, one asserting it is clean."""
+    by_script: dict[str, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        by_script[entry.path].append(entry)
+    root = ET.Element("testsuites", name="torchsync-lint verify")
+    total_tests = total_failures = total_skipped = 0
+    for path in sorted(set(scripts) | set(by_script)):
+        suite_entries = _sorted(by_script.get(path, []))
+        suite = ET.SubElement(root, "testsuite", name=path)
+        cases: list[tuple[str, str | None, str | None, str]] = []  # (name, failure, skipped, body)
+        script_level = [e for e in suite_entries if e.status in SCRIPT_STATUSES]
+        run_failure = next((e for e in script_level if e.failed), None)
+        skipped = next((e for e in script_level if e.status == "skipped"), None)
+        cases.append(
+            (
+                "run",
+                f"{run_failure.status}: {run_failure.detail}" if run_failure else None,
+                skipped.detail if skipped else None,
+                "",
+            )
+        )
+        markers = [e for e in suite_entries if e.marker]
+        for entry in markers:
+            label = entry.code or "expect-sync"
+            cases.append(
+                (f"line {entry.line} {label}", f"{entry.status}: {entry.detail}" if entry.failed else None, None, _evidence_text(entry))
+            )
+        if not markers and not script_level:
+            dirty = [e for e in suite_entries if e.failed and e.status == "runtime-only"]
+            failure = "; ".join(f"line {e.line}: {_evidence_text(e)}" for e in dirty) or None
+            cases.append(("clean: no steady-state syncs", failure, None, ""))
+        for entry in suite_entries:
+            if entry.status.startswith("fixed-"):
+                failure = f"{entry.status}: {entry.detail}" if entry.failed else None
+                cases.append(("fixed version", failure, None, entry.detail))
+        failures = skipped_count = 0
+        for name, failure, skip, body in cases:
+            case = ET.SubElement(suite, "testcase", classname=path, name=name)
+            if failure:
+                failures += 1
+                ET.SubElement(case, "failure", message=failure[:500]).text = failure
+            elif skip:
+                skipped_count += 1
+                ET.SubElement(case, "skipped", message=skip)
+            if body:
+                ET.SubElement(case, "system-out").text = body
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(failures))
+        suite.set("skipped", str(skipped_count))
+        total_tests += len(cases)
+        total_failures += failures
+        total_skipped += skipped_count
+    root.set("tests", str(total_tests))
+    root.set("failures", str(total_failures))
+    root.set("skipped", str(total_skipped))
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
