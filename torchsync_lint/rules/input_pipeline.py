@@ -483,6 +483,7 @@ class _NonBlockingFinder(cst.CSTVisitor):
 
 # -- TSL303 --------------------------------------------------------------------------------------
 WORKERS = "min(8, os.cpu_count() or 1)"
+_WITH_OS = "from torch.utils.data import DataLoader\nimport os"  # the fix adds `import os` after the last import
 
 
 class DataLoaderMainProcessLoading(_Loader):
@@ -551,13 +552,13 @@ class DataLoaderMainProcessLoading(_Loader):
             pipeline(loader="DataLoader(dataset, batch_size=32, pin_memory=True)"),
             line=LOADER_LINE,
             message_contains="num_workers",
-            expected_fix=pipeline(loader=f"DataLoader(dataset, batch_size=32, pin_memory=True, num_workers={WORKERS})"),
+            expected_fix=pipeline(loader=f"DataLoader(dataset, batch_size=32, pin_memory=True, num_workers={WORKERS})", imports=_WITH_OS),
             applicability=Applicability.UNSAFE,
         ),
         Invalid(
             pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=0, pin_memory=True)"),
             line=LOADER_LINE,
-            expected_fix=pipeline(loader=f"DataLoader(dataset, batch_size=32, num_workers={WORKERS}, pin_memory=True)"),
+            expected_fix=pipeline(loader=f"DataLoader(dataset, batch_size=32, num_workers={WORKERS}, pin_memory=True)", imports=_WITH_OS),
             applicability=Applicability.UNSAFE,
         ),
         Invalid(pipeline(loader="DataLoader(dataset, 32, True, None, None, 0)"), line=LOADER_LINE),  # positional 0
