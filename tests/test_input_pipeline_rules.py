@@ -15,6 +15,7 @@ import pytest
 
 from tests._apply_fixes import apply_fixes
 from torchsync_lint.engine import lint_source
+from torchsync_lint.fixer import fix_source
 from torchsync_lint.markers import read_markers
 from torchsync_lint.rule import load_rules
 from torchsync_lint.types import Applicability
@@ -499,14 +500,16 @@ def test_invalid_case_fixes_parse_and_match(case):
     code, case = case
     findings = [f for f in lint_source(case.code, "case.py", {code}, {}) if f.code == code]
     level = case.applicability or Applicability.SAFE
-    fixed = apply_fixes(case.code, findings, level)
+    fixed = fix_source(
+        case.code,
+        "case.py",
+        unsafe=level is not Applicability.SAFE,
+        suggestions=level is Applicability.SUGGESTION,
+        lint=lambda text: [f for f in lint_source(text, "case.py", {code}, {}) if f.code == code],
+    ).new_source
     ast.parse(fixed)
     if case.expected_fix is not None:
-        expected = case.expected_fix
-        imports = {m for f in findings if f.fix for m in f.fix.imports}
-        for module in sorted(imports):
-            expected = f"import {module}\n" + expected
-        assert fixed == expected
+        assert fixed == case.expected_fix  # the shared fixer places imports after the last import
     if case.applicability is not None:
         assert any(f.fix is not None and f.fix.applicability is case.applicability for f in findings)
 
@@ -527,7 +530,7 @@ FIXTURES = sorted(
     for d in (os.path.join(ROOT, "fixtures", "input_pipeline"), os.path.join(ROOT, "fixtures", "clean"))
     if os.path.isdir(d)
     for name in os.listdir(d)
-    if name.endswith(".py") and (d.endswith("input_pipeline") or name.startswith("pipeline"))
+    if name.endswith(".py") and not name.endswith(".fixed.py") and (d.endswith("input_pipeline") or name.startswith("pipeline"))
 )
 
 
