@@ -12,12 +12,14 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from tests._apply_fixes import apply_fixes
+
 from torchsync_lint import api
 from torchsync_lint.analysis import metric_classes
 from torchsync_lint.analysis import metrics as metrics_analysis
 from torchsync_lint.engine import lint_source
 from torchsync_lint.rules._metric_cases import LOOP, METRIC_PRELUDE, metric_case
-from torchsync_lint.types import Edit
+from torchsync_lint.types import Applicability
 
 ROOT = Path(__file__).resolve().parent.parent
 CODES = {f"TSL20{i}" for i in range(1, 7)}
@@ -35,29 +37,10 @@ def line_of(code: str, text: str) -> int:
     return next(i for i, line in enumerate(code.splitlines(), 1) if text in line)
 
 
-def apply_edits(source: str, edits: list[Edit]) -> str:
-    """Apply text edits (1-based line/column, end exclusive), last first."""
-    lines = source.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-
-    def pos(line: int, col: int) -> int:
-        return offsets[line - 1] + col - 1
-
-    out = source
-    for e in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
-        out = out[: pos(e.line, e.column)] + e.content + out[pos(e.end_line, e.end_column) :]
-    return out
-
-
 def fixed(code: str, rule: str, settings: dict | None = None) -> str:
     findings = [f for f in lint(code, settings) if f.code == rule and f.fix is not None]
     assert findings, f"no fix from {rule}"
-    text = apply_edits(code, list(findings[0].fix.edits))
-    if "torch" in findings[0].fix.imports and "import torch\n" not in text:
-        text = "import torch\n" + text
-    return text
+    return apply_fixes(code, findings[:1], Applicability.UNSAFE)
 
 
 # -- tracking ----------------------------------------------------------------------------------

@@ -340,3 +340,18 @@ def test_compare_entry_fails_when_the_fix_syncs_more_or_does_not_run():
     crashed = runner.RunRecord("crashed", detail="ValueError: x")
     entry = compare_entry(script, "emulate", original, WINDOW, crashed, "/x/a.fixed.py")
     assert entry.status == "fixed-crashed" and entry.failed
+
+
+def test_fixed_variant_falls_back_to_the_fixer_output(tmp_path):
+    from torchsync_lint.verify.fixed_variant import fixed_variant
+    from torchsync_lint.verify.scripts import Script
+
+    script_path = tmp_path / "train.py"
+    script_path.write_text(
+        "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
+        "loader = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in loader:\n"
+        "    x = x.to(device)\n    model(x).sum().backward()\n"
+    )
+    path, extra = fixed_variant(Script(str(script_path)))  # no train.fixed.py beside it
+    assert "x = x.to(device, non_blocking=True)" in open(path).read()
+    assert extra == [str(tmp_path)]

@@ -1,8 +1,7 @@
 """The fixed version of a script, and the before/after comparison of its syncs.
 
 The fixed version is ``<name>.fixed.py`` beside the script, else the output of
-``torchsync_lint.fixer.fix_source(source, path, unsafe=True)`` when the fixer exists (it is
-optional) written to a temporary file, which then needs the original's directory on
+``torchsync_lint.fixer.fix_source(source, path, unsafe=True)`` written to a temporary file, which then needs the original's directory on
 ``sys.path`` for its local imports.
 """
 
@@ -23,15 +22,12 @@ def fixed_variant(script: Script) -> tuple[str, list[str]] | None:
     """(path, extra sys.path entries) of the fixed script, or None when there is none."""
     if script.fixed_path:
         return script.fixed_path, []
-    try:
-        from torchsync_lint.fixer import fix_source
-    except ImportError:
-        return None
+    from torchsync_lint.fixer import fix_source
+
     with open(script.path, encoding="utf-8") as handle:
         source = handle.read()
-    result = fix_source(source, script.path, unsafe=True)
-    fixed = result if isinstance(result, str) else getattr(result, "source", None) or getattr(result, "text", None)
-    if not isinstance(fixed, str) or fixed == source:
+    fixed = fix_source(source, script.path, unsafe=True).new_source
+    if fixed == source:
         return None
     directory = tempfile.mkdtemp(prefix="torchsync-fixed-")
     path = os.path.join(directory, os.path.basename(script.path)[: -len(".py")] + ".autofixed.py")
