@@ -112,6 +112,15 @@ def test_dataloader_hazards_are_reported_outside_steady_state_but_do_not_fail_cl
     assert entry.status == "runtime-only" and not entry.failed
 
 
+def test_host_normalisation_at_the_copy_line_is_explained_by_the_tsl304_finding():
+    evts = events(30, ev.HOST_NORMALIZED_H2D) + events(64, ev.HOST_NORMALIZED_H2D)
+    entries = match_script("f.py", [Expectation(30, "TSL304", marker=True)], evts, WINDOW, "emulate")
+    assert [(e.line, e.status) for e in entries] == [(30, "confirmed")]
+    # without the finding, the copy line is a static false negative
+    unexplained = match_script("f.py", [Expectation(5, "TSL101", marker=True)], evts, WINDOW, "emulate")
+    assert {e.line for e in unexplained if e.status == "runtime-only"} == {30, 64}
+
+
 def test_merge_keeps_static_and_marker_flags():
     merged = merge_expectations([Expectation(3, "TSL101", "host-read-in-loop", static=True)], [Expectation(3, "TSL101", marker=True)])
     assert merged == [Expectation(3, "TSL101", "host-read-in-loop", "", True, True)]

@@ -209,10 +209,13 @@ def match_script(
         )
 
     explained = _explained_kinds(expectations)
+    # Host normalisation is recorded both where the float is made and where it is copied;
+    # a TSL304 finding at the first explains the event at the second.
+    anywhere = {ev.HOST_NORMALIZED_H2D} if any(exp.code == "TSL304" for exp in expectations) else set()
     for line in sorted(by_line):
         at_line = by_line[line]
         candidates = at_line.steady_kinds() | (at_line.kinds() & _PER_LOADER_KINDS)
-        leftover = candidates - explained.get(line, set())
+        leftover = candidates - explained.get(line, set()) - anywhere
         if not leftover:
             continue
         steady_syncs = leftover & at_line.steady_kinds() & ev.SYNC_KINDS
