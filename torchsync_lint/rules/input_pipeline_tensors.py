@@ -1,0 +1,454 @@
+"""TSL3xx, continued: float normalisation on the host (TSL304) and host tensors built and copied
+every step (TSL305). The loader rules and blocking copies are in ``input_pipeline.py``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis import Kind
+from torchsync_lint.analysis.loaders import literal_value, loaders
+from torchsync_lint.rule import Rule
+from torchsync_lint.rules._pipeline_cases import COPY_LINE, GETITEM_LINE, TRANSFORM_LINE, dataset_script, pipeline, torchvision_script
+from torchsync_lint.rules.input_pipeline import (
+    _CPU_FACTORIES,
+    _FRESH_HOST_TENSOR,
+    _LEGACY_CONSTRUCTORS,
+    _append_keyword,
+    _describe,
+    _divided_operand,
+    _is_divide_by_255,
+    _render,
+)
+from torchsync_lint.types import Applicability, Invalid, Valid
+
+
+_CONVERTERS = frozenset(
+    {
+        "torchvision.transforms.ToTensor",
+        "torchvision.transforms.v2.ToTensor",
+        "torchvision.transforms.functional.to_tensor",
+        "torchvision.transforms.v2.functional.to_tensor",
+    }
+)
+_DTYPE_CONVERTERS = frozenset(
+    {
+        "torchvision.transforms.ConvertImageDtype",
+        "torchvision.transforms.v2.ConvertImageDtype",
+        "torchvision.transforms.v2.ToDtype",
+        "torchvision.transforms.functional.convert_image_dtype",
+        "torchvision.transforms.v2.functional.to_dtype",
+        "torchvision.transforms.v2.functional.convert_image_dtype",
+    }
+)
+_NORMALIZE = frozenset(
+    {
+        "torchvision.transforms.Normalize",
+        "torchvision.transforms.v2.Normalize",
+        "torchvision.transforms.functional.normalize",
+        "torchvision.transforms.v2.functional.normalize",
+    }
+)
+_WIDE_FLOATS = frozenset({"float32", "float", "float64", "double"})
+_MAX_WALK = 6
+
+
+class HostFloatNormalization(Rule):
+    """
+    ## What it does
+    Flags float conversion and normalisation of images on the host for a loader that feeds
+    an accelerator: torchvision `ToTensor()`, `ConvertImageDtype(torch.float)`,
+    `v2.ToDtype(torch.float32, scale=True)` (or `Normalize` when it is the only float step) in
+    the dataset's transform pipeline; `x.float() / 255`-style normalisation in the
+    `__getitem__` of a dataset class whose instance the loader reads; and
+    `(x.float() / 255).to(device)` on a batch in a per-step loop.
+
+    ## Why is this bad?
+    A float32 image is 4x the bytes of the uint8 image it came from: four times the
+    collation work, four times the pinned memory and four times the host-to-device
+    bandwidth, and the normalisation arithmetic runs on a few CPU cores instead of the GPU.
+    Sending uint8 and normalising on the device was one step of the 8x profile-driven pass
+    on a CIFAR-like ResNet-18.
+
+    ## Example
+    ```python
+    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+    train_set = torchvision.datasets.CIFAR10(root, transform=transform)
+    loader = DataLoader(train_set, batch_size=128, num_workers=8, pin_memory=True)
+    for x, y in loader:
+        x = x.to(device, non_blocking=True)
+    ```
+
+    ## Use instead
+    ```python
+    transform = transforms.PILToTensor()  # uint8, CHW
+    train_set = torchvision.datasets.CIFAR10(root, transform=transform)
+    loader = DataLoader(train_set, batch_size=128, num_workers=8, pin_memory=True)
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
+    for x, y in loader:
+        x = (x.to(device, non_blocking=True).float() - mean) / std
+    ```
+
+    ## Fix safety
+    Only a suggestion (shown as a diff, never applied): `ToTensor()` becomes `PILToTensor()`
+    and `x.float() / 255` in `__getitem__` becomes `x`, which changes what the dataset
+    returns; the training loop must then normalise on the device after the copy
+    (`x.to(device, non_blocking=True).float().div_(255)`, then the mean/std), and other
+    consumers of the dataset (visualisation, evaluation) must agree.
+    """
+
+    code = "TSL304"
+    name = "host-float-normalization"
+    message = "`{expr}` turns images into float32 on the host before the copy: 4x the bytes of a uint8 transfer; send uint8 and normalise on the device after `.to(device, non_blocking=True)`"
+    fix_title = "Keep uint8 on the host; normalise on the device after the copy"
+    runtime_observable = True  # verifier: a float tensor made from uint8 on the host, copied H2D
+
+    VALID = [
+        Valid(torchvision_script(first="transforms.PILToTensor()", copy="x = x.to(device, non_blocking=True).float().div_(255)").replace(
+            "    transforms.Normalize((0.49, 0.48, 0.45), (0.25, 0.24, 0.26)),\n", "")),
+        Valid(torchvision_script(device='torch.device("cpu")')),  # a CPU-only script
+        Valid(dataset_script("return self.images[i]")),  # uint8 out, normalised on device
+        Valid(dataset_script("return self.images[i] // 2")),  # integer arithmetic, stays uint8
+        Valid(dataset_script("return self.images[i].float() / 255", device_line='device = torch.device("cpu")')),
+        Valid(dataset_script("return self.images[i]", copy="x = x.to(device, non_blocking=True).float() / 255")),  # on device
+        # Transforms for a dataset no GPU loader reads (a preview grid).
+        Valid("import torch\nfrom torchvision import transforms, datasets\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+              "preview = datasets.CIFAR10('data', transform=transforms.ToTensor())\nimg, _ = preview[0]\n"),
+    ]
+    INVALID = [
+        Invalid(torchvision_script(), line=TRANSFORM_LINE, message_contains="4x the bytes", applicability=Applicability.SUGGESTION,
+                expected_fix=torchvision_script(first="transforms.PILToTensor()")),
+        Invalid(torchvision_script(first="v2.ToImage(),\n    v2.ToDtype(torch.float32, scale=True)"), line=TRANSFORM_LINE + 1),
+        Invalid(torchvision_script(first="transforms.ConvertImageDtype(torch.float)"), line=TRANSFORM_LINE),
+        Invalid(dataset_script("return self.images[i].float() / 255"), line=GETITEM_LINE, applicability=Applicability.SUGGESTION,
+                expected_fix=dataset_script("return self.images[i]")),
+        Invalid(dataset_script("x = self.images[i]\n        return x.float().div(255)"), line=GETITEM_LINE + 1),
+        Invalid(dataset_script("return self.images[i]", copy="x = (x.float() / 255).to(device, non_blocking=True)"), line=21),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        tracker = loaders(self.analysis)
+        if not tracker.module_feeds_accelerator:
+            return
+        found: dict[cst.CSTNode, cst.CSTNode | None] = {}  # finding node -> suggestion target
+        self._class_calls: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # per class / __getitem__
+        done: set[int] = set()
+        for info in tracker.loaders:
+            if not tracker.feeds_accelerator(info):
+                continue
+            for call in tracker.dataset_calls(info):
+                if id(call) in done:
+                    continue
+                done.add(id(call))
+                self._transforms(call, found)
+                self._getitem(call, found)
+        for n in found:
+            self.report(n, fix=self._suggestion(n), expr=_describe(self, n))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """`(x.float() / 255).to(device)` on a batch in a per-step loop."""
+        tracker = loaders(self.analysis)
+        if not tracker.is_h2d_call(node):
+            return
+        receiver = node.func.value  # type: ignore[union-attr]
+        candidates = [receiver]
+        if isinstance(receiver, cst.Name):
+            candidates = [d.value for d in self.analysis.values.reaching_defs(receiver) if d.how == "assign" and d.value is not None]
+        for expr in candidates:
+            division = next((n for n in _walk(expr) if _is_divide_by_255(n) and tracker.batch_kind(n) is Kind.HOST_TENSOR), None)
+            if division is not None:
+                hot = self.hot(division)
+                if hot is not None:
+                    self.report(division, hot=hot, expr=_describe(self, division))
+                return
+
+    # -- transform pipelines ------------------------------------------------------------------
+    def _transforms(self, dataset_call: cst.Call, found: dict) -> None:
+        calls: list[cst.Call] = []
+        for a in dataset_call.args:
+            calls += self._calls_in(a.value, 0, set())
+        cls = self._local_class(dataset_call)
+        if cls is not None:
+            if cls not in self._class_calls:
+                self._class_calls[cls] = [n for n in _walk(cls, into_functions=True) if isinstance(n, cst.Call)]
+            calls += self._class_calls[cls]
+        converters = [c for c in calls if self._is_float_converter(c)]
+        for c in converters:
+            found.setdefault(c, None)
+        if not converters:
+            for c in calls:
+                if self.analysis.qualname(c.func) in _NORMALIZE:
+                    found.setdefault(c, None)
+
+    def _calls_in(self, expr: cst.BaseExpression, depth: int, seen: set[int]) -> list[cst.Call]:
+        """Calls inside an argument expression, following local names (`transform = Compose(...)`)."""
+        if depth > _MAX_WALK or id(expr) in seen:
+            return []
+        seen.add(id(expr))
+        out: list[cst.Call] = []
+        for n in _walk(expr):
+            if isinstance(n, cst.Call):
+                out.append(n)
+            elif isinstance(n, cst.Name):
+                for d in self.analysis.values.reaching_defs(n):
+                    if d.how == "assign" and d.value is not None:
+                        out += self._calls_in(d.value, depth + 1, seen)
+        return out
+
+    def _is_float_converter(self, call: cst.Call) -> bool:
+        qn = self.analysis.qualname(call.func)
+        if qn in _CONVERTERS:
+            return True
+        if qn not in _DTYPE_CONVERTERS:
+            return False
+        dtype_args = [a.value for a in call.args if a.keyword is None or a.keyword.value == "dtype"]
+        if qn.endswith("functional.to_dtype") or qn.endswith("functional.convert_image_dtype"):
+            dtype_args = dtype_args[1:]  # the first positional is the image
+        for value in dtype_args[:1]:
+            exprs = [el.value for el in value.elements if isinstance(el, cst.DictElement)] if isinstance(value, cst.Dict) else [value]
+            for e in exprs:
+                dq = self.analysis.qualname(e) or ""
+                if dq.startswith("torch.") and dq.rsplit(".", 1)[-1] in _WIDE_FLOATS:
+                    return True
+        return False
+
+    # -- Dataset.__getitem__ ----------------------------------------------------------------------
+    def _local_class(self, call: cst.Call) -> cst.ClassDef | None:
+        if isinstance(call.func, cst.Name) and call.func.value in self.analysis.index.classes:
+            return self.analysis.index.classes[call.func.value].node
+        return None
+
+    def _getitem(self, dataset_call: cst.Call, found: dict) -> None:
+        name = dataset_call.func.value if isinstance(dataset_call.func, cst.Name) else None
+        seen = 0
+        while name in self.analysis.index.classes and seen < 5:
+            info = self.analysis.index.classes[name]
+            method = info.methods.get("__getitem__") or info.methods.get("__getitems__")
+            if method is not None:
+                if method not in self._class_calls:  # reused as a per-method memo
+                    self._class_calls[method] = [n for n in _walk(method.body) if _is_divide_by_255(n)]
+                for n in self._class_calls[method]:
+                    found.setdefault(n, n)
+                return
+            bases = [b.value for b in info.node.bases if isinstance(b.value, cst.Name)]
+            name = bases[0] if bases else None
+            seen += 1
+
+    def _suggestion(self, node: cst.CSTNode):
+        if isinstance(node, cst.Call) and self.analysis.qualname(node.func) in ("torchvision.transforms.ToTensor", "torchvision.transforms.v2.ToTensor"):
+            if isinstance(node.func, cst.Attribute):
+                return self.make_fix(self.edit(node.func.attr, "PILToTensor"), applicability=Applicability.SUGGESTION)
+            return None
+        if _is_divide_by_255(node):
+            operand = _divided_operand(node)
+            if isinstance(operand, cst.Call) and isinstance(operand.func, cst.Attribute) and operand.func.attr.value in ("float", "double") and not operand.args:
+                operand = operand.func.value
+            return self.make_fix(self.edit(node, _render(self, operand)), applicability=Applicability.SUGGESTION)
+        return None
+
+
+def _walk(node: cst.CSTNode, into_functions: bool = False):
+    """Every node under ``node`` (pre-order); nested functions and lambdas only when asked."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        children = [c for c in n.children if into_functions or not isinstance(c, (cst.FunctionDef, cst.Lambda))]
+        stack.extend(reversed(children))
+
+
+# -- TSL305 --------------------------------------------------------------------------------------
+class HostTensorInLoop(Rule):
+    """
+    ## What it does
+    Flags, inside a loop that runs every training step:
+
+    - `torch.tensor(...)`, `torch.as_tensor(...)` and `torch.asarray(...)` of host data
+      (Python numbers, lists, NumPy arrays) with an accelerator `device=` argument, or
+      followed by `.to(device)`/`.cuda()`;
+    - a tensor filled on the CPU and then copied: `torch.zeros(n).to(device)`,
+      `torch.randn(b, z).cuda()` (TorchTidy's "Extra CUDA Copy" pattern).
+
+    `torch.full((), v, device=d)`, `torch.zeros(..., device=d)` and other factories that
+    fill memory on the device are not flagged, nor is `as_tensor` of a device tensor.
+
+    ## Why is this bad?
+    These calls build the tensor in (pageable) CPU memory and then copy it to the device
+    with a blocking copy: the host waits for the GPU queue to drain, every step
+    (pytorch/pytorch#120996). Constants such as normalisation means, class weights or a
+    scalar `1.0` can be built once before the loop; a scalar can be filled directly on the
+    device with `torch.full`, and `zeros`/`ones`/`randn`/... take `device=` themselves: a
+    fill kernel, no copy, no sync.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        mean = torch.tensor([0.49, 0.48, 0.45], device=device).view(1, 3, 1, 1)
+        scale = torch.tensor(0.5, device=device)
+        noise = torch.randn(x.shape[0], 128).to(device)
+        x = (x.to(device, non_blocking=True).float() / 255 - mean) * scale
+    ```
+
+    ## Use instead
+    ```python
+    mean = torch.tensor([0.49, 0.48, 0.45], device=device).view(1, 3, 1, 1)  # once
+    for x, y in loader:
+        scale = torch.full((), 0.5, device=device)  # or hoist it too
+        noise = torch.randn(x.shape[0], 128, device=device)
+        x = (x.to(device, non_blocking=True).float() / 255 - mean) * scale
+    ```
+
+    ## Fix safety
+    - A literal scalar with a `device=` argument (`torch.tensor(0.5, device=d)`) becomes
+      `torch.full((), 0.5, device=d)`: the same value, dtype (inferred from the literal exactly
+      as `torch.tensor` does), device and `requires_grad`, without the host round trip. Safe.
+    - `torch.zeros/ones/empty/full/arange/linspace/eye(...).to(d)` becomes
+      `torch.zeros(..., device=d)`: the same values on the same device. Safe.
+    - `torch.rand/randn/randint/randperm/normal(...).to(d)` becomes `torch.randn(..., device=d)`:
+      unsafe, because the numbers now come from the device's generator, so a seeded run
+      draws different values.
+    - Anything else (a list, a NumPy array) needs the tensor hoisted out of the loop by hand.
+    """
+
+    code = "TSL305"
+    name = "host-tensor-in-loop"
+    message = "`{expr}` builds a tensor on the host and copies it to the device with a blocking copy every step; {advice}"
+    fix_title = "Create the tensor on the device"
+    runtime_observable = True  # verifier: `torch.tensor(host data, device=cuda)` / a blocking H2D copy
+
+    _HOIST = "create it once before the loop, or fill a scalar on the device with `torch.full((), v, device=...)`"
+
+    VALID = [
+        Valid(pipeline(copy="scale = torch.full((), 0.5, device=device)\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
+        Valid(pipeline(copy="bias = torch.zeros(4, device=device)\n    noise = torch.randn(8, 4, device=device)")),
+        Valid(pipeline(copy="ids = torch.tensor([1, 2, 3])\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),  # no device
+        Valid(pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n    z = torch.as_tensor(x, device=device)")),  # already there
+        Valid(pipeline(copy="cpu_scale = torch.tensor(0.5, device='cpu')\n    cpu_noise = torch.randn(3).to('cpu')")),
+        Valid(pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)\nweights = torch.tensor([1.0, 2.0, 1.0, 1.0], device=device)")),  # hoisted
+        Valid(pipeline(copy="half = torch.zeros(4).to(torch.float16)")),  # a dtype cast, stays on the CPU
+    ]
+    INVALID = [
+        Invalid(
+            pipeline(copy="scale = torch.tensor(0.5, device=device)"),
+            line=COPY_LINE,
+            expected_fix=pipeline(copy="scale = torch.full((), 0.5, device=device)"),
+            applicability=Applicability.SAFE,
+        ),
+        Invalid(pipeline(copy="w = torch.as_tensor([1.0, 2.0, 1.0, 1.0], device=device)"), line=COPY_LINE, message_contains="once before the loop"),
+        Invalid(pipeline(copy="lengths = [len(s) for s in y]\n    lens = torch.tensor(lengths).to(device)"), line=COPY_LINE + 1),
+        Invalid(pipeline(copy="t = torch.tensor(np.arange(4)).cuda()", imports="import numpy as np\nfrom torch.utils.data import DataLoader"), line=COPY_LINE + 1),
+        Invalid(pipeline(copy="flag = torch.tensor(True, device='cuda')"), line=COPY_LINE, expected_fix=pipeline(copy="flag = torch.full((), True, device='cuda')")),
+        Invalid(pipeline(copy="obs, rewards, dones, infos = env.step(action)\n    done = torch.Tensor(dones).to(device)"), line=COPY_LINE + 1),  # cleanrl
+        Invalid(
+            pipeline(copy="mask = torch.ones(32, 4).to(device)"),
+            line=COPY_LINE,
+            message_contains="torch.ones(..., device=...)",
+            expected_fix=pipeline(copy="mask = torch.ones(32, 4, device=device)"),
+            applicability=Applicability.SAFE,
+        ),
+        Invalid(
+            pipeline(copy="noise = torch.randn(32, 4).cuda()"),
+            line=COPY_LINE,
+            expected_fix=pipeline(copy='noise = torch.randn(32, 4, device="cuda")'),
+            applicability=Applicability.UNSAFE,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qn = self.analysis.qualname(node.func) or ""
+        if qn in _FRESH_HOST_TENSOR:
+            self._from_host_data(node, qn)
+        elif qn.startswith("torch.") and qn.count(".") == 1 and qn[6:] in _CPU_FACTORIES:
+            self._filled_then_copied(node, qn[6:])
+
+    def _from_host_data(self, node: cst.Call, qn: str) -> None:
+        positional = [a for a in node.args if a.keyword is None]
+        if not positional or positional[0].star:
+            return
+        data = positional[0].value
+        if not loaders(self.analysis).module_feeds_accelerator:
+            return  # `Trainer(accelerator="cpu")`: nothing reaches a GPU
+        device = self._keyword(node, "device")
+        copy = self._chained_copy(node)
+        if device is not None:
+            if self.analysis.values.device_of(device.value) != "accelerator":
+                return  # built on the CPU, or a device we cannot place
+        elif copy is None:
+            return  # a CPU tensor: no copy here
+        kind = self.analysis.kind(data)
+        if kind is Kind.DEVICE:
+            return  # already on the device: no host round trip
+        if qn != "torch.tensor" and qn not in _LEGACY_CONSTRUCTORS and kind not in (Kind.HOST, Kind.HOST_TENSOR):
+            return  # `as_tensor(x)` of something we cannot place may be a no-op
+        hot = self.hot(node)
+        if hot is None:
+            return
+        fix = None
+        ok, value = literal_value(data)
+        if device is not None and ok and isinstance(value, (int, float, bool)) and isinstance(node.func, cst.Attribute):
+            new = node.with_changes(
+                func=node.func.with_changes(attr=cst.Name("full")),
+                args=[cst.Arg(cst.Tuple([]), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *node.args],
+            )
+            fix = self.make_fix(self.edit(node, _render(self, new)))
+        self.report(node, fix=fix, hot=hot, expr=_describe(self, node), advice=self._HOIST)
+
+    def _filled_then_copied(self, node: cst.Call, factory: str) -> None:
+        """`torch.zeros(n).to(device)`: filled on the CPU, then a blocking copy."""
+        copy = self._chained_copy(node)
+        if copy is None or self._keyword(node, "device") is not None:
+            return  # no copy, or the factory already names a device
+        if not loaders(self.analysis).module_feeds_accelerator:
+            return
+        hot = self.hot(copy)
+        if hot is None:
+            return
+        advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy"
+        self.report(copy, fix=self._device_fix(node, copy, factory), hot=hot, expr=_describe(self, copy), advice=advice)
+
+    def _device_fix(self, factory_call: cst.Call, copy: cst.Call, factory: str):
+        method = copy.func.attr.value  # type: ignore[union-attr]
+        if method == "cuda":
+            if copy.args:
+                return None  # `.cuda(i)` / `.cuda(non_blocking=...)`: leave it to the user
+            device = '"cuda"'
+        else:
+            if len(copy.args) != 1 or copy.args[0].star:
+                return None  # a dtype or `non_blocking` as well: not a plain move
+            arg = copy.args[0]
+            if arg.keyword is not None and arg.keyword.value != "device":
+                return None
+            device = _render(self, arg.value)
+        if any(a.star for a in factory_call.args):
+            return None
+        # The factory call's own source text (not a re-render, which would lose the block's
+        # indentation on continuation lines) with `device=` spliced in; it replaces the copy.
+        rng = self.position(factory_call)
+        lines = self.analysis.source.splitlines(keepends=True)[rng.start.line - 1 : rng.end.line]
+        insertion = _append_keyword(self, factory_call, "device", device)
+        i = insertion.line - rng.start.line
+        lines[i] = lines[i][: insertion.column - 1] + insertion.content + lines[i][insertion.column - 1 :]
+        shift = len(insertion.content) if insertion.line == rng.end.line else 0
+        lines[-1] = lines[-1][: rng.end.column + shift]
+        lines[0] = lines[0][rng.start.column :]  # after the end trim: absolute columns
+        random = factory in ("rand", "randn", "randint", "randperm", "normal")
+        return self.make_fix(self.edit(copy, "".join(lines)), applicability=Applicability.UNSAFE if random else Applicability.SAFE)
+
+    @staticmethod
+    def _keyword(node: cst.Call, name: str) -> cst.Arg | None:
+        return next((a for a in node.args if a.keyword is not None and a.keyword.value == name), None)
+
+    def _chained_copy(self, node: cst.Call) -> cst.Call | None:
+        """The `.to(<accelerator>)` / `.cuda()` call applied directly to ``node``, if any."""
+        parent = self.analysis.index.parent(node)
+        if not isinstance(parent, cst.Attribute) or parent.attr.value not in ("to", "cuda"):
+            return None
+        call = self.analysis.index.parent(parent)
+        if not isinstance(call, cst.Call) or call.func is not parent:
+            return None
+        if parent.attr.value == "cuda" or self.analysis.values.to_destination(call) == "accelerator":
+            return call
+        return None
+
+
+__all__ = ["HostFloatNormalization", "HostTensorInLoop"]
