@@ -179,3 +179,15 @@ def test_importtime_shows_no_torch(tmp_path):
     imported = [line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
     assert "libcst" in imported
     assert not [m for m in imported if m == "torch" or m.startswith("torch.")]
+
+
+def test_a_directory_named_explicitly_is_walked_even_inside_an_excluded_one(project, capsys):
+    pkg = project / ".venv" / "lib" / "site-packages" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "train.py").write_text(HAZARD)
+    (pkg / "build").mkdir()
+    (pkg / "build" / "gen.py").write_text(HAZARD)
+    code, out, _ = run(capsys, "--format", "json", ".venv/lib/site-packages/pkg")
+    assert [d["path"] for d in json.loads(out)] == [".venv/lib/site-packages/pkg/train.py"]  # build/ below it still skipped
+    code, out, _ = run(capsys, "--format", "json", ".")
+    assert ".venv" not in out

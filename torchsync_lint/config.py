@@ -70,11 +70,25 @@ class Config:
         return {"torchmetrics-version": self.torchmetrics_version}
 
     # -- files ----------------------------------------------------------------------------
-    def is_excluded(self, path: str) -> bool:
+    def is_excluded(self, path: str, walked_from: str | None = None) -> bool:
+        """Does an exclude pattern match ``path``?
+
+        During a directory walk (``walked_from`` is the directory the user named), only what
+        lies below that directory is matched: `torchsync-lint .venv/lib/.../torch` lints torch
+        although `.venv` and `site-packages` are excluded by default.
+        """
         patterns = [*DEFAULT_EXCLUDE, *self.exclude, *self.extend_exclude]
         rel = self._relative(path)
-        parts = Path(rel).parts
-        return any(_glob_match(rel, p) or any(fnmatch.fnmatch(part, p) for part in parts) for p in patterns)
+        if walked_from is None:
+            below, start = Path(rel).parts, None
+        else:
+            below, start = Path(os.path.relpath(path, walked_from)).parts, self._relative(walked_from)
+        for pattern in patterns:
+            if any(fnmatch.fnmatch(part, pattern) for part in below):
+                return True
+            if _glob_match(rel, pattern) and not (start is not None and start != "." and _glob_match(start, pattern)):
+                return True
+        return False
 
     def _relative(self, path: str) -> str:
         absolute = os.path.abspath(path)

@@ -66,10 +66,10 @@ def discover(paths: list[str], config: Config) -> tuple[list[str], list[tuple[st
             continue
         if os.path.isdir(given):
             for root, dirs, names in os.walk(given, followlinks=False):
-                dirs[:] = sorted(d for d in dirs if not config.is_excluded(os.path.join(root, d)))
+                dirs[:] = sorted(d for d in dirs if not config.is_excluded(os.path.join(root, d), given))
                 for name in sorted(names):
                     full = os.path.join(root, name)
-                    if name.endswith((".py", ".pyi")) and not config.is_excluded(full):
+                    if name.endswith((".py", ".pyi")) and not config.is_excluded(full, given):
                         files.append(_tidy(full, given))
         elif os.path.isfile(given):
             files.append(given)
