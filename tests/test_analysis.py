@@ -227,3 +227,8 @@ def sample_text(model):
     assert lines[17] is False  # the outer loop of gradient accumulation steps the optimizer
     assert lines[25] is False  # PPO's update loop: its inner loops are not loader passes
     assert lines[29] is False  # a forward per iteration
+
+
+def test_torch_predicates_return_host_values():
+    src = HEAD + "from torch.utils._python_dispatch import is_traceable_wrapper_subclass\nx = torch.ones(2, device=device)\nt = is_traceable_wrapper_subclass(x) or torch.is_floating_point(x)\nprobe(t)\n"
+    assert kind_of_last(src, "t") is Kind.HOST

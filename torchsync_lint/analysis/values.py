@@ -494,6 +494,8 @@ class ValueAnalysis:
             return Kind.DEVICE  # the total norm, a tensor on the parameters' device
         if qn.startswith("torch.cuda.") or qn.startswith("torch.distributed.") or qn.startswith("torch.backends."):
             return Kind.HOST
+        if qn.startswith("torch.") and last.startswith(("is_", "has_", "get_", "are_")):
+            return Kind.HOST  # predicates and getters (`is_traceable_wrapper_subclass(t)`) return Python values
         if qn.startswith("torch.") and qn.count(".") == 1:
             if last in TORCH_HOST_RESULTS:
                 return Kind.HOST
