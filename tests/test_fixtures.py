@@ -59,3 +59,16 @@ def test_fixture_runs_on_cpu_and_reports_a_result(path):
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("RESULT "), last
     assert isinstance(json.loads(last[len("RESULT "):]), dict)
+
+
+def test_cli_on_the_fixtures_directory_reports_exactly_the_markers(monkeypatch, capsys):
+    """`torchsync-lint fixtures/` from the repository root (its pyproject excludes *.fixed.py)."""
+    from torchsync_lint.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(["check", "--format", "json", "fixtures/"]) == 1
+    got = collections.Counter((d["path"], d["line"], d["code"]) for d in json.loads(capsys.readouterr().out))
+    want = collections.Counter(
+        (str(p.relative_to(ROOT)), m.line, m.code) for p in FIXTURES for m in read_markers(str(p)) if m.kind == "expect"
+    )
+    assert got == want
