@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis import Kind, dotted_parts
+from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules import _accumulate
 from torchsync_lint.rules._cases import LOOP_BODY_LINE as L
@@ -116,6 +117,7 @@ class HostReadInLoop(Rule):
         Valid(in_loop("t = torch.zeros(3)\nv = t.item()")),  # a CPU tensor: no device round trip
         Valid("import torch\nfor x, y in loader:\n    total += x.item()\n"),  # batches stay on the CPU
         Valid("import torch\nmodel = torch.nn.Linear(2, 2)\nfor epoch in range(3):\n    train_one_epoch()\n    print(model.weight.sum().item())\n"),
+        Valid(in_loop("avg.update(1.0)\nv = float(avg.compute())").replace("import torch\n", "import torch\nfrom torchmetrics import MeanMetric\navg = MeanMetric()\n", 1)),  # a CPU metric
     ]
     INVALID = [
         Invalid(in_loop("total += loss.item()"), line=L, message_contains="loss.item()"),
@@ -123,6 +125,7 @@ class HostReadInLoop(Rule):
         Invalid(in_loop("acc = float((logits.argmax(1) == y).float().mean())"), line=L),
         Invalid(in_loop("if step % 100 == 0:\n    print(loss.item())"), line=L + 1, message_contains="gated"),
         Invalid(in_loop("hist = logits.tolist()"), line=L),
+        Invalid(in_loop("avg.update(loss)\nv = float(avg.compute())").replace("import torch\n", "import torch\nfrom torchmetrics import MeanMetric\navg = MeanMetric().to(device)\n", 1), line=L + 3),
         Invalid(
             "import torch\n\ndef train_step(model, x, y, opt):\n    loss = model(x).sum()\n    loss.backward()\n"
             "    opt.step()\n    return loss.item()\n\ndef main(model, loader, opt, device):\n"
@@ -161,12 +164,12 @@ class HostReadInLoop(Rule):
             is_host_read = method in HOST_READ_METHODS and not node.args
             if method == "to" and self.analysis.values.to_destination(node) == "cpu":
                 is_host_read = True
-            if not is_host_read or not self.analysis.is_device(receiver):
+            if not is_host_read or not self._on_device(receiver):
                 return  # not a read, or not provably a device tensor
         elif isinstance(func, cst.Name) and func.value in HOST_CONVERSIONS and len(node.args) == 1:
             if self.analysis.index.defs.get(self.analysis.index.scope_of(func), {}).get(func.value):
                 return  # a local function shadows the builtin
-            if not self.analysis.is_device(node.args[0].value):
+            if not self._on_device(node.args[0].value):
                 return
         else:
             return
@@ -174,6 +177,17 @@ class HostReadInLoop(Rule):
         if hot is None:
             return  # a single read outside the per-step path is fine
         self.report(node, expr=_describe(self, node), hot=hot, fix=_accumulate.accumulate_fix(self, node))
+
+    def _on_device(self, expr: cst.BaseExpression) -> bool:
+        if self.analysis.is_device(expr):
+            return True
+        # `metric.compute()` of a torchmetrics metric moved to the device returns a device
+        # tensor; the metric tracker knows where each metric lives.
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "compute" and not expr.args:
+            tracker = metric_tracker(self.analysis)
+            sites = tracker.sites_of(expr.func.value)
+            return bool(sites) and all(tracker.device_of(site) == "device" for site in sites)
+        return False
 
 
 class TensorTruthinessInLoop(Rule):
