@@ -27,9 +27,12 @@ class Marker:
 
 
 def _comments(source: str):
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            yield tok.start[0], tok.string
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                yield tok.start[0], tok.string
+    except (tokenize.TokenError, SyntaxError):
+        return  # an unterminated string or bracket: keep the comments read so far
 
 
 def read_markers_source(source: str) -> list[Marker]:
