@@ -206,7 +206,7 @@ def test_crlf_source_gets_crlf_edits_and_imports():
 
 # -- the CLI end to end, with TSL101's accumulate fix (UNSAFE) -----------------------------------
 
-CASE = HostReadInLoop.INVALID[6]
+CASE = next(case for case in HostReadInLoop.INVALID if case.expected_fix and "running = 0.0" in case.code)
 ARGS = ["--isolated", "--select", "TSL101"]
 
 

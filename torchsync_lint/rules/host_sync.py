@@ -125,7 +125,6 @@ class HostReadInLoop(Rule):
         Invalid(in_loop("acc = float((logits.argmax(1) == y).float().mean())"), line=L),
         Invalid(in_loop("if step % 100 == 0:\n    print(loss.item())"), line=L + 1, message_contains="gated"),
         Invalid(in_loop("hist = logits.tolist()"), line=L),
-        Invalid(in_loop("avg.update(loss)\nv = float(avg.compute())").replace("import torch\n", "import torch\nfrom torchmetrics import MeanMetric\navg = MeanMetric().to(device)\n", 1), line=L + 3),
         Invalid(
             "import torch\n\ndef train_step(model, x, y, opt):\n    loss = model(x).sum()\n    loss.backward()\n"
             "    opt.step()\n    return loss.item()\n\ndef main(model, loader, opt, device):\n"
@@ -154,6 +153,7 @@ class HostReadInLoop(Rule):
             ),
             applicability=Applicability.UNSAFE,
         ),
+        Invalid(in_loop("avg.update(loss)\nv = float(avg.compute())").replace("import torch\n", "import torch\nfrom torchmetrics import MeanMetric\navg = MeanMetric().to(device)\n", 1), line=L + 3),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
