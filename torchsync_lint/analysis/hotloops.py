@@ -73,8 +73,8 @@ class HotLoopAnalysis:
             for call, target in edges:
                 if target in self.hot_functions:
                     continue
-                ctx = self._hot_context_uncached(call)
-                if ctx is not None and not self._inside(call, target):
+                ctx = self.hot_context(call)
+                if ctx is not None and not self.index.inside(call, target):
                     gate = ctx.gate
                     self.hot_functions[target] = HotContext(f"`{target.name.value}` is called every step", gate)
                     changed = True
@@ -108,7 +108,7 @@ class HotLoopAnalysis:
         for loop in step_loops:
             if any(self._is_update_call(c) for c in self.index.calls_by_owner.get(loop, ())):
                 continue  # it steps the optimizer itself: the outer loop of gradient accumulation
-            nested = any(self._inside(other, loop) for other in loader_loops)
+            nested = any(self.index.inside(other, loop) for other in loader_loops)
             calls_epoch = any(self.index.call_targets().get(c) in epoch_functions for c in self.index.calls_by_owner.get(loop, ()))
             if nested or calls_epoch:
                 del self.hot_loops[loop]
@@ -193,9 +193,6 @@ class HotLoopAnalysis:
     # -- queries --------------------------------------------------------------------------
     def hot_context(self, node: cst.CSTNode) -> HotContext | None:
         """Why ``node`` runs per step, or None when it does not."""
-        return self._hot_context_uncached(node)
-
-    def _hot_context_uncached(self, node: cst.CSTNode) -> HotContext | None:
         gate: cst.BaseExpression | None = None
         child = node
         for anc in self.index.ancestors(node):
@@ -218,9 +215,6 @@ class HotLoopAnalysis:
             if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
                 return None
         return None
-
-    def _inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
-        return any(a is ancestor for a in self.index.ancestors(node))
 
 
 def _in_block(block: cst.CSTNode, child: cst.CSTNode) -> bool:

@@ -62,25 +62,22 @@ class ModuleIndex:
     returns: dict[cst.FunctionDef, list[cst.BaseExpression]] = field(default_factory=dict)
 
     _call_targets: dict[cst.Call, cst.FunctionDef] | None = None
+    _call_sites: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict)
 
     def call_targets(self) -> dict[cst.Call, cst.FunctionDef]:
         """Every call whose callee is a same-module function, resolved once."""
         if self._call_targets is None:
-            targets = {}
+            self._call_targets = {}
             for call in self.calls:
                 target = self.resolve_function(call.func, call)
                 if target is not None:
-                    targets[call] = target
-            self._call_targets = targets
+                    self._call_targets[call] = target
+                    self._call_sites.setdefault(target, []).append(call)
         return self._call_targets
 
     def call_sites(self, func: cst.FunctionDef) -> list[cst.Call]:
-        if not hasattr(self, "_sites"):
-            sites: dict[cst.FunctionDef, list[cst.Call]] = {}
-            for call, target in self.call_targets().items():
-                sites.setdefault(target, []).append(call)
-            self._sites = sites
-        return self._sites.get(func, [])
+        self.call_targets()
+        return self._call_sites.get(func, [])
 
     def _nested_function(self, name: str, at: cst.CSTNode) -> cst.FunctionDef | None:
         """A `def name` local to a function that encloses ``at`` (timm's `_forward()`)."""
@@ -98,6 +95,10 @@ class ModuleIndex:
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parents.get(node)
+
+    def inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        """Is ``ancestor`` a strict ancestor of ``node``?"""
+        return any(a is ancestor for a in self.ancestors(node))
 
     def ancestors(self, node: cst.CSTNode):
         node = self.parents.get(node)

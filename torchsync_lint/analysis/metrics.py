@@ -229,7 +229,7 @@ class MetricTracker:
         # Inside `for ... name ... in it:` the loop binding kills every other one (unless the body rebinds).
         loop = self._binding_loop(name)
         if loop is not None:
-            defs = [d for d in defs if d.stmt is loop or any(a is loop.body for a in self.index.ancestors(d.stmt))]
+            defs = [d for d in defs if d.stmt is loop or self.index.inside(d.stmt, loop.body)]
         # A comprehension's variable exists only inside it (the index folds it into the scope).
         return [d for d in defs if not isinstance(d.stmt, cst.CompFor) or self._inside_comprehension(name, d.stmt)]
 
@@ -246,15 +246,15 @@ class MetricTracker:
 
     def _inside_comprehension(self, node: cst.CSTNode, comp_for: cst.CompFor) -> bool:
         comp = next((a for a in self.index.ancestors(comp_for) if not isinstance(a, cst.CompFor)), None)
-        return comp is not None and any(a is comp for a in self.index.ancestors(node))
+        return comp is not None and self.index.inside(node, comp)
 
     def _contains(self, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
         if isinstance(outer, (cst.For, cst.CompFor)):
             outer = outer.iter  # the loop variable is bound for the whole body
-            return node is outer or any(a is outer for a in self.index.ancestors(node))
+            return node is outer or self.index.inside(node, outer)
         if isinstance(outer, cst.FunctionDef):
             return False
-        return any(a is outer for a in self.index.ancestors(node))
+        return self.index.inside(node, outer)
 
     def _def_sites(self, d: Def, use: cst.Name) -> list[MetricSite]:
         if d.how == "assign" and d.value is not None:

@@ -209,15 +209,15 @@ class ValueAnalysis:
         loops = [a for a in self._ancestors_in_scope(name) if isinstance(a, (cst.For, cst.While))]
         # A use inside the statement that binds the name (`x = f(\n    x)`, the right-hand side
         # of a multi-line assignment) reads the *previous* binding, whatever the line numbers say.
-        own = [d for d in defs if d.how in ("assign", "unpack", "aug") and self._inside(name, d.stmt)]
-        before = [d for d in defs if d not in own and (d.line < line or (d.line == line and not self._inside(name, d.stmt)))]
+        own = [d for d in defs if d.how in ("assign", "unpack", "aug") and self.index.inside(name, d.stmt)]
+        before = [d for d in defs if d not in own and (d.line < line or (d.line == line and not self.index.inside(name, d.stmt)))]
         dominating = [d for d in before if self._dominates(d, name)]
         killer = max(dominating, key=lambda d: (d.line, self.index.positions[d.stmt].start.column)) if dominating else None
         if killer is not None:
             before = [killer] + [d for d in before if d.line > killer.line]
         later = [d for d in defs if d not in before and (killer is None or d.line > killer.line or d.line > line)]
         carried = [
-            d for d in later if (d.line > line or d in own) and any(self._inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or self._inside(killer.stmt, lp))) for lp in loops)
+            d for d in later if (d.line > line or d in own) and any(self.index.inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or self.index.inside(killer.stmt, lp))) for lp in loops)
         ]
         return before + carried
 
@@ -232,15 +232,12 @@ class ValueAnalysis:
         if d.how == "param":
             return True
         if d.how == "for":
-            return isinstance(d.stmt, cst.For) and self._inside(use, d.stmt.body)
+            return isinstance(d.stmt, cst.For) and self.index.inside(use, d.stmt.body)
         if not isinstance(d.stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr)):
             return False
         line_node = self.index.parent(d.stmt)
         block = self.index.parent(line_node) if line_node is not None else None
-        return block is not None and self._inside(use, block)
-
-    def _inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
-        return any(a is ancestor for a in self.index.ancestors(node))
+        return block is not None and self.index.inside(use, block)
 
     def _name(self, node: cst.Name) -> Kind | None:
         defs = self.reaching_defs(node)
@@ -267,7 +264,7 @@ class ValueAnalysis:
 
     def _element(self, value: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
         """Kind of element ``path`` when ``value`` is unpacked."""
-        for i, step in enumerate(path):
+        for step in path:
             if isinstance(value, (cst.Tuple, cst.List)) and step >= 0 and step < len(value.elements):
                 value = value.elements[step].value
                 continue
@@ -383,12 +380,7 @@ class ValueAnalysis:
             return Kind.UNKNOWN
         if attr in ("device",):
             return Kind.HOST
-        defs = info.self_attrs.get(attr, [])
-        kinds = [self._def(d) for d in defs]
-        k = join(kinds)
-        if k is Kind.UNKNOWN and self._is_module_class(info.node) and not defs:
-            return Kind.UNKNOWN
-        return k
+        return join([self._def(d) for d in info.self_attrs.get(attr, [])])
 
     # -- calls ----------------------------------------------------------------------------
     def _callee_name(self, call: cst.Call) -> str | None:

@@ -57,7 +57,7 @@ def accumulate_fix(rule, call: cst.Call) -> Fix | None:
         parent = index.parent(ref)
         if ref is init.targets[0].target:
             continue
-        if _inside(index, ref, loop):
+        if index.inside(ref, loop):
             if not (isinstance(parent, cst.AugAssign) and parent.target is ref and _is_accumulate(parent, parent.value)):
                 return None  # the loop reads or rebinds the total: it must stay a Python number
             accumulations.append(parent)
@@ -208,10 +208,6 @@ def _context(index, ref: cst.Name) -> str | None:
     if isinstance(parent, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)) and getattr(parent, "target", None) is node:
         return "store"
     return "load"
-
-
-def _inside(index, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
-    return any(a is ancestor for a in index.ancestors(node))
 
 
 def _after(index, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
