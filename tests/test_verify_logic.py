@@ -235,6 +235,45 @@ def test_trace_summary_counts_steady_state_syncs_per_step(tmp_path):
     assert summary.counts["cudaStreamSynchronize"] == 7 and summary.counts["cudaDeviceSynchronize"] == 1
 
 
+def test_trace_sync_events_leave_out_async_copies_and_gpu_side_waits():
+    """A pinned non_blocking upload, a copy into pinned memory and a cross-stream wait are
+    what the fixes produce: counting them would make a fixed script look like it still syncs."""
+
+    def event(name: str, cat: str) -> trace.TraceEvent:
+        return trace.TraceEvent(name=name, category=cat, ts=0.0, dur=1.0)
+
+    syncs = [
+        event("cudaStreamSynchronize", "cuda_runtime"),
+        event("cudaDeviceSynchronize", "cuda_runtime"),
+        event("cudaEventSynchronize", "cuda_runtime"),
+        event("cudaMemcpy", "cuda_runtime"),
+        event("Stream Sync", "cuda_sync"),
+        event("Event Sync", "cuda_sync"),
+        event("Context Sync", "cuda_sync"),
+        event("Memcpy DtoH (Device -> Pageable)", "gpu_memcpy"),
+        event("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy"),
+        event("Memcpy DtoH", "gpu_memcpy"),
+    ]
+    not_syncs = [
+        event("Stream Wait Event", "cuda_sync"),
+        event("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy"),
+        event("Memcpy DtoH (Device -> Pinned)", "gpu_memcpy"),
+        event("Memcpy DtoD (Device -> Device)", "gpu_memcpy"),
+        event("cudaMemcpyAsync", "cuda_runtime"),
+        event("cudaStreamWaitEvent", "cuda_runtime"),
+        event("cudaEventRecord", "cuda_runtime"),
+        event("void gemm<...>", "kernel"),
+    ]
+    assert [e.name for e in syncs if not trace.is_sync_event(e)] == []
+    assert [e.name for e in not_syncs if trace.is_sync_event(e)] == []
+
+
+def test_trace_accepts_string_timestamps():
+    """Chrome-trace writers differ: some quote "ts"/"dur" to keep every digit."""
+    events = trace.load_events({"traceEvents": [{"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "ts": "1001.500", "dur": "2.250"}]})
+    assert (events[0].ts, events[0].dur) == (1001.5, 2.25)
+
+
 def test_trace_without_markers_has_no_rates():
     summary = trace.summarize({"traceEvents": [{"ph": "X", "name": "cudaStreamSynchronize", "cat": "cuda_runtime", "ts": 1, "dur": 2}]})
     assert summary.basis is None and summary.per_step == {} and summary.counts == {"cudaStreamSynchronize": 1}

@@ -20,10 +20,18 @@ from torchsync_lint.verify.steady_state import SteadyWindow
 
 # Host API calls that block the CPU until the GPU catches up.
 BLOCKING_RUNTIME_CALLS = frozenset({"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy"})
-# GPU-side copies whose presence is evidence of a host read or a host-staged copy.
-MEMCPY_PREFIXES = ("Memcpy DtoH", "Memcpy HtoD")
-# Kineto's cuda_sync category (only with enable_cuda_sync_events=True).
+# GPU-side copies that mean the host waited or staged data: a device-to-host copy into
+# pageable memory (a scalar read, .cpu(), .tolist()) and a host-to-device copy from pageable
+# memory (a blocking upload). Copies to or from pinned memory can run asynchronously
+# (`pin_memory=True` + `non_blocking=True`, the fix TSL302 asks for), so they are not evidence;
+# kineto names copies "Memcpy HtoD (Pageable -> Device)", older builds just "Memcpy HtoD".
+SYNC_MEMCPY_NAMES = frozenset({"Memcpy DtoH (Device -> Pageable)", "Memcpy HtoD (Pageable -> Device)"})
+UNLABELLED_MEMCPY_NAMES = frozenset({"Memcpy DtoH", "Memcpy HtoD"})
+# Kineto's cuda_sync category (only with enable_cuda_sync_events=True): "Stream Sync",
+# "Event Sync", "Context Sync" block the host; "Stream Wait Event" (cudaStreamWaitEvent) makes
+# one stream wait for another on the GPU and never blocks the host.
 CUDA_SYNC_CATEGORY = "cuda_sync"
+GPU_SIDE_WAITS = frozenset({"Stream Wait Event"})
 
 _MARKER = re.compile(r"^torchsync::(?P<family>optimizer|batches|loop)=(?P<count>\d+)$")
 
@@ -81,11 +89,10 @@ def load_events(trace: dict | str) -> list[TraceEvent]:
 
 
 def is_sync_event(event: TraceEvent) -> bool:
-    return (
-        event.name in BLOCKING_RUNTIME_CALLS
-        or event.category == CUDA_SYNC_CATEGORY
-        or event.name.startswith(MEMCPY_PREFIXES)
-    )
+    """Whether the event is evidence that the host waited for the GPU (or staged a copy)."""
+    if event.category == CUDA_SYNC_CATEGORY:
+        return event.name not in GPU_SIDE_WAITS
+    return event.name in BLOCKING_RUNTIME_CALLS or event.name in SYNC_MEMCPY_NAMES or event.name in UNLABELLED_MEMCPY_NAMES
 
 
 def step_markers(events: list[TraceEvent]) -> tuple[str | None, list[tuple[float, int]]]:
