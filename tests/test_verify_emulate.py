@@ -374,6 +374,48 @@ def test_steps_are_counted_by_the_optimizer(tmp_path):
     assert sorted(e["step"] for e in run.events if e["line"] == run.marked[0]) == [1, 2, 3, 4]
 
 
+def test_two_optimizers_stepping_each_iteration_count_one_step(tmp_path):
+    """A per-step rate is per training iteration, not per optimizer.step() call."""
+    run = emulate(
+        tmp_path,
+        """
+        encoder = torch.nn.Linear(2, 2).to(device)
+        head = torch.nn.Linear(2, 1).to(device)
+        opt_encoder = torch.optim.SGD(encoder.parameters(), lr=0.1)
+        opt_head = torch.optim.SGD(head.parameters(), lr=0.1)
+        for _ in range(5):
+            loss = head(encoder(torch.randn(3, 2, device=device))).sum()
+            loss.backward()
+            opt_encoder.step()
+            opt_head.step()
+            v = loss.item()  # <-
+        """,
+    )
+    assert run.record["step_basis"] == "optimizer" and run.record["total_steps"] == 5
+    assert sorted(e["step"] for e in run.events if e["line"] == run.marked[0]) == [1, 2, 3, 4, 5]
+
+
+def test_an_optimizer_stepping_several_times_per_round_ticks_each_time(tmp_path):
+    """Five discriminator steps per generator step: the discriminator's steps are the clock,
+    the generator's step joins the round in progress."""
+    run = emulate(
+        tmp_path,
+        """
+        disc = torch.nn.Linear(2, 1).to(device)
+        gen = torch.nn.Linear(2, 2).to(device)
+        opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)
+        opt_g = torch.optim.SGD(gen.parameters(), lr=0.1)
+        for _ in range(2):
+            for _ in range(5):
+                disc(torch.randn(3, 2, device=device)).sum().backward()
+                opt_d.step()
+            disc(gen(torch.randn(3, 2, device=device))).sum().backward()
+            opt_g.step()
+        """,
+    )
+    assert run.record["total_steps"] == 10
+
+
 def test_patches_do_not_leak_out_of_a_run(tmp_path):
     import torch.nn as nn
     from torch.utils.data import DataLoader

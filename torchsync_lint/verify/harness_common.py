@@ -57,6 +57,9 @@ class StepClock:
     def __init__(self) -> None:
         self.optimizer_steps = 0
         self.batches = 0
+        # Optimizers that stepped since the last tick: a GAN or a two-optimizer model steps
+        # several per iteration, and counting each would halve every per-step rate.
+        self._stepped_since_tick: list[Any] = []
         self.loop_starts: list[tuple[int, int]] = []  # clock snapshot at each DataLoader.__iter__
         self.listeners: list[Callable[[str, int], None]] = []
         self._handle = None
@@ -71,6 +74,14 @@ class StepClock:
             self._handle = None
 
     def _on_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """A step is one round of optimizer steps: it ticks on the first step ever and when an
+        optimizer steps a second time since the last tick (with A and B stepping each
+        iteration, at every A). Gradient accumulation and an optimizer replaced mid-run still
+        tick once per step of whichever optimizer is stepping."""
+        if self.optimizer_steps and not any(seen is optimizer for seen in self._stepped_since_tick):
+            self._stepped_since_tick.append(optimizer)
+            return
+        self._stepped_since_tick = [optimizer]
         self.optimizer_steps += 1
         for listener in self.listeners:
             listener(steady_state.OPTIMIZER, self.optimizer_steps)
