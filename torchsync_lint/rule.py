@@ -129,7 +129,9 @@ class Rule(cst.BatchableCSTVisitor):
 
     @classmethod
     def summary(cls) -> str:
-        return " ".join(cls.section("What it does").split())
+        """The first paragraph of 'What it does' (the `rules` listing and the docs table);
+        `explain` prints the whole docstring."""
+        return " ".join(cls.section("What it does").split("\n\n", 1)[0].split())
 
     @classmethod
     def docs_url(cls) -> str:

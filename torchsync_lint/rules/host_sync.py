@@ -453,8 +453,10 @@ class ExplicitSyncInLoop(Rule):
 class DynamicShapeInLoop(Rule):
     """
     ## What it does
-    Flags ops whose output shape depends on tensor values, on device tensors in a per-step
-    loop: `nonzero`, boolean-mask indexing `x[mask]` and `x[mask] = v`, `masked_select`,
+    Flags ops whose output shape depends on tensor values (`nonzero`, `x[mask]`, `unique`, ...)
+    on device tensors in a per-step loop.
+
+    In full: `nonzero`, boolean-mask indexing `x[mask]` and `x[mask] = v`, `masked_select`,
     `unique`, one-argument `torch.where(cond)`, and `repeat_interleave` with tensor repeats
     and no `output_size`.
 

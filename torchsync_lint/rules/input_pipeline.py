@@ -272,8 +272,9 @@ class BlockingHostToDeviceCopy(Rule):
 class DataLoaderUnpinnedMemory(_Loader):
     """
     ## What it does
-    Flags a `DataLoader(...)` whose batches go to an accelerator but which does not pass
-    `pin_memory=True` (absent, `False`, or a name bound only to `False`). One finding per
+    Flags a `DataLoader` that feeds an accelerator without `pin_memory=True`.
+
+    That is, `pin_memory` absent, `False`, or a name bound only to `False`. One finding per
     loader, at the constructor, also when the loop copies its batches with
     `non_blocking=True`: from pageable memory that copy is still synchronous.
 
@@ -395,8 +396,10 @@ _WITH_OS = "from torch.utils.data import DataLoader\nimport os"  # the fix adds 
 class DataLoaderMainProcessLoading(_Loader):
     """
     ## What it does
-    Flags a `DataLoader(...)` that feeds an accelerator with `num_workers=0` or no
-    `num_workers` at all (keyword, or the 6th positional argument), including a name bound
+    Flags a `DataLoader` that feeds an accelerator and loads its batches in the training
+    process (`num_workers=0` or unset).
+
+    `num_workers` may be a keyword or the 6th positional argument, including a name bound
     only to `0` and the `torch.utils.data.dataloader.DataLoader` import path. Configured
     values (`num_workers=args.workers`, `**loader_kwargs`, `*args`) are never flagged.
 

@@ -55,8 +55,10 @@ _MAX_WALK = 6
 class HostFloatNormalization(Rule):
     """
     ## What it does
-    Flags float conversion and normalisation of images on the host for a loader that feeds
-    an accelerator: torchvision `ToTensor()`, `ConvertImageDtype(torch.float)`,
+    Flags images converted to float and normalised on the host for a loader that feeds an
+    accelerator, instead of after the uint8 copy to the device.
+
+    The conversions: torchvision `ToTensor()`, `ConvertImageDtype(torch.float)`,
     `v2.ToDtype(torch.float32, scale=True)` (or `Normalize` when it is the only float step) in
     the dataset's transform pipeline; `x.float() / 255`-style normalisation in the
     `__getitem__` of a dataset class whose instance the loader reads; and
@@ -261,7 +263,10 @@ def _walk(node: cst.CSTNode, into_functions: bool = False):
 class HostTensorInLoop(Rule):
     """
     ## What it does
-    Flags, inside a loop that runs every training step:
+    Flags a tensor built from host data, or filled on the CPU, and then copied to the device
+    inside a loop that runs every training step.
+
+    The patterns:
 
     - `torch.tensor(...)`, `torch.as_tensor(...)` and `torch.asarray(...)` of host data
       (Python numbers, lists, NumPy arrays) with an accelerator `device=` argument, or
