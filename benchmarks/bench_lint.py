@@ -8,6 +8,7 @@ Run: `python benchmarks/bench_lint.py [--repeats 5]`. Not part of the test suite
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -58,10 +59,24 @@ def main() -> None:
         big.write_text(synthetic_module(1000))
         lines = big.read_text().count("\n")
         big_time = median_of(lambda: wall([py, "-m", "torchsync_lint", "check", "-q", "--exit-zero", str(big)]), max(1, args.repeats // 2))
+        # Parallel check: 80 training-script-sized files (~300 lines each), serial vs one job
+        # per core, alternated so load drifts hit both alike.
+        tree = Path(tmp) / "tree"
+        tree.mkdir()
+        for i in range(80):
+            (tree / f"train_{i:02d}.py").write_text(synthetic_module(40))
+        cores = os.cpu_count() or 1
+        serial, spread = [], []
+        for _ in range(args.repeats):
+            serial.append(wall([py, "-m", "torchsync_lint", "check", "-q", "--exit-zero", "--jobs", "1", str(tree)]))
+            spread.append(wall([py, "-m", "torchsync_lint", "check", "-q", "--exit-zero", "--jobs", str(cores), str(tree)]))
+        tree_serial, tree_parallel = statistics.median(serial), statistics.median(spread)
     print(f"python -c pass                 {bare * 1000:8.1f} ms")
     print(f"torchsync-lint --version       {version * 1000:8.1f} ms  ({version / bare:.1f}x bare python)")
     print(f"check fixtures/ ({n_fixtures} files)     {fixtures * 1000:8.1f} ms")
     print(f"check synthetic {lines}-line file {big_time * 1000:8.1f} ms")
+    print(f"check 80 files, --jobs 1        {tree_serial * 1000:8.1f} ms")
+    print(f"check 80 files, --jobs {cores}        {tree_parallel * 1000:8.1f} ms  ({tree_serial / tree_parallel:.2f}x)")
 
 
 if __name__ == "__main__":

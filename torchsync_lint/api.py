@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from torchsync_lint.config import Config, find_pyproject, load_config
 from torchsync_lint.engine import lint_source
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError, SourceFile, discover, read_source
+from torchsync_lint.parallel import map_files
 from torchsync_lint.rule import load_rules
 from torchsync_lint.types import Finding
 
@@ -52,8 +54,10 @@ def lint_file(path: str, config: Config | None = None) -> FileResult:
     return FileResult(path, [f for f in findings if f.severity != "error"], errors, source)
 
 
-def lint_paths(paths: list[str], config: Config) -> list[FileResult]:
+def lint_paths(paths: list[str], config: Config, jobs: int = 1) -> list[FileResult]:
+    """Lint every file under ``paths``; ``jobs`` > 1 spreads many files over processes
+    (``None``: one per core, see parallel.py). The results are in the same order either way."""
     files, bad = discover(paths, config)
     results = [FileResult(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
-    results += [lint_file(p, config) for p in files]
+    results += map_files(partial(lint_file, config=config), files, jobs)
     return results

@@ -33,6 +33,10 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     p.add_argument("--force-exclude", action="store_true", default=None, help="apply exclude/extend-exclude to paths named on the command line too (for pre-commit)")
     p.add_argument("--stdin-filename", help="the path to report for `-`")
+    p.add_argument(
+        "--jobs", "-j", type=int, default=None, metavar="N",
+        help="worker processes for 16 or more files (default: $TORCHSYNC_JOBS, else one per core, at most 8)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,7 +147,7 @@ def cmd_check(args) -> int:
             result.findings = [_with_path(f, args.stdin_filename) for f in result.findings]
         results = [result]
     else:
-        results = lint_paths(paths, config)
+        results = lint_paths(paths, config, jobs=args.jobs)
     options = {
         "color": _use_color(args.output_file),
         "quiet": args.quiet,

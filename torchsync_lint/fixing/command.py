@@ -23,11 +23,13 @@ import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError, SourceFile, discover, read_source
 from torchsync_lint.fixing.edits import split_lines
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
+from torchsync_lint.parallel import map_files
 from torchsync_lint.types import Applicability, Finding
 
 
@@ -68,33 +70,17 @@ def run_fix_command(args, config, paths, *, lint_factory=None) -> int:
         return _run_stdin(args, config, unsafe, diff_mode, lint_factory)
     files, bad = discover(paths, config)
     outcomes = [FileOutcome(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
-    outcomes += _fix_files(files, config, unsafe, diff_mode, lint_factory)
+    outcomes += _fix_files(files, config, unsafe, diff_mode, lint_factory, getattr(args, "jobs", None))
     if diff_mode:
         return _report_diff(args, outcomes)
     return _report_fix(args, config, outcomes, unsafe)
 
 
-PARALLEL_MIN_FILES = 16
-
-
-def _fix_files(files: list[str], config, unsafe: bool, diff_mode: bool, lint_factory) -> list[FileOutcome]:
-    """Fix each file (each in one worker process when there are many: files are independent)."""
-    jobs = _jobs()
-    if lint_factory is not None or jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
-        return [_fix_file(path, config, unsafe, diff_mode, lint_factory) for path in files]
-    from concurrent.futures import ProcessPoolExecutor
-    from functools import partial
-
-    work = partial(_fix_file, config=config, unsafe=unsafe, diff_mode=diff_mode, lint_factory=None)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(work, files, chunksize=4))
-
-
-def _jobs() -> int:
-    value = os.environ.get("TORCHSYNC_JOBS")
-    if value and value.isdigit():
-        return max(1, int(value))
-    return min(os.cpu_count() or 1, 8)
+def _fix_files(files: list[str], config, unsafe: bool, diff_mode: bool, lint_factory, jobs: int | None = None) -> list[FileOutcome]:
+    """Fix each file (in worker processes when there are many: files are independent)."""
+    work = partial(_fix_file, config=config, unsafe=unsafe, diff_mode=diff_mode, lint_factory=lint_factory)
+    # A test's lint_factory is a closure, which cannot be sent to a worker.
+    return map_files(work, files, 1 if lint_factory is not None else jobs)
 
 
 def _lint_for(path, config, lint_factory):
