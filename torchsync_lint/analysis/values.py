@@ -54,6 +54,11 @@ HOST_RESULT_METHODS = frozenset(
 HOST_ATTRIBUTES = frozenset("shape dtype device ndim is_cuda requires_grad is_leaf layout names itemsize nbytes".split())
 SAME_VALUE_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
 MODEL_METHODS_RETURNING_MODEL = frozenset("to cuda cpu train eval half float double bfloat16 requires_grad_ share_memory".split())
+# A model's tensors live where the model does (the same assumption as its forward's output):
+# `model.parameters()` is a container of device tensors; `named_parameters()` yields
+# (host name, device tensor) pairs, so only its second element is a device tensor.
+MODEL_TENSOR_ITERATORS = frozenset({"parameters", "buffers"})
+MODEL_NAMED_TENSOR_ITERATORS = frozenset({"named_parameters", "named_buffers"})
 
 # Builtins and modules whose results are host values whatever they are given.
 HOST_BUILTINS = frozenset(
@@ -292,6 +297,10 @@ class ValueAnalysis:
             method = iterable.func.attr.value if isinstance(iterable.func, cst.Attribute) else None
             if method == "keys" or (method == "items" and path[:1] == (0,)):
                 return Kind.HOST  # dict keys: names, not tensors
+            if method in MODEL_NAMED_TENSOR_ITERATORS and self._eval(iterable.func.value) is Kind.MODEL:
+                if path[:1] == (0,):
+                    return Kind.HOST  # the parameter's name
+                return Kind.DEVICE if path[:1] == (1,) and len(path) == 1 else Kind.UNKNOWN
         k = self._eval(iterable)
         if k is Kind.LOADER:
             return Kind.HOST_TENSOR  # a DataLoader yields CPU tensors until the loop moves them
@@ -580,6 +589,8 @@ class ValueAnalysis:
         if receiver is Kind.MODEL:
             if method in MODEL_METHODS_RETURNING_MODEL:
                 return Kind.MODEL
+            if method in MODEL_TENSOR_ITERATORS:
+                return Kind.DEVICE
             if method == "forward":
                 return Kind.DEVICE if self.uses_accelerator else Kind.HOST_TENSOR
             return Kind.UNKNOWN

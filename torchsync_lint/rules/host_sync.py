@@ -13,6 +13,7 @@ from torchsync_lint.analysis import Kind, dotted_parts
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules import _accumulate
+from torchsync_lint.rules._cases import TRAIN_PRELUDE
 from torchsync_lint.rules._cases import LOOP_BODY_LINE as L
 from torchsync_lint.rules._cases import in_loop
 from torchsync_lint.types import Applicability, Invalid, Valid
@@ -118,9 +119,19 @@ class HostReadInLoop(Rule):
         Valid("import torch\nfor x, y in loader:\n    total += x.item()\n"),  # batches stay on the CPU
         Valid("import torch\nmodel = torch.nn.Linear(2, 2)\nfor epoch in range(3):\n    train_one_epoch()\n    print(model.weight.sum().item())\n"),
         Valid(in_loop("avg.update(1.0)\nv = float(avg.compute())").replace("import torch\n", "import torch\nfrom torchmetrics import MeanMetric\navg = MeanMetric()\n", 1)),  # a CPU metric
+        Valid(in_loop("n = sum(p.numel() for p in model.parameters())\nfor name, p in model.named_parameters():\n    sizes = p.size()")),
+        Valid(TRAIN_PRELUDE.replace("for step,", "print(sum(p.norm().item() for p in model.parameters()))\nfor step,", 1)),  # once, before the loop
+        Valid(  # a module that never mentions an accelerator: its model and parameters are on the CPU
+            "import torch\nmodel = torch.nn.Linear(8, 4)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for x, y in loader:\n    model(x).sum().backward()\n    for p in model.parameters():\n"
+            "        v = p.grad.norm().item()\n    opt.step()\n"
+        ),
     ]
     INVALID = [
         Invalid(in_loop("total += loss.item()"), line=L, message_contains="loss.item()"),
+        # per-parameter grad-norm logging: one sync per parameter tensor, every step
+        Invalid(in_loop("sq = 0.0\nfor p in model.parameters():\n    sq += p.grad.norm().item() ** 2"), line=L + 2),
+        Invalid(in_loop("for name, p in model.named_parameters():\n    stats[name] = p.data.abs().mean().item()"), line=L + 1),
         Invalid(in_loop("preds = logits.argmax(1).cpu().numpy()"), line=L, message_contains=".cpu()"),
         Invalid(in_loop("acc = float((logits.argmax(1) == y).float().mean())"), line=L),
         Invalid(in_loop("if step % 100 == 0:\n    print(loss.item())"), line=L + 1, message_contains="gated"),
@@ -240,6 +251,7 @@ class TensorTruthinessInLoop(Rule):
         Invalid(in_loop("assert loss > 0"), line=L),
         Invalid(in_loop("if torch.isnan(loss).any() or torch.isinf(loss).any():\n    break"), line=L),
         Invalid(in_loop("scale = 0.5 if loss > 10 else 1.0"), line=L),
+        Invalid(in_loop("if any(torch.isnan(p.grad).any() for p in model.parameters()):\n    continue"), line=L),
     ]
 
     def visit_If(self, node: cst.If) -> None:
@@ -323,6 +335,7 @@ class TensorFormatInLoop(Rule):
         Valid(in_loop("print(x.shape, logits.dtype)")),
         Valid(in_loop("pass", after="print(f'final loss {loss}')\n")),  # after the loop
         Valid(in_loop("logger.info('step %d', step)")),
+        Valid(in_loop("for name, p in model.named_parameters():\n    print(name, p.shape, p.requires_grad)")),
     ]
     INVALID = [
         Invalid(in_loop("print(loss)"), line=L),
