@@ -67,6 +67,30 @@ def test_cpu_only_module_has_no_device_tensors():
     assert kind_of_last(src, "t") is Kind.HOST_TENSOR
 
 
+CPU_MODEL = "import torch\nmodel = torch.nn.Linear(2, 2){move}\nt = model(x{xmove})\nprobe(t)\n"
+
+
+@pytest.mark.parametrize(
+    ("prefix", "move", "xmove", "expected"),
+    [
+        # the only devices the module names are the CPU: what the user configured
+        ('device = "cpu"\n', ".to(device)", ".to(device)", Kind.HOST_TENSOR),
+        ("device = torch.device('cpu')\n", ".to(device)", "", Kind.HOST_TENSOR),
+        ("# moves nothing to any device\n", "", "", Kind.HOST_TENSOR),
+        ("", ".to(torch.float16)", "", Kind.HOST_TENSOR),  # `.to(` with a dtype is not a device
+        # a device the code cannot resolve may be an accelerator
+        ("device = args.device\n", ".to(device)", ".to(device)", Kind.DEVICE),
+        ("", ".to(other.device)", "", Kind.DEVICE),
+        ("def f(device):\n    return device\n", ".to(f(0))", "", Kind.DEVICE),
+        ('device = "cpu"\nif big:\n    device = "cuda:0"\n', ".to(device)", "", Kind.DEVICE),
+        ('device = "cpu"\n', ".cuda()", "", Kind.DEVICE),
+    ],
+)
+def test_a_module_whose_only_device_is_the_cpu_has_no_device_tensors(prefix, move, xmove, expected):
+    src = prefix + CPU_MODEL.format(move=move, xmove=xmove)
+    assert kind_of_last(src, "t") is expected
+
+
 def test_dataloader_batches_are_host_until_moved():
     src = HEAD + "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    probe(x)\n    x = x.to(device)\n    probe(x)\n"
     analysis = analyse(src)

@@ -17,7 +17,7 @@ from libcst.metadata import CodeRange
 from torchsync_lint.analysis.hotloops import HotContext, HotLoopAnalysis
 from torchsync_lint.analysis.imports import ImportMap, canonical, dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex, build_index
-from torchsync_lint.analysis.values import Kind, ValueAnalysis, source_uses_accelerator
+from torchsync_lint.analysis.values import Kind, ValueAnalysis, source_names_accelerator, source_uses_accelerator
 
 __all__ = ["HotContext", "ImportMap", "Kind", "ModuleAnalysis", "canonical", "dotted_parts"]
 
@@ -29,7 +29,7 @@ class ModuleAnalysis:
         self.module = module
         self.source = source
         self.index: ModuleIndex = build_index(module, positions)
-        self.values = ValueAnalysis(self.index, source_uses_accelerator(source))
+        self.values = ValueAnalysis(self.index, source_uses_accelerator(source), source_names_accelerator(source))
         self._extensions: dict[str, object] = {}
 
     @cached_property

@@ -83,23 +83,61 @@ CPU_WORDS = re.compile(r"^cpu(:\d+)?$")
 
 # A module that never mentions an accelerator keeps every tensor on the CPU.
 _ACCELERATOR_SOURCE = re.compile(r"cuda|device|accelerat|\bxla\b|\bmps\b|lightning|Lightning|Fabric|\.to\(")
+# Words that name an accelerator (or a framework that picks one): a module that says one of
+# them may run on it, whatever its `device` variables hold.
+_ACCELERATOR_NAMES = re.compile(r"cuda|accelerat|\bxla\b|\bmps\b|\bxpu\b|\bnpu\b|\bhpu\b|lightning|Lightning|Fabric")
 
 
 def source_uses_accelerator(source: str) -> bool:
     return bool(_ACCELERATOR_SOURCE.search(source))
 
 
+def source_names_accelerator(source: str) -> bool:
+    return bool(_ACCELERATOR_NAMES.search(source))
+
+
 class ValueAnalysis:
     """Lazily evaluates and memoises the Kind of expressions in one module."""
 
-    def __init__(self, index: ModuleIndex, uses_accelerator: bool) -> None:
+    def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None) -> None:
+        """``mentions_device``: the source mentions a device at all (source_uses_accelerator);
+        ``names_accelerator``: it names an accelerator (source_names_accelerator); None when
+        unknown, which counts as yes."""
         self.index = index
-        self.uses_accelerator = uses_accelerator
+        self._mentions_device = mentions_device
+        self._names_accelerator = mentions_device if names_accelerator is None else names_accelerator
+        self._uses_accelerator: bool | None = None
         self._memo: dict[int, Kind | None] = {}
         self._in_progress: set[int] = set()
         self._param_memo: dict[int, Kind] = {}
 
     # -- public ---------------------------------------------------------------------------
+    @property
+    def uses_accelerator(self) -> bool:
+        """May this module's tensors be on an accelerator?
+
+        No when the source never mentions a device, and no when its only device words are
+        `device`/`.to(` and every device it passes is the CPU (`device = "cpu"`, then
+        `.to(device)`): the user configured the CPU. A device the code cannot resolve (a
+        parameter, `args.device`, `x.device`) counts as an accelerator.
+        """
+        if self._uses_accelerator is None:
+            self._uses_accelerator = self._mentions_device and (self._names_accelerator or self._passes_a_non_cpu_device())
+        return self._uses_accelerator
+
+    def _passes_a_non_cpu_device(self) -> bool:
+        for call in self.index.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+                return True
+            devices = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"]
+            is_move = isinstance(func, cst.Attribute) and func.attr.value == "to"
+            if is_move or (self.qualname(func) or "") == "torch.device":
+                devices += [a.value for a in call.args[:1] if a.keyword is None and not a.star]
+            if any(self._device_arg(d, resolve_tensors=False) == "accelerator" for d in devices):
+                return True
+        return False
+
     def kind(self, node: cst.BaseExpression) -> Kind:
         k = self._eval(node)
         return k if k is not None else Kind.UNKNOWN
@@ -527,8 +565,11 @@ class ValueAnalysis:
                     return Kind.DEVICE
         return Kind.HOST_TENSOR  # created on the CPU
 
-    def _device_arg(self, node: cst.BaseExpression) -> str | None:
-        """"cpu" / "accelerator" for a device-like argument; None when it is not one (a dtype)."""
+    def _device_arg(self, node: cst.BaseExpression, resolve_tensors: bool = True) -> str | None:
+        """"cpu" / "accelerator" for a device-like argument; None when it is not one (a dtype).
+
+        ``resolve_tensors=False`` answers without evaluating any expression's kind (for
+        ``uses_accelerator``, which kinds depend on): `t.device` is then an accelerator."""
         if isinstance(node, cst.SimpleString):
             text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
             if CPU_WORDS.match(text):
@@ -542,10 +583,10 @@ class ValueAnalysis:
         if isinstance(node, cst.Call):
             cq = self.qualname(node.func) or ""
             if cq == "torch.device" and node.args:
-                return self._device_arg(node.args[0].value)
+                return self._device_arg(node.args[0].value, resolve_tensors)
             return "accelerator"
         if isinstance(node, cst.IfExp):
-            sides = {self._device_arg(node.body), self._device_arg(node.orelse)}
+            sides = {self._device_arg(node.body, resolve_tensors), self._device_arg(node.orelse, resolve_tensors)}
             return "accelerator" if "accelerator" in sides else ("cpu" if sides == {"cpu"} else None)
         if isinstance(node, cst.Name):
             if "dtype" in node.value.lower():
@@ -553,7 +594,7 @@ class ValueAnalysis:
             defs = self.reaching_defs(node)
             values = [d.value for d in defs if d.how == "assign" and d.value is not None]
             if values and len(values) == len(defs):
-                kinds = {self._device_arg(v) for v in values}
+                kinds = {self._device_arg(v, resolve_tensors) for v in values}
                 if kinds == {"cpu"}:
                     return "cpu"
                 if kinds == {None}:
@@ -563,6 +604,8 @@ class ValueAnalysis:
             if node.attr.value in ("dtype",) or "dtype" in node.attr.value:
                 return None
             if node.attr.value == "device":
+                if not resolve_tensors:
+                    return "accelerator"
                 base = self._eval(node.value)
                 return "cpu" if base is Kind.HOST_TENSOR else "accelerator"
             return "accelerator"

@@ -121,6 +121,7 @@ class HostReadInLoop(Rule):
         Valid(in_loop("avg.update(1.0)\nv = float(avg.compute())").replace("import torch\n", "import torch\nfrom torchmetrics import MeanMetric\navg = MeanMetric()\n", 1)),  # a CPU metric
         Valid(in_loop("n = sum(p.numel() for p in model.parameters())\nfor name, p in model.named_parameters():\n    sizes = p.size()")),
         Valid(TRAIN_PRELUDE.replace("for step,", "print(sum(p.norm().item() for p in model.parameters()))\nfor step,", 1)),  # once, before the loop
+        Valid(in_loop("total += loss.item()").replace('torch.device("cuda" if torch.cuda.is_available() else "cpu")', '"cpu"')),  # the user chose the CPU
         Valid(  # a module that never mentions an accelerator: its model and parameters are on the CPU
             "import torch\nmodel = torch.nn.Linear(8, 4)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
             "for x, y in loader:\n    model(x).sum().backward()\n    for p in model.parameters():\n"
