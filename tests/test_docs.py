@@ -171,3 +171,13 @@ def test_explain_prints_the_full_docs_of_every_rule(capsys, code):
 def test_explain_unknown_rule_is_a_usage_error(capsys):
     status, out, err = run(capsys, "explain", "TSL999")
     assert status == 2 and out == "" and "no rule" in err
+
+
+def test_rule_summaries_fit_one_listing_line():
+    """`torchsync-lint rules` and the README table show the first paragraph of 'What it
+    does'; the detail belongs in the paragraphs after it (shown by `explain`)."""
+    from torchsync_lint.rule import load_rules
+
+    long = {code: len(rule.summary()) for code, rule in load_rules().items() if len(rule.summary()) > 210}
+    assert long == {}
+    assert all(rule.summary().startswith("Flags ") for rule in load_rules().values())

@@ -95,10 +95,13 @@ class _MetricRule(Rule):
 class MetricUpdateNanCheck(_MetricRule):
     """
     ## What it does
-    Flags `update()` (or a forward call `metric(x)`) of a torchmetrics aggregation metric
-    (`MeanMetric`, `SumMetric`, `MaxMetric`, `MinMetric`, `CatMetric`, `RunningMean`,
-    `RunningSum`, or a subclass that keeps their `update`) that lives on an accelerator and
-    keeps the NaN check (`nan_strategy` other than `"disable"`), in a per-step loop.
+    Flags `update()` of a torchmetrics aggregation metric on an accelerator that keeps its
+    NaN check, in a per-step loop.
+
+    In full: `update()` (or a forward call `metric(x)`) of a `MeanMetric`, `SumMetric`,
+    `MaxMetric`, `MinMetric`, `CatMetric`, `RunningMean` or `RunningSum` (or a subclass that
+    keeps their `update`) that lives on an accelerator and keeps the NaN check (`nan_strategy`
+    other than `"disable"`), in a per-step loop.
 
     ## Why is this bad?
     Every update runs `if nans.any() or nans_weight.any():` (torchmetrics 1.9.0
@@ -331,7 +334,10 @@ class MetricScalarUpdate(_MetricRule):
 class MetricDefaultWeight(_MetricRule):
     """
     ## What it does
-    Flags `MeanMetric.update(value)` (or `RunningMean`, or `metric(value)`) with no `weight`,
+    Flags `MeanMetric.update(value)` with no `weight` on a device metric in a per-step loop,
+    for torchmetrics older than 1.6.2.
+
+    In full: `MeanMetric.update(value)` (or `RunningMean`, or `metric(value)`) with no `weight`,
     on a metric that lives on an accelerator, in a per-step loop, when the target torchmetrics
     is older than 1.6.2, the first release with Lightning-AI/torchmetrics#2943.
 

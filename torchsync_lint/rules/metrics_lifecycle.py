@@ -84,7 +84,10 @@ class MetricComputeInLoop(_MetricRule):
 class CpuMetricDistributedSync(_MetricRule):
     """
     ## What it does
-    Flags the constructor of a metric that stays on the CPU while the script initialises a
+    Flags a metric left on the CPU in a NCCL job: its `compute()` gathers the state across
+    ranks through NCCL, which cannot move CPU tensors.
+
+    In full: the constructor of a metric that stays on the CPU while the script initialises a
     NCCL process group (`init_process_group("nccl")`) and leaves `sync_on_compute=True` (the
     default), when the metric's `compute()` runs (or a LightningModule logs it).
 
@@ -154,7 +157,10 @@ class CpuMetricDistributedSync(_MetricRule):
 class ClassificationMetricBincount(_MetricRule):
     """
     ## What it does
-    Flags `update()` (or `metric(preds, target)`) in a per-step loop of a multiclass
+    Flags `update()` of a multiclass classification metric on an accelerator that counts
+    classes with `torch.bincount`, in a per-step loop.
+
+    In full: `update()` (or `metric(preds, target)`) in a per-step loop of a multiclass
     classification metric on an accelerator that counts classes with `torch.bincount`:
     `MulticlassAccuracy`/`Precision`/`Recall`/`F1Score`/`FBetaScore`/`StatScores`/...
     (and `Accuracy(task="multiclass", ...)` etc.) with `average` `"macro"` (the `Multiclass*`
