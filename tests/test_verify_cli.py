@@ -178,6 +178,18 @@ def _has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.mark.skipif(_has_cuda(), reason="a machine without CUDA")
+def test_cuda_backend_refuses_to_run_without_a_gpu(tmp_path, capsys):
+    """Host-clock step times of a CPU run must not be reported as GPU measurements."""
+    from torchsync_lint.cli import main
+
+    script = tmp_path / "s.py"
+    script.write_text("print('RESULT {}')\n")
+    assert main(["verify", str(script), "--backend", "cuda", "--measure"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a CUDA GPU" in err and "--backend emulate" in err
+
+
 @pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA GPU")
 def test_cuda_backend_confirms_the_markers_on_a_gpu(tmp_path):
     code, text = (

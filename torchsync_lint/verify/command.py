@@ -18,11 +18,20 @@ EMULATE_HARNESS = "torchsync_lint.verify.emulate.harness"
 
 
 def resolve_backend(requested: str) -> str:
-    if requested != "auto":
+    if requested == "emulate":
         return requested
     import torch  # the verifier is the only part of torchsync-lint that may import torch
 
+    if requested == "cuda" and not torch.cuda.is_available():
+        # Without a GPU the cuda harness still runs (it is tested that way), but its sync
+        # hooks never fire and its step times are host-clock times of a CPU run: numbers
+        # that look like GPU measurements and are not.
+        raise BackendUnavailable("the cuda backend needs a CUDA GPU and torch.cuda.is_available() is False here; use --backend emulate")
     return "cuda" if torch.cuda.is_available() else "emulate"
+
+
+class BackendUnavailable(Exception):
+    pass
 
 
 def rule_metadata() -> tuple[dict[str, bool] | None, dict[str, str]]:
@@ -118,7 +127,11 @@ def verify_script(script: script_files.Script, backend: str, args: argparse.Name
 
 def run_verify(args: argparse.Namespace) -> int:
     paths = args.paths or ["fixtures/"]
-    backend = resolve_backend(args.backend)
+    try:
+        backend = resolve_backend(args.backend)
+    except BackendUnavailable as exc:
+        print(f"torchsync-lint verify: {exc}", file=sys.stderr)
+        return 2
     if args.measure and backend != "cuda":
         print("torchsync-lint verify: --measure needs the cuda backend (a GPU)", file=sys.stderr)
         return 2
