@@ -286,6 +286,32 @@ def test_step_of_uses_the_latest_marker():
     assert trace.step_of(150.0, "batches", markers) == 0
 
 
+# -- cuda backend: one event per sync from two signals --------------------------------------
+def test_a_stream_sync_signalled_twice_is_recorded_once_in_either_order():
+    pairing = sync_labels.SyncSignalPairing()
+    # .item(): the callback fires during the op, the buffered warning when it returns
+    assert pairing.callback(sync_labels.STREAM) is True
+    assert pairing.warning() is False
+    # the other order pairs too
+    assert pairing.warning() is True
+    assert pairing.callback(sync_labels.STREAM) is False
+    # bincount: two syncs inside one op, both warnings flushed at its end
+    assert [pairing.callback(sync_labels.STREAM), pairing.callback(sync_labels.STREAM)] == [True, True]
+    assert [pairing.warning(), pairing.warning()] == [False, False]
+    # torch.cuda.synchronize() and Event.synchronize() fire no warning: never paired
+    assert pairing.callback(sync_labels.DEVICE) is True and pairing.callback(sync_labels.EVENT) is True
+    assert pairing.to_json() == {
+        "stream": 4, "device": 1, "event": 1, "debug_mode_warning": 4, "unpaired_callbacks": 0, "unpaired_warnings": 0,
+    }
+
+
+def test_unpaired_signals_are_counted_as_the_cross_check():
+    pairing = sync_labels.SyncSignalPairing()
+    assert pairing.callback(sync_labels.STREAM) is True  # a stream sync the debug mode missed
+    assert pairing.callback(sync_labels.DEVICE) is True
+    assert pairing.to_json()["unpaired_callbacks"] == 1 and pairing.to_json()["unpaired_warnings"] == 0
+
+
 # -- cuda backend: A/B statistics ---------------------------------------------------------
 def test_step_durations_follow_the_clock_convention():
     ticks = [0.0, 10.0, 25.0, 45.0, 70.0, 100.0]  # counts 1..6

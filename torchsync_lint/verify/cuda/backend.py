@@ -118,7 +118,16 @@ def profile_and_measure(
     script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry], run: runner.RunRecord, window: SteadyWindow
 ) -> list[Entry]:
     """The profiler pass, and with --measure the A/B, after the attribution pass ``run``."""
-    extra = [profile_entry(script, script_args, args)]
+    profiled = profile_entry(script, script_args, args)
+    signals = run.extra.get("sync_signals")
+    if signals:
+        # The attribution pass's cross-check: each stream sync should have given both signals.
+        profiled.detail = (profiled.detail or "") + (
+            f"; sync signals: {signals['stream']} stream / {signals['device']} device / {signals['event']} event callbacks, "
+            f"{signals['debug_mode_warning']} sync-debug warnings, unpaired {signals['unpaired_callbacks']} callbacks / "
+            f"{signals['unpaired_warnings']} warnings"
+        )
+    extra = [profiled]
     if args.measure:
         extra.append(measure_entry(script, script_args, args, entries, syncs_per_step(run.events, window)))
     return extra

@@ -3,7 +3,8 @@
     python -m torchsync_lint.verify.cuda.harness --mode attribute|profile|time --out F SCRIPT [ARGS...]
 
 * ``attribute``: GPU-trace sync callbacks (stream/device/event) + ``set_sync_debug_mode("warn")``
-  record every real sync with the user's line; a dispatch mode labels it with the op that
+  record every real sync with the user's line, once (the two signals of one stream sync are
+  paired: sync_labels.SyncSignalPairing); a dispatch mode labels it with the op that
   was running (sync_labels.py) and records what the sync hooks cannot see: non_blocking
   copies from pageable memory, batches of an unpinned DataLoader, host-normalised copies.
 * ``profile``: ``torch.profiler`` with CUDA sync events and step annotations; exports the
@@ -125,18 +126,22 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
             frame = frame.f_back
         return sync_labels.innermost_torch_function(stack, torch_dir)
 
+    signals = sync_labels.SyncSignalPairing()
+
     def on_sync(source: str) -> None:
         # torch swallows (and logs) exceptions raised by GPU-trace callbacks: a bug here
         # would silently drop evidence, so keep this path minimal.
-        op, direction = labels.current()
-        kind, label = sync_labels.classify_sync(source, op, direction, python_callee())
-        state.record(kind, label)
+        if signals.callback(source):
+            op, direction = labels.current()
+            kind, label = sync_labels.classify_sync(source, op, direction, python_callee())
+            state.record(kind, label)
 
     def on_sync_debug_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
         if SYNC_DEBUG_MESSAGE in str(message):
-            op, direction = labels.current()
-            kind, label = sync_labels.classify_sync(sync_labels.STREAM, op, direction, python_callee())
-            state.record(kind, f"sync_debug_mode: {label}")
+            if signals.warning():  # a sync whose GPU-trace callback has not (yet) fired
+                op, direction = labels.current()
+                kind, label = sync_labels.classify_sync(sync_labels.STREAM, op, direction, python_callee())
+                state.record(kind, f"sync_debug_mode: {label}")
         else:
             original_showwarning(message, category, filename, lineno, file, line)
 
@@ -174,7 +179,9 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
             torch.cuda.set_sync_debug_mode("default")
         patcher.restore()
         clock.uninstall()
-    return _finish(clock, state, outcome)
+    record = _finish(clock, state, outcome)
+    record["sync_signals"] = signals.to_json()
+    return record
 
 
 def export_trace(prof: Any, path: str) -> str:

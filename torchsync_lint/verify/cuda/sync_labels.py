@@ -72,3 +72,47 @@ def classify_sync(
             return ev.H2D_BLOCKING, op
         return ev.D2H_COPY, op
     return _OP_KINDS.get(op, ev.DEVICE_SYNC), op
+
+
+class SyncSignalPairing:
+    """One event per real sync from the two signals torch gives for it.
+
+    c10/cuda/CUDAFunctions.h's ``memcpy_and_sync`` and ``stream_synchronize`` (every scalar
+    read, blocking copy, nonzero, ``Stream.synchronize()``) call ``warn_or_error_on_sync()``
+    and then fire the GPU-trace stream-sync callback: one sync, two signals. The callback
+    reaches Python at once; the warning is buffered by torch's warning handler until the op
+    returns to Python, so it usually comes second, but a pairing must not depend on the order.
+    Device and event syncs fire only the callback. Recording both signals would count every
+    scalar read twice.
+
+    ``callback()``/``warning()`` return whether to record an event: the first signal of a
+    sync records it, the second pairs with it. The counts go into the harness record as a
+    cross-check: stream callbacks and warnings should pair up, and what does not shows a
+    sync one mechanism missed.
+    """
+
+    def __init__(self) -> None:
+        self.counts = {STREAM: 0, DEVICE: 0, EVENT: 0, "debug_mode_warning": 0}
+        self.unpaired_callbacks = 0
+        self.unpaired_warnings = 0
+
+    def callback(self, source: str) -> bool:
+        self.counts[source] += 1
+        if source != STREAM:
+            return True
+        if self.unpaired_warnings:
+            self.unpaired_warnings -= 1
+            return False
+        self.unpaired_callbacks += 1
+        return True
+
+    def warning(self) -> bool:
+        self.counts["debug_mode_warning"] += 1
+        if self.unpaired_callbacks:
+            self.unpaired_callbacks -= 1
+            return False
+        self.unpaired_warnings += 1
+        return True
+
+    def to_json(self) -> dict:
+        return {**self.counts, "unpaired_callbacks": self.unpaired_callbacks, "unpaired_warnings": self.unpaired_warnings}
