@@ -12,7 +12,9 @@ HEAD = """\
 import torch
 
 torch.manual_seed(0)
-device = torch.device("cpu")
+# The accelerator idiom makes the linter treat the model's outputs as device tensors; the
+# programs still run (on the CPU here) to compare values before and after the fix.
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 model = torch.nn.Linear(4, 3).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 batches = [(torch.randn(5, 4), torch.randint(0, 3, (5,))) for _ in range(N)]
