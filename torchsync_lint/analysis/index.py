@@ -269,6 +269,15 @@ class _Indexer(cst.CSTVisitor):
                 self._add(node, Def(star.name.value, line, "opaque", node))
         self.index.returns.setdefault(node, [])
 
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        # A lambda's parameters shadow the enclosing names; we never know what they hold
+        # (lambdas are not resolved as call targets), so they are opaque, not the outer binding.
+        line = self.index.line(node)
+        params = node.params
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg):
+            if isinstance(p, cst.Param):
+                self._add(node, Def(p.name.value, line, "opaque", node))
+
     def visit_Return(self, node: cst.Return) -> None:
         func = self.index.enclosing_function(node)
         if func is not None and node.value is not None:
