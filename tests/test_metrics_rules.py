@@ -493,3 +493,12 @@ def test_metric_parameter_moved_inside_the_function():
 def test_lambda_parameter_is_not_the_outer_metric():
     code = metric_case("avg = MeanMetric()\nto_device = lambda avg: avg.to(device)\nupdate = lambda m, v: m.update(v)", "avg.update(loss)\nupdate(avg, loss)")
     assert found(code) == set()  # `avg` stays on the CPU; lambdas are not followed
+
+
+@pytest.mark.parametrize(("depth", "reported"), [(3, True), (600, False)])
+def test_metric_parameter_through_a_call_chain_gives_up_when_too_deep(depth, reported):
+    chain = "".join(f"def f{i}(m, x):\n    f{i + 1}(m, x)\n\n" for i in range(depth))
+    code = metric_case(chain + f"def f{depth}(m, x):\n    m.update(x)\n\navg = MeanMetric().to(device)", "f0(avg, loss)")
+    errors = [f.message for f in lint_source(code, "t.py", {"TSL201"}, {}) if f.code == "TSL903"]
+    assert errors == []  # no RecursionError, whatever the depth
+    assert ((line_of(code, "m.update(x)"), "TSL201") in found(code)) is reported

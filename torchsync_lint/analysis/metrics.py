@@ -380,6 +380,8 @@ class MetricTracker:
             if self._param_hits:
                 self._param_hits[-1].add(key)
             return _BOTTOM
+        if len(self._param_pending) >= _MAX_PARAM_DEPTH:
+            return _UNBOUND  # a chain of calls this deep: give up rather than exhaust the stack
         self._param_pending.add(key)
         self._param_hits.append(set())
         try:
@@ -780,6 +782,7 @@ class _Binding:
         return self.name
 
 
+_MAX_PARAM_DEPTH = 24  # parameters resolved inside one another (call chains are a few deep)
 _BOTTOM = _Binding("BOTTOM")  # a parameter reached only through recursion (so far)
 _UNBOUND = _Binding("UNBOUND")  # a parameter whose call sites do not agree on a tracked metric
 
