@@ -502,3 +502,28 @@ def test_metric_parameter_through_a_call_chain_gives_up_when_too_deep(depth, rep
     errors = [f.message for f in lint_source(code, "t.py", {"TSL201"}, {}) if f.code == "TSL903"]
     assert errors == []  # no RecursionError, whatever the depth
     assert ((line_of(code, "m.update(x)"), "TSL201") in found(code)) is reported
+
+
+def test_metric_parameter_of_implicitly_called_methods_is_unknown():
+    # `net(x, m)` calls `forward` where we do not see it: its visible call site is not all of them.
+    code = METRIC_PRELUDE + textwrap.dedent(
+        """\
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(8, 4)
+
+            def forward(self, x, metric):
+                out = self.fc(x)
+                metric.update(out.sum())
+                return out
+
+        net = Net().to(device)
+        for x, y in loader:
+            out = net.forward(x.to(device), MeanMetric().to(device))
+            out = net(x.to(device), MeanMetric(nan_strategy="disable").to(device))
+            out.sum().backward()
+            optimizer.step()
+        """
+    )
+    assert found(code) == set()

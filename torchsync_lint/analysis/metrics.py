@@ -26,6 +26,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import Def
+from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS
 from torchsync_lint.analysis.metric_classes import (
     _DIST_DEFAULTS,
     _MISSING,
@@ -467,8 +468,8 @@ class MetricTracker:
         info = self.index.class_of_method.get(func)
         if info is None:
             return name in self._escaped_names  # `optimizer.step(closure)`, `partial(f, ...)`, `g = f`
-        if name in self._escaped_attrs:
-            return True  # `hook = self.step`
+        if name in self._escaped_attrs or name in _IMPLICITLY_CALLED or (name.startswith("__") and name != "__init__"):
+            return True  # `hook = self.step`; `model(x)` calls `forward`, Lightning calls its hooks
         for other in self.index.classes.values():
             if other is info:
                 continue
@@ -797,6 +798,9 @@ def _copy(binding):
 # What two metrics passed to one parameter must agree on (what the rules read from a site).
 _SIGNATURE_SETTINGS = ("nan_strategy", "average", "top_k", "multidim_average", "sync_on_compute", "task", "validate_args")
 _DIST_OPTIONS = ("process_group", "dist_sync_fn", "distributed_available_fn")
+# Methods that something other than the visible call sites calls: `module(x)` runs `forward`,
+# Lightning runs its hooks.
+_IMPLICITLY_CALLED = frozenset({"forward", *LIGHTNING_BATCH_HOOKS, "on_train_epoch_end", "on_validation_epoch_end", "on_test_epoch_end"})
 
 
 def metric_tracker(analysis) -> MetricTracker:
