@@ -471,6 +471,9 @@ def test_metric_parameter_of_init_is_an_attribute_of_a_moved_module():
         """
     )
     assert found(code) == {(line_of(code, "net.loss_metric.update(loss)"), "TSL201")}
+    # A class used as a value may be instantiated with anything, where we cannot see it.
+    factory = code.replace("net = Net(MeanMetric()).to(device)", "make = Net\nnet = Net(MeanMetric()).to(device)")
+    assert found(factory) == set()
 
 
 def test_metric_parameter_moved_inside_the_function():

@@ -26,7 +26,6 @@ import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import Def
-from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS
 from torchsync_lint.analysis.metric_classes import (
     _DIST_DEFAULTS,
     _MISSING,
@@ -38,6 +37,7 @@ from torchsync_lint.analysis.metric_classes import (
     MetricClass,
     literal,
 )
+from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS
 
 
 @dataclass(eq=False)
@@ -470,6 +470,8 @@ class MetricTracker:
             return name in self._escaped_names  # `optimizer.step(closure)`, `partial(f, ...)`, `g = f`
         if name in self._escaped_attrs or name in _IMPLICITLY_CALLED or (name.startswith("__") and name != "__init__"):
             return True  # `hook = self.step`; `model(x)` calls `forward`, Lightning calls its hooks
+        if name == "__init__" and info.node.name.value in self._escaped_names:
+            return True  # `factory = Trainer`, `partial(Trainer, ...)`: instantiated where we cannot see
         for other in self.index.classes.values():
             if other is info:
                 continue
