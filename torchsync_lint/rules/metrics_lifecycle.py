@@ -10,10 +10,10 @@ import libcst as cst
 
 from torchsync_lint.analysis.metric_classes import UNKNOWN
 from torchsync_lint.analysis.metrics import MetricSite
-from torchsync_lint.rules._metric_cases import bad, metric_case, ok
+from torchsync_lint.rules._metric_cases import bad, epoch_case, metric_case, ok
 
 _LOG = "def log_metric(metric):\n    print(metric.compute())\n\n"  # computes whatever it is given
-from torchsync_lint.rules.metrics import _MetricRule, _short, epoch_case
+from torchsync_lint.rules.metrics import _MetricRule, _short
 
 
 class MetricComputeInLoop(_MetricRule):
