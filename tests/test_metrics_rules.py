@@ -530,3 +530,16 @@ def test_metric_parameter_of_implicitly_called_methods_is_unknown():
         """
     )
     assert found(code) == set()
+
+
+def test_messages_do_not_depend_on_hash_randomisation():
+    # A use that reaches several metrics names the first one in source order, whatever
+    # PYTHONHASHSEED is (sets of keys used to pick one at random).
+    code = SEED_LOOP.replace('num_classes=4, average="macro"', 'num_classes=4, average="weighted"')
+    code = code.replace('Recall(task="multiclass", num_classes=4)', 'Recall(task="multiclass", num_classes=4, average="macro")')
+    script = "from torchsync_lint.engine import lint_source\nprint([f.message for f in lint_source(%r, 't.py', {'TSL206'}, {})])\n" % code
+    outputs = set()
+    for seed in range(6):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": str(seed)}
+        outputs.add(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=env, check=True).stdout)
+    assert len(outputs) == 1 and "`Precision`" in outputs.pop()

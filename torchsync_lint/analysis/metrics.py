@@ -90,7 +90,7 @@ class MetricUse:
     call: cst.Call
     kind: str  # "update" | "forward" | "compute"
     receiver: cst.BaseExpression
-    sites: frozenset
+    sites: tuple  # in source order, so that messages naming "the" metric are the same every run
 
     @property
     def leaves(self) -> list[MetricSite]:
@@ -306,7 +306,7 @@ class MetricTracker:
         keys = set(container)
         if key_var is not None:
             keys = self._guard_keys(use, d.stmt, key_var, keys)
-        return [s for k in keys for s in container[k]]
+        return [s for k in container if k in keys for s in container[k]]  # in the container's order
 
     def _guard_keys(self, use: cst.CSTNode, loop: cst.CSTNode, key_var: str, keys: set) -> set:
         """Narrow keys by `if name != "avg_loss":` / `if name == "acc":` between the loop and the use."""
@@ -576,10 +576,9 @@ class MetricTracker:
         if not (isinstance(value, cst.Name) and value.value == value_t.value):
             return None
         if isinstance(comp.key, cst.Name) and isinstance(key_t, cst.Name) and comp.key.value == key_t.value:
-            keys = set(source)
             if loop.ifs:
                 return None  # a filtered comprehension: keep it simple, know nothing
-            return {k: source[k] for k in keys}
+            return {k: source[k] for k in source}
         return None
 
     # -- uses, moves, module facts ---------------------------------------------------------
@@ -590,13 +589,13 @@ class MetricTracker:
                 sites = self.sites_of(func.value)
                 if sites:
                     kind = {"update": "update", "compute": "compute", "forward": "forward"}[func.attr.value]
-                    self.uses[call] = MetricUse(call, kind, func.value, frozenset(sites))
+                    self.uses[call] = MetricUse(call, kind, func.value, tuple(sites))
             elif not isinstance(func, cst.Name) or func.value not in self.index.classes:
                 if self._site_of_call(call) is not None:
                     continue  # a constructor
                 sites = self.sites_of(func)
                 if sites:
-                    self.uses[call] = MetricUse(call, "forward", func, frozenset(sites))
+                    self.uses[call] = MetricUse(call, "forward", func, tuple(sites))
 
     def _find_moves(self) -> dict[int, set[str]]:
         """Site id -> destinations of `.to()`/`.cuda()`/`.cpu()` applied to it (or a container of it)."""
