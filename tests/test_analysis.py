@@ -182,6 +182,8 @@ def test_import_aliases():
         ("t = 0.0\nfor i in range(3):\n    probe(t)\n    t = torch.ones(2, device=device)", Kind.DEVICE),
         # ... unless a dominating binding earlier in the same iteration kills it
         ("for i in range(3):\n    t = 1.0\n    probe(t)\n    t = torch.ones(2, device=device)", Kind.HOST),
+        # a lambda's parameter shadows the enclosing name: not the outer device tensor
+        ("t = torch.ones(2, device=device)\nshow = lambda t: probe(t)", Kind.UNKNOWN),
     ],
 )
 def test_reaching_definitions(body, expected):

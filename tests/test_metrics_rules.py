@@ -333,3 +333,213 @@ def test_tsl203_fix_passes_ones_like_and_parses():
     ast.parse(new)
     assert 'metrics["avg_loss"].update(loss, weight=torch.ones_like(loss))' in new
     assert found(new, settings) == set()
+
+
+# -- metrics passed as parameters ------------------------------------------------------------
+
+STEP_FN = textwrap.dedent(
+    """\
+    def train_step(x, y, metric):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        metric.update(loss)
+
+    """
+)
+
+
+def _step_loop(setup: str, calls: str, after: str = "") -> str:
+    body = "".join(f"    {line}\n" for line in calls.splitlines())
+    return METRIC_PRELUDE + STEP_FN + setup + "\nfor x, y in loader:\n    x, y = x.to(device), y.to(device)\n" + body + after
+
+
+@pytest.mark.parametrize(
+    ("setup", "calls", "reported"),
+    [
+        ("avg = MeanMetric().to(device)", "train_step(x, y, avg)", True),
+        ("avg = MeanMetric().to(device)", "train_step(x, y, metric=avg)", True),
+        ("avg = MeanMetric()\navg.cuda()", "train_step(y=y, x=x, metric=avg)", True),
+        ("a = MeanMetric().to(device)\nb = MeanMetric().to(device)", "train_step(x, y, a)\ntrain_step(x, y, b)", True),  # one kind
+        ("avg = MeanMetric()", "train_step(x, y, avg)", False),  # on the CPU
+        ("avg = MeanMetric(nan_strategy='disable').to(device)", "train_step(x, y, avg)", False),
+        ("avg = MeanMetric().to(device)", "train_step(x, y, avg)\ntrain_step(x, y, meter)", False),  # something else
+        ("avg = MeanMetric().to(device)", "train_step(x, y, avg)\ntrain_step(x, y, None)", False),
+        ("avg = MeanMetric().to(device)\ntot = SumMetric().to(device)", "train_step(x, y, avg)\ntrain_step(x, y, tot)", False),  # two classes
+        ("a = MeanMetric().to(device)\nb = MeanMetric(nan_strategy='ignore').to(device)", "train_step(x, y, a)\ntrain_step(x, y, b)", False),  # two configs
+        ("a = MeanMetric().to(device)\nb = MeanMetric()", "train_step(x, y, a)\ntrain_step(x, y, b)", False),  # two devices
+        ("avg = MeanMetric().to(device)", "train_step(*batch, avg)", False),
+        ("avg = MeanMetric().to(device)\nkw = {'metric': avg}", "train_step(x, y, **kw)", False),
+        ("avg = MeanMetric().to(device)\nfrom functools import partial\nstep = partial(train_step, metric=avg)", "train_step(x, y, avg)", False),  # escapes
+        ("avg = MeanMetric().to(device)\nsteps = [train_step]", "train_step(x, y, avg)", False),
+        ("avg = MeanMetric().to(device)", "pass", False),  # never called
+    ],
+)
+def test_metric_parameter_needs_every_call_site_to_agree(setup, calls, reported):
+    code = _step_loop(setup, calls)
+    assert ((line_of(code, "metric.update(loss)"), "TSL201") in found(code)) is reported
+
+
+def test_metric_parameter_default_is_a_call_site_value():
+    with_default = _step_loop("", "train_step(x, y)").replace("def train_step(x, y, metric):", "avg = MeanMetric().to(device)\n\ndef train_step(x, y, metric=avg):", 1)
+    assert found(with_default) == {(line_of(with_default, "metric.update(loss)"), "TSL201")}
+    none_default = _step_loop("avg = MeanMetric().to(device)", "train_step(x, y)\ntrain_step(x, y, avg)").replace("y, metric):", "y, metric=None):", 1)
+    assert found(none_default) == set()
+
+
+def test_metric_parameter_through_recursion_terminates():
+    recursive = METRIC_PRELUDE + textwrap.dedent(
+        """\
+        def step(x, y, metric, depth):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            metric.update(loss)
+            if depth:
+                step(x, y, metric, depth - 1)
+
+        def ping(metric, n):
+            pong(metric, n)
+
+        def pong(m, n):
+            m.update(torch.ones((), device=device))
+            if n:
+                ping(m, n - 1)
+
+        avg = MeanMetric().to(device)
+        for x, y in loader:
+            step(x.to(device), y.to(device), avg, 2)
+            ping(avg, 3)
+        """
+    )
+    assert found(recursive) == {(line_of(recursive, "metric.update(loss)"), "TSL201"), (line_of(recursive, "m.update(torch.ones("), "TSL201")}
+    # The cycle also reaches `pong` from elsewhere with an unknown value: both ends are unknown.
+    mixed = recursive.replace("    ping(avg, 3)\n", "    ping(avg, 3)\n    pong(meter, 1)\n")
+    assert found(mixed) == {(line_of(mixed, "metric.update(loss)"), "TSL201")}
+
+
+def test_metric_parameter_of_methods():
+    code = METRIC_PRELUDE + textwrap.dedent(
+        """\
+        class Trainer:
+            def train_step(self, x, y, metric):
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                metric.update(loss)
+
+            @staticmethod
+            def record(metric, value):
+                metric.update(value)
+
+            def fit(self, loader, metric):
+                for x, y in loader:
+                    self.train_step(x.to(device), y.to(device), metric)
+                    Trainer.record(metric, torch.zeros((), device=device))
+
+        Trainer().fit(loader, MeanMetric().to(device))
+        """
+    )
+    assert found(code) == {(line_of(code, "metric.update(loss)"), "TSL201"), (line_of(code, "metric.update(value)"), "TSL201")}
+    # A local subclass may call the method through super() or inherit it: callers we cannot see.
+    subclassed = code + "\nclass Resumed(Trainer):\n    pass\n"
+    assert found(subclassed) == set()
+    # A decorator that is not torch's may call the function with anything.
+    registered = code.replace("    def train_step(", "    @registry.register\n    def train_step(")
+    assert (line_of(registered, "metric.update(loss)"), "TSL201") not in found(registered)
+
+
+def test_metric_parameter_of_init_is_an_attribute_of_a_moved_module():
+    code = METRIC_PRELUDE + textwrap.dedent(
+        """\
+        class Net(torch.nn.Module):
+            def __init__(self, loss_metric):
+                super().__init__()
+                self.fc = torch.nn.Linear(8, 4)
+                self.loss_metric = loss_metric
+
+            def forward(self, x):
+                return self.fc(x)
+
+        net = Net(MeanMetric()).to(device)
+        for x, y in loader:
+            loss = F.cross_entropy(net(x.to(device)), y.to(device))
+            loss.backward()
+            optimizer.step()
+            net.loss_metric.update(loss)
+        """
+    )
+    assert found(code) == {(line_of(code, "net.loss_metric.update(loss)"), "TSL201")}
+    # A class used as a value may be instantiated with anything, where we cannot see it.
+    factory = code.replace("net = Net(MeanMetric()).to(device)", "make = Net\nnet = Net(MeanMetric()).to(device)")
+    assert found(factory) == set()
+
+
+def test_metric_parameter_moved_inside_the_function():
+    code = METRIC_PRELUDE + textwrap.dedent(
+        """\
+        def train(loader, metric):
+            metric = metric.to(device)
+            for x, y in loader:
+                loss = F.cross_entropy(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                metric.update(loss)
+
+        train(loader, MeanMetric())
+        """
+    )
+    assert found(code) == {(line_of(code, "metric.update(loss)"), "TSL201")}
+
+
+def test_lambda_parameter_is_not_the_outer_metric():
+    code = metric_case("avg = MeanMetric()\nto_device = lambda avg: avg.to(device)\nupdate = lambda m, v: m.update(v)", "avg.update(loss)\nupdate(avg, loss)")
+    assert found(code) == set()  # `avg` stays on the CPU; lambdas are not followed
+
+
+@pytest.mark.parametrize(("depth", "reported"), [(3, True), (600, False)])
+def test_metric_parameter_through_a_call_chain_gives_up_when_too_deep(depth, reported):
+    chain = "".join(f"def f{i}(m, x):\n    f{i + 1}(m, x)\n\n" for i in range(depth))
+    code = metric_case(chain + f"def f{depth}(m, x):\n    m.update(x)\n\navg = MeanMetric().to(device)", "f0(avg, loss)")
+    errors = [f.message for f in lint_source(code, "t.py", {"TSL201"}, {}) if f.code == "TSL903"]
+    assert errors == []  # no RecursionError, whatever the depth
+    assert ((line_of(code, "m.update(x)"), "TSL201") in found(code)) is reported
+
+
+def test_metric_parameter_of_implicitly_called_methods_is_unknown():
+    # `net(x, m)` calls `forward` where we do not see it: its visible call site is not all of them.
+    code = METRIC_PRELUDE + textwrap.dedent(
+        """\
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(8, 4)
+
+            def forward(self, x, metric):
+                out = self.fc(x)
+                metric.update(out.sum())
+                return out
+
+        net = Net().to(device)
+        for x, y in loader:
+            out = net.forward(x.to(device), MeanMetric().to(device))
+            out = net(x.to(device), MeanMetric(nan_strategy="disable").to(device))
+            out.sum().backward()
+            optimizer.step()
+        """
+    )
+    assert found(code) == set()
+
+
+def test_messages_do_not_depend_on_hash_randomisation():
+    # A use that reaches several metrics names the first one in source order, whatever
+    # PYTHONHASHSEED is (sets of keys used to pick one at random).
+    code = SEED_LOOP.replace('num_classes=4, average="macro"', 'num_classes=4, average="weighted"')
+    code = code.replace('Recall(task="multiclass", num_classes=4)', 'Recall(task="multiclass", num_classes=4, average="macro")')
+    script = "from torchsync_lint.engine import lint_source\nprint([f.message for f in lint_source(%r, 't.py', {'TSL206'}, {})])\n" % code
+    outputs = set()
+    for seed in range(6):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": str(seed)}
+        outputs.add(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=env, check=True).stdout)
+    assert len(outputs) == 1 and "`Precision`" in outputs.pop()

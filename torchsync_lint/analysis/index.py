@@ -79,6 +79,40 @@ class ModuleIndex:
         self.call_targets()
         return self._call_sites.get(func, [])
 
+    def argument_for(self, call: cst.Call, func: cst.FunctionDef, param: cst.Param) -> cst.BaseExpression | None:
+        """What ``call`` (a call site of ``func``) passes for ``param``: the argument, else the
+        parameter's default; None when nothing is passed or it cannot be known (`*args`/`**kwargs`
+        at the call site)."""
+        if any(a.star for a in call.args):
+            return None
+        params = func.params
+        if not any(p is param for p in params.posonly_params):  # positional-only: never by keyword
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == param.name.value:
+                    return arg.value
+        positional_params = [*params.posonly_params, *params.params]
+        position = next((i for i, p in enumerate(positional_params) if p is param), None)
+        if position is not None:
+            position -= self._bound_arguments(call, func)
+            positional = [a for a in call.args if a.keyword is None]
+            if 0 <= position < len(positional):
+                return positional[position].value
+        return param.default
+
+    def _bound_arguments(self, call: cst.Call, func: cst.FunctionDef) -> int:
+        """1 when Python fills the first parameter itself (`self`/`cls` of a bound call), else 0."""
+        if func not in self.class_of_method:
+            return 0
+        decorators = {tuple(dotted_parts(d.decorator) or ()) for d in func.decorators}
+        if ("staticmethod",) in decorators:
+            return 0
+        if ("classmethod",) in decorators:
+            return 1
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if isinstance(receiver, cst.Name) and receiver.value in self.classes:
+            return 0  # `Trainer.step(trainer, metric)`: an unbound call passes `self` itself
+        return 1
+
     def _nested_function(self, name: str, at: cst.CSTNode) -> cst.FunctionDef | None:
         """A `def name` local to a function that encloses ``at`` (timm's `_forward()`)."""
         scope = self.scope_of(at)
@@ -234,6 +268,15 @@ class _Indexer(cst.CSTVisitor):
             if isinstance(star, cst.Param):
                 self._add(node, Def(star.name.value, line, "opaque", node))
         self.index.returns.setdefault(node, [])
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        # A lambda's parameters shadow the enclosing names; we never know what they hold
+        # (lambdas are not resolved as call targets), so they are opaque, not the outer binding.
+        line = self.index.line(node)
+        params = node.params
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg):
+            if isinstance(p, cst.Param):
+                self._add(node, Def(p.name.value, line, "opaque", node))
 
     def visit_Return(self, node: cst.Return) -> None:
         func = self.index.enclosing_function(node)

@@ -4,7 +4,9 @@ Built once per module with ``metric_tracker(analysis)`` (an ``analysis.extension
 tracking is the *allocation site*: the constructor call `MeanMetric(...)`. An expression
 resolves to the set of sites it may hold, through names, `.to()`/`.cuda()` (which return the
 same object), dict/list containers and their comprehensions, `c["key"]`, `for k, m in
-c.items()` (narrowed by `if k != "key":` guards), `self.attr`, and `MetricCollection` members.
+c.items()` (narrowed by `if k != "key":` guards), `self.attr`, `MetricCollection` members, and
+function parameters that every same-module call site binds to the same kind of metric (or
+container of metrics): see ``MetricTracker._param_binding``.
 
 A site's device is flow-insensitive: a metric is an `nn.Module`, so `m.to(device)` anywhere moves
 that object (even without rebinding); a metric assigned to `self.x` of a LightningModule, or of an
@@ -35,6 +37,7 @@ from torchsync_lint.analysis.metric_classes import (
     MetricClass,
     literal,
 )
+from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS
 
 
 @dataclass(eq=False)
@@ -87,7 +90,7 @@ class MetricUse:
     call: cst.Call
     kind: str  # "update" | "forward" | "compute"
     receiver: cst.BaseExpression
-    sites: frozenset
+    sites: tuple  # in source order, so that messages naming "the" metric are the same every run
 
     @property
     def leaves(self) -> list[MetricSite]:
@@ -115,6 +118,15 @@ class MetricTracker:
         self.nccl_inits: list[cst.Call] = []
         self.uses: dict[cst.Call, MetricUse] = {}
         self._moves: dict[int, set[str]] = {}
+        # Parameters (see `_param_binding`): results, those being computed, and which of those a
+        # computation leaned on (a result that leaned on an unfinished one is not memoised).
+        self._param_memo: dict[tuple[str, int], object] = {}  # raw bindings (see `_param_raw`)
+        self._param_pending: set[tuple[str, int]] = set()
+        self._param_hits: list[set[tuple[str, int]]] = []
+        self._params_know_devices = False
+        self._escaped_names: set[str] = set()
+        self._escaped_attrs: set[str] = set()
+        self._unresolved_names: set[str] | None = None
         if not self.index.imports.imports_module("torchmetrics"):
             return  # no metric can be constructed in this module
         self._scan_module()
@@ -122,8 +134,11 @@ class MetricTracker:
             self._site_of_call(call)
         if not self.sites:
             return
-        self._find_uses()
         self._moves = self._find_moves()
+        # From here on a parameter's call sites must also agree on where the metric lives.
+        self._params_know_devices = True
+        self._param_memo.clear()
+        self._find_uses()
 
     # -- classes --------------------------------------------------------------------------
     def metric_class(self, func: cst.BaseExpression) -> MetricClass | None:
@@ -259,6 +274,8 @@ class MetricTracker:
     def _def_sites(self, d: Def, use: cst.Name) -> list[MetricSite]:
         if d.how == "assign" and d.value is not None:
             return self.sites_of(d.value)
+        if d.how == "param":
+            return self._param_binding(d, "sites") or []
         if d.how == "for" and d.value is not None:
             return self._element_sites(d, use)
         if d.how == "module-move" and isinstance(d.stmt, cst.Expr) and isinstance(d.stmt.value, cst.Call):
@@ -289,7 +306,7 @@ class MetricTracker:
         keys = set(container)
         if key_var is not None:
             keys = self._guard_keys(use, d.stmt, key_var, keys)
-        return [s for k in keys for s in container[k]]
+        return [s for k in container if k in keys for s in container[k]]  # in the container's order
 
     def _guard_keys(self, use: cst.CSTNode, loop: cst.CSTNode, key_var: str, keys: set) -> set:
         """Narrow keys by `if name != "avg_loss":` / `if name == "acc":` between the loop and the use."""
@@ -331,6 +348,160 @@ class MetricTracker:
             func = self.index.enclosing_function(func)
         return self.index.class_of_method.get(func) if func is not None else None
 
+    # -- parameters -----------------------------------------------------------------------
+    def _param_binding(self, d: Def, what: str):
+        """The metrics (``what="sites"``: a list, empty when unknown) or the container of metrics
+        (``"container"``: a dict, None when unknown) that parameter ``d`` is bound to.
+
+        Like the value analysis, a parameter is what its same-module call sites pass, but all of
+        them must agree: every call site passes a tracked metric (by position or keyword, the
+        default when omitted), and all the metrics passed have one class, one configuration and
+        (once devices are known) one device. One call site that passes something else, a
+        `*args`/`**kwargs` call, a function that may be called where we cannot see it, or two
+        different metrics: the parameter is unknown, and unknown is never a finding.
+        """
+        raw = self._param_raw(d, what)
+        if raw is _BOTTOM or raw is _UNBOUND:
+            return [] if what == "sites" else None
+        return _copy(raw)
+
+    def _param_raw(self, d: Def, what: str):
+        """``_BOTTOM`` (only recursion reaches it so far), ``_UNBOUND``, or the binding.
+
+        Recursion terminates and is exact: a parameter whose binding is being computed is
+        ``_BOTTOM`` to a call site that passes it on (`f(m, n - 1)` inside `f`, or `g(m)` when `g`
+        calls `f(m)` back), and a result that leaned on such an unfinished binding is not
+        memoised (it is recomputed when asked for on its own). ``_UNBOUND`` is final: more call
+        sites can only add disagreement.
+        """
+        key = (what, id(d.param))
+        if key in self._param_memo:
+            return self._param_memo[key]
+        if key in self._param_pending:
+            if self._param_hits:
+                self._param_hits[-1].add(key)
+            return _BOTTOM
+        if len(self._param_pending) >= _MAX_PARAM_DEPTH:
+            return _UNBOUND  # a chain of calls this deep: give up rather than exhaust the stack
+        self._param_pending.add(key)
+        self._param_hits.append(set())
+        try:
+            result = self._param_uncached(d, what)
+        finally:
+            hits = self._param_hits.pop()
+            self._param_pending.discard(key)
+        hits.discard(key)  # self-recursion only: the result is already the fixed point
+        if self._param_hits:
+            self._param_hits[-1] |= hits
+        if not hits or result is _UNBOUND:
+            self._param_memo[key] = result
+        return result
+
+    def _param_uncached(self, d: Def, what: str):
+        func, param = d.func, d.param
+        assert func is not None and param is not None
+        if self._hidden_callers(func):
+            return _UNBOUND
+        passed: list = []
+        recursive = False
+        for call in self.index.call_sites(func):
+            expr = self.index.argument_for(call, func, param)
+            if expr is None:
+                return _UNBOUND
+            forwarded = self._forwarded_params(expr)
+            if forwarded is not None:  # `f(m)` where `m` is a parameter of the caller: its binding
+                for raw in (self._param_raw(p, what) for p in forwarded):
+                    if raw is _UNBOUND:
+                        return _UNBOUND
+                    if raw is _BOTTOM:
+                        recursive = True
+                    else:
+                        passed.append(raw)
+                continue
+            value = self.sites_of(expr) if what == "sites" else self.container(expr)
+            if not value:
+                return _UNBOUND  # something we do not track: never guess
+            passed.append(value)
+        if not passed:
+            return _BOTTOM if recursive else _UNBOUND  # never called here
+        if what == "sites":
+            sites = _unique([s for value in passed for s in value])
+            return sites if len({self._signature(s) for s in sites}) == 1 else _UNBOUND
+        merged: dict[object, list[MetricSite]] = {}
+        for value in passed:
+            for k, group in value.items():
+                merged.setdefault(k, []).extend(group)
+        for k, group in merged.items():
+            merged[k] = _unique(group)
+            if len({self._signature(s) for s in merged[k]}) > 1:
+                return _UNBOUND  # one key, metrics of different kinds
+        return merged
+
+    def _forwarded_params(self, expr: cst.BaseExpression) -> list[Def] | None:
+        """The parameter definitions ``expr`` reads when it is just a parameter (`m`, `m.to(d)`)."""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_OBJECT_METHODS:
+            expr = expr.func.value
+        if not isinstance(expr, cst.Name):
+            return None
+        defs = self._defs(expr)
+        return defs if defs and all(d.how == "param" for d in defs) else None
+
+    def _signature(self, site: MetricSite) -> tuple:
+        """Everything a rule reads from a metric: class, settings, distributed options, device."""
+        leaves = site.leaves() if site.cls.family == "collection" else []
+        return (
+            site.cls,
+            tuple(site.setting(k) for k in _SIGNATURE_SETTINGS),
+            tuple(site.argument(k) is not None for k in _DIST_OPTIONS),
+            self.device_of(site) if self._params_know_devices else None,
+            tuple(self._signature(leaf) for leaf in leaves),
+        )
+
+    def _hidden_callers(self, func: cst.FunctionDef) -> bool:
+        """May ``func`` be called from code whose arguments we cannot see?"""
+        name = func.name.value
+        for dec in func.decorators:
+            qn = self.analysis.qualname(dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator) or ""
+            parts = dotted_parts(dec.decorator) or []
+            if not qn.startswith("torch.") and parts not in (["staticmethod"], ["classmethod"]):
+                return True  # a registry or wrapper may call it with anything
+        info = self.index.class_of_method.get(func)
+        if info is None:
+            return name in self._escaped_names  # `optimizer.step(closure)`, `partial(f, ...)`, `g = f`
+        if name in self._escaped_attrs or name in _IMPLICITLY_CALLED or (name.startswith("__") and name != "__init__"):
+            return True  # `hook = self.step`; `model(x)` calls `forward`, Lightning calls its hooks
+        if name == "__init__" and info.node.name.value in self._escaped_names:
+            return True  # `factory = Trainer`, `partial(Trainer, ...)`: instantiated where we cannot see
+        for other in self.index.classes.values():
+            if other is info:
+                continue
+            if self._inherits(other, info) or (name in other.methods and self._inherits(info, other)):
+                return True  # inherited or reached through `super()`, or dispatched here from a base
+        return name in self._unresolved_method_calls()  # `x.step(m)` on a receiver we could not resolve
+
+    def _unresolved_method_calls(self) -> set[str]:
+        """Names of `x.name(...)` calls that resolve to no method of this module (`super()` aside:
+        it reaches a local method only from a local subclass, which `_hidden_callers` rules out)."""
+        if self._unresolved_names is None:
+            targets = self.index.call_targets()
+            self._unresolved_names = {
+                call.func.attr.value
+                for call in self.index.calls
+                if isinstance(call.func, cst.Attribute) and call not in targets
+                and not (isinstance(call.func.value, cst.Call) and dotted_parts(call.func.value.func) == ["super"])
+            }
+        return self._unresolved_names
+
+    def _inherits(self, cls, base, depth: int = 0) -> bool:
+        """Does local class ``cls`` derive from local class ``base``?"""
+        if depth > 5:
+            return False
+        for b in cls.bases:
+            parent = self.index.classes.get(b.value) if isinstance(b, cst.Name) else None
+            if parent is base or (parent is not None and self._inherits(parent, base, depth + 1)):
+                return True
+        return False
+
     # -- containers -----------------------------------------------------------------------
     def container(self, expr: cst.BaseExpression, depth: int = 0) -> dict[object, list[MetricSite]] | None:
         """A dict/list of metrics: key -> sites (UNKNOWN keys kept apart); None when not one."""
@@ -362,12 +533,15 @@ class MetricTracker:
             merged: dict[object, list[MetricSite]] = {}
             found = False
             for d in self._defs(expr):
-                if d.how == "assign" and d.value is not None:
+                part = None
+                if d.how == "param":
+                    part = self._param_binding(d, "container")
+                elif d.how == "assign" and d.value is not None:
                     part = self.container(d.value, depth + 1)
-                    if part is not None:
-                        found = True
-                        for k, v in part.items():
-                            merged.setdefault(k, []).extend(v)
+                if part is not None:
+                    found = True
+                    for k, v in part.items():
+                        merged.setdefault(k, []).extend(v)
             for assign, target in self._subscript_assigns:
                 if isinstance(target.value, cst.Name) and target.value.value == expr.value and self.index.scope_of(assign) is self.index.scope_of(expr) and self.index.line(assign) <= self.index.line(expr):
                     key = _subscript_key(target)
@@ -402,10 +576,9 @@ class MetricTracker:
         if not (isinstance(value, cst.Name) and value.value == value_t.value):
             return None
         if isinstance(comp.key, cst.Name) and isinstance(key_t, cst.Name) and comp.key.value == key_t.value:
-            keys = set(source)
             if loop.ifs:
                 return None  # a filtered comprehension: keep it simple, know nothing
-            return {k: source[k] for k in keys}
+            return {k: source[k] for k in source}
         return None
 
     # -- uses, moves, module facts ---------------------------------------------------------
@@ -416,13 +589,13 @@ class MetricTracker:
                 sites = self.sites_of(func.value)
                 if sites:
                     kind = {"update": "update", "compute": "compute", "forward": "forward"}[func.attr.value]
-                    self.uses[call] = MetricUse(call, kind, func.value, frozenset(sites))
+                    self.uses[call] = MetricUse(call, kind, func.value, tuple(sites))
             elif not isinstance(func, cst.Name) or func.value not in self.index.classes:
                 if self._site_of_call(call) is not None:
                     continue  # a constructor
                 sites = self.sites_of(func)
                 if sites:
-                    self.uses[call] = MetricUse(call, "forward", func, frozenset(sites))
+                    self.uses[call] = MetricUse(call, "forward", func, tuple(sites))
 
     def _find_moves(self) -> dict[int, set[str]]:
         """Site id -> destinations of `.to()`/`.cuda()`/`.cpu()` applied to it (or a container of it)."""
@@ -490,12 +663,47 @@ class MetricTracker:
         tracker = self
 
         class _Scan(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.callees: set[int] = set()
+                self.not_references: set[int] = set()  # names that define or label, not read
+
             def visit_Assign(self, node: cst.Assign) -> None:
                 for t in node.targets:
                     if isinstance(t.target, cst.Subscript):
                         tracker._subscript_assigns.append((node, t.target))
 
+            # A function referenced other than as a callee (`optimizer.step(closure)`,
+            # `partial(f, m)`, `hook = self.step`) may be called with arguments we cannot see.
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                self.not_references.add(id(node.name))
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                self.not_references.add(id(node.name))
+
+            def visit_Param(self, node: cst.Param) -> None:
+                self.not_references.add(id(node.name))
+
+            def visit_Arg(self, node: cst.Arg) -> None:
+                if node.keyword is not None:
+                    self.not_references.add(id(node.keyword))
+
+            def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+                return False
+
+            def visit_Import(self, node: cst.Import) -> bool:
+                return False
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if id(node) not in self.callees and id(node) not in self.not_references:
+                    tracker._escaped_names.add(node.value)
+
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                self.not_references.add(id(node.attr))
+                if id(node) not in self.callees:
+                    tracker._escaped_attrs.add(node.attr.value)
+
             def visit_Call(self, node: cst.Call) -> None:
+                self.callees.add(id(node.func))
                 qn = tracker.analysis.qualname(node.func) or ""
                 if qn == "torch.use_deterministic_algorithms" and node.args and literal(node.args[0].value) is True:
                     tracker.deterministic = True
@@ -566,6 +774,34 @@ def _key_variable(stmt: cst.CSTNode) -> str | None:
 
 def _unique(sites: list[MetricSite]) -> list[MetricSite]:
     return list({id(s): s for s in sites}.values())
+
+
+class _Binding:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_MAX_PARAM_DEPTH = 24  # parameters resolved inside one another (call chains are a few deep)
+_BOTTOM = _Binding("BOTTOM")  # a parameter reached only through recursion (so far)
+_UNBOUND = _Binding("UNBOUND")  # a parameter whose call sites do not agree on a tracked metric
+
+
+def _copy(binding):
+    """A memoised parameter binding, safe for the caller to extend."""
+    if isinstance(binding, dict):
+        return {k: list(v) for k, v in binding.items()}
+    return list(binding) if binding is not None else None
+
+
+# What two metrics passed to one parameter must agree on (what the rules read from a site).
+_SIGNATURE_SETTINGS = ("nan_strategy", "average", "top_k", "multidim_average", "sync_on_compute", "task", "validate_args")
+_DIST_OPTIONS = ("process_group", "dist_sync_fn", "distributed_available_fn")
+# Methods that something other than the visible call sites calls: `module(x)` runs `forward`,
+# Lightning runs its hooks.
+_IMPLICITLY_CALLED = frozenset({"forward", *LIGHTNING_BATCH_HOOKS, "on_train_epoch_end", "on_validation_epoch_end", "on_test_epoch_end"})
 
 
 def metric_tracker(analysis) -> MetricTracker:

@@ -33,6 +33,29 @@ def metric_case(setup: str, body: str, after: str = "", header: str = "") -> str
     return header + METRIC_PRELUDE + setup.rstrip("\n") + "\n" + LOOP + lines + after
 
 
+# Cases where the metric reaches the update as a function parameter.
+RECORD = "def record(metric, value):\n    metric.update(value)\n\n"
+_EPOCH = """\
+def train_epoch(loader, metrics):
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        {update}
+
+"""
+
+
+def epoch_case(update: str, setup: str, call: str = "train_epoch(loader, metrics)") -> str:
+    """An epoch function that updates its ``metrics`` parameter per batch, then ``setup`` and
+    the epoch loop that calls it (omit ``call`` for a function that is never called)."""
+    loop = f"for epoch in range(10):\n    {call}\n" if call else ""
+    return METRIC_PRELUDE + _EPOCH.replace("{update}", update) + setup + "\n" + loop
+
+
 def line_of(code: str, text: str) -> int:
     """1-based line of the first occurrence of ``text`` (cases pin lines by content, not numbers)."""
     for number, line in enumerate(code.splitlines(), 1):

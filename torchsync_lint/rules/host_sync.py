@@ -166,6 +166,12 @@ class HostReadInLoop(Rule):
             applicability=Applicability.UNSAFE,
         ),
         Invalid(in_loop("avg.update(loss)\nv = float(avg.compute())").replace("import torch\n", "import torch\nfrom torchmetrics import MeanMetric\navg = MeanMetric().to(device)\n", 1), line=L + 3),
+        Invalid(  # the device metric reaches the read as a parameter
+            in_loop("avg.update(loss)\nv = current(avg)").replace(
+                "import torch\n", "import torch\nfrom torchmetrics import MeanMetric\n\ndef current(metric):\n    return float(metric.compute())\n\navg = MeanMetric().to(device)\n", 1
+            ),
+            line=5,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

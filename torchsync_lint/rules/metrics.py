@@ -14,10 +14,11 @@ from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.metric_classes import FIX_2943_RELEASE, UNKNOWN, literal, target_torchmetrics_version
 from torchsync_lint.analysis.metrics import MetricSite, MetricUse, metric_tracker
 from torchsync_lint.rule import Rule
-from torchsync_lint.rules._metric_cases import bad, metric_case, ok
+from torchsync_lint.rules._metric_cases import RECORD, bad, epoch_case, metric_case, ok
 from torchsync_lint.types import Applicability
 
 _NAN_CHECK_OVERRIDES = frozenset({"update", "_cast_and_nan_check_input", "forward"})
+
 _RELEASE = ".".join(map(str, FIX_2943_RELEASE))
 
 
@@ -149,6 +150,12 @@ class MetricUpdateNanCheck(_MetricRule):
         ok(metric_case("avg = MeanMetric(nan_strategy=args.nan).to(device)", "avg.update(loss)")),  # configured
         ok(metric_case("avg = MeanMetric().to(device)", "losses = loss", after="avg.update(losses)\n")),  # once, after the loop
         ok(metric_case("class Fast(MeanMetric):\n    def _cast_and_nan_check_input(self, x, weight=None):\n        return x, weight\n\navg = Fast().to(device)", "avg.update(loss)")),
+        # Parameters: bound only when every call site passes the same kind of metric.
+        ok(metric_case(RECORD + "avg = MeanMetric()", "record(avg, loss.detach().cpu())")),  # a CPU metric passed in
+        ok(metric_case(RECORD + "avg = MeanMetric().to(device)", "record(avg, loss)\nrecord(meter, loss)")),  # one call site passes something else
+        ok(metric_case(RECORD + "avg = MeanMetric().to(device)", "record(*pending)")),  # `*args`: never guess
+        ok(metric_case(RECORD + "avg = MeanMetric()\nfinal = MeanMetric().to(device)", "record(avg, loss.cpu())", after="record(final, loss)\n")),  # per step: CPU; on the device: once
+        ok(epoch_case('metrics["loss"].update(loss)', 'metrics = {"loss": MeanMetric().to(device)}', call="")),  # never called: unknown
     ]
     INVALID = [
         bad(metric_case("avg = MeanMetric().to(device)", "avg.update(loss)"), "avg.update(loss)", message_contains="nan_strategy"),
@@ -165,6 +172,18 @@ class MetricUpdateNanCheck(_MetricRule):
             "        self.train_loss = MeanMetric()\n\n    def training_step(self, batch, batch_idx):\n        loss = self(batch[0]).sum()\n"
             "        self.train_loss.update(loss)\n        return loss\n",
             "self.train_loss.update(loss)",
+        ),
+        # A metric passed as a parameter: every call site passes the same kind of device metric.
+        bad(metric_case(RECORD + "avg = MeanMetric().to(device)", "record(avg, loss)"), "metric.update(value)"),
+        bad(
+            metric_case(RECORD + "train_loss = MeanMetric().to(device)\nval_loss = MeanMetric().to(device)", "record(metric=train_loss, value=loss)", after="record(val_loss, loss)\n"),
+            "metric.update(value)",
+        ),
+        bad(epoch_case('metrics["loss"].update(loss)', 'metrics = {"loss": MeanMetric().to(device)}'), 'metrics["loss"].update(loss)'),
+        bad(
+            metric_case("class Trainer:\n    def __init__(self, loss_metric):\n        self.loss_metric = loss_metric\n\n    def record(self, loss):\n"
+                        "        self.loss_metric.update(loss)\n\ntrainer = Trainer(MeanMetric().to(device))", "trainer.record(loss)"),
+            "self.loss_metric.update(loss)",
         ),
     ]
 
@@ -268,6 +287,8 @@ class MetricScalarUpdate(_MetricRule):
         ok(metric_case("avg = MeanMetric().to(device)", "pass", after="avg.update(3.0)\n")),  # once, after the loop
         ok(metric_case("avg = MeanMetric().to(device)", "avg.update(loss)")),  # a device tensor
         ok(metric_case("class Host(MeanMetric):\n    def update(self, value):\n        self.values.append(value)\n\nh = Host().to(device)", "h.update(1.0)")),
+        ok(metric_case(RECORD + "import time\nstep_time = MeanMetric()", "t0 = time.perf_counter()\nrecord(step_time, time.perf_counter() - t0)")),  # a CPU metric passed in
+        ok(metric_case(RECORD + "step_time = MeanMetric().to(device)", "record(step_time, 0.5)\nrecord(timer, 0.5)")),  # one call site passes something else
     ]
     INVALID = [
         bad(
@@ -277,6 +298,7 @@ class MetricScalarUpdate(_MetricRule):
         bad(metric_case('metrics = {"lr": MeanMetric()}\nmetrics = {k: m.to(device) for k, m in metrics.items()}', 'metrics["lr"].update(0.1)'), 'metrics["lr"].update(0.1)'),
         bad(metric_case("total = SumMetric().cuda()", "total.update(loss.item())"), "total.update(loss.item())"),
         bad(metric_case("avg = MeanMetric().to(device)", "avg.update(loss, weight=32)"), "avg.update(loss, weight=32)"),
+        bad(metric_case(RECORD + "import time\nstep_time = MeanMetric().to(device)", "t0 = time.perf_counter()\nrecord(step_time, time.perf_counter() - t0)"), "metric.update(value)"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -385,6 +407,8 @@ class MetricDefaultWeight(_MetricRule):
         ok(metric_case("avg = MeanMetric()", "avg.update(loss.cpu())"), config=_OLD),  # a CPU metric
         ok(metric_case("total = SumMetric().to(device)", "total.update(loss)"), config=_OLD),  # no weight argument
         ok(metric_case("avg = MeanMetric().to(device)", "avg.update(loss)"), config={"torchmetrics-version": "1.9.0"}),
+        ok(metric_case(RECORD + "avg = MeanMetric()", "record(avg, loss.cpu())"), config=_OLD),  # a CPU metric passed in
+        ok(metric_case(RECORD + "avg = MeanMetric().to(device)\ntotal = SumMetric().to(device)", "record(avg, loss)\nrecord(total, loss)"), config=_OLD),  # two classes: unknown
     ]
     INVALID = [
         bad(metric_case("avg = MeanMetric().to(device)", "avg.update(loss)"), "avg.update(loss)", config=_OLD, message_contains="1.6.1"),
@@ -393,6 +417,7 @@ class MetricDefaultWeight(_MetricRule):
             'metrics["avg_loss"].update(loss)', config={"torchmetrics-version": "1.4.0"},
         ),
         bad(metric_case("from torchmetrics import RunningMean\nrun = RunningMean(window=10).cuda()", "run(loss)"), "run(loss)", config={"torchmetrics-version": "1.0.3"}),
+        bad(epoch_case('metrics["loss"].update(loss)', 'metrics = {"loss": MeanMetric(nan_strategy="disable").to(device)}'), 'metrics["loss"].update(loss)', config=_OLD),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

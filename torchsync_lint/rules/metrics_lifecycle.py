@@ -10,7 +10,9 @@ import libcst as cst
 
 from torchsync_lint.analysis.metric_classes import UNKNOWN
 from torchsync_lint.analysis.metrics import MetricSite
-from torchsync_lint.rules._metric_cases import bad, metric_case, ok
+from torchsync_lint.rules._metric_cases import bad, epoch_case, metric_case, ok
+
+_LOG = "def log_metric(metric):\n    print(metric.compute())\n\n"  # computes whatever it is given
 from torchsync_lint.rules.metrics import _MetricRule, _short
 
 
@@ -60,6 +62,8 @@ class MetricComputeInLoop(_MetricRule):
         ok(metric_case("acc = MulticlassAccuracy(num_classes=4).to(device)", "acc.update(logits, y)", after="final = acc.compute()\n")),
         ok(metric_case("acc = MulticlassAccuracy(num_classes=4).to(device)", "batch_acc = acc(logits, y)")),  # forward: batch value
         ok(metric_case("stats = Stats()", "s = stats.compute()")),  # not a metric we know
+        ok(metric_case(_LOG + "acc = MulticlassAccuracy(num_classes=4).to(device)", "acc.update(logits, y)\nif (step + 1) % 100 == 0:\n    log_metric(acc)")),  # the call is gated
+        ok(metric_case(_LOG + "acc = MulticlassAccuracy(num_classes=4).to(device)", "acc.update(logits, y)\nlog_metric(acc)\nlog_metric(stats)")),  # one call site passes something else
     ]
     INVALID = [
         bad(metric_case("acc = MulticlassAccuracy(num_classes=4).to(device)", "acc.update(logits, y)\nvalue = acc.compute()"), "value = acc.compute()"),
@@ -69,6 +73,7 @@ class MetricComputeInLoop(_MetricRule):
             "results = {n: m.compute()",
         ),
         bad(metric_case("coll = MetricCollection([MulticlassAccuracy(4), MulticlassF1Score(4)]).to(device)", "coll.update(logits, y)\nout = coll.compute()"), "out = coll.compute()"),
+        bad(metric_case(_LOG + "acc = MulticlassAccuracy(num_classes=4).to(device)", "acc.update(logits, y)\nlog_metric(acc)"), "print(metric.compute())"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -127,6 +132,7 @@ class CpuMetricDistributedSync(_MetricRule):
         ok(metric_case('import torch.distributed as dist\ndist.init_process_group("gloo")\navg = MeanMetric()', "avg.update(1.0)", after="print(avg.compute())\n")),
         ok(metric_case("import torch.distributed as dist\ndist.init_process_group(backend=args.backend)\navg = MeanMetric()", "avg.update(1.0)", after="print(avg.compute())\n")),
         ok(metric_case(_NCCL + "avg = MeanMetric(process_group=gloo_group)", "avg.update(1.0)", after="print(avg.compute())\n")),
+        ok(metric_case(_NCCL + _LOG + "avg = MeanMetric()", "avg.update(1.0)")),  # the function that computes is never called
     ]
     INVALID = [
         bad(metric_case(_NCCL + "avg = MeanMetric()", "avg.update(1.0)", after="print(avg.compute())\n"), "avg = MeanMetric()"),
@@ -139,6 +145,7 @@ class CpuMetricDistributedSync(_MetricRule):
             metric_case(_NCCL + "coll = MetricCollection({'t': SumMetric()})", "coll.update(1.0)", after="coll.compute()\n"),
             "SumMetric()})",
         ),
+        bad(metric_case(_NCCL + _LOG + "avg = MeanMetric()", "avg.update(1.0)", after="log_metric(avg)\n"), "avg = MeanMetric()"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -202,6 +209,10 @@ class ClassificationMetricBincount(_MetricRule):
         ok(metric_case("acc = MulticlassAccuracy(num_classes=4)", "acc.update(logits.cpu(), y.cpu())")),  # a CPU metric
         ok(metric_case("acc = MulticlassAccuracy(num_classes=4, average=cfg.average).to(device)", "acc.update(logits, y)")),
         ok(metric_case('import torchmetrics\nacc = torchmetrics.Accuracy(task="binary").to(device)', "acc.update(logits[:, 0], y)")),
+        ok(epoch_case("metrics.update(logits, y)", 'metrics = MulticlassAccuracy(num_classes=4, average="micro").to(device)')),  # micro, passed in
+        ok(epoch_case("metrics.update(logits.cpu(), y.cpu())", "metrics = MulticlassAccuracy(num_classes=4)")),  # a CPU metric passed in
+        ok(epoch_case("metrics.update(logits, y)", 'metrics = MulticlassAccuracy(num_classes=4).to(device)\nval_metrics = MulticlassAccuracy(num_classes=4, average="micro").to(device)',
+                      call="train_epoch(loader, metrics)\n    train_epoch(val_loader, val_metrics)")),  # two configurations: unknown
     ]
     INVALID = [
         bad(metric_case("acc = MulticlassAccuracy(num_classes=4).to(device)", "acc.update(logits, y)"), "acc.update(logits, y)", message_contains="macro"),
@@ -216,6 +227,8 @@ class ClassificationMetricBincount(_MetricRule):
         ),
         bad(metric_case("coll = MetricCollection([MulticlassAccuracy(4, average=None)]).to(device)", "coll.update(logits, y)"), "coll.update(logits, y)"),
         bad(metric_case("import torchmetrics\ncm = torchmetrics.ConfusionMatrix(task='multiclass', num_classes=4).to(device)", "cm.update(logits, y)"), "cm.update(", message_contains="use_deterministic_algorithms"),
+        bad(epoch_case("metrics.update(logits, y)", "metrics = MetricCollection([MulticlassAccuracy(4), MulticlassF1Score(4)]).to(device)"), "metrics.update(logits, y)"),
+        bad(epoch_case("for metric in metrics.values():\n            metric(logits, y)", 'metrics = {"f1": MulticlassF1Score(4).to(device)}'), "metric(logits, y)"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
