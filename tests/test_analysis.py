@@ -258,3 +258,30 @@ def sample_text(model):
 def test_torch_predicates_return_host_values():
     src = HEAD + "from torch.utils._python_dispatch import is_traceable_wrapper_subclass\nx = torch.ones(2, device=device)\nt = is_traceable_wrapper_subclass(x) or torch.is_floating_point(x)\nprobe(t)\n"
     assert kind_of_last(src, "t") is Kind.HOST
+
+
+@pytest.mark.parametrize("order", ["caller-first", "callee-first"])
+def test_a_very_long_forwarding_chain_gives_up_instead_of_crashing(order):
+    """300 functions each passing the loss on: resolving the last parameter through every call
+    site used to exhaust Python's stack (a TSL903 crash of TSL102 for the whole file)."""
+    from torchsync_lint.engine import lint_source
+
+    n = 300
+    funcs = [
+        f"def f{i}(x):\n    if x:\n        pass\n" + (f"    return f{i + 1}(x)\n" if i < n - 1 else "    return x.item()\n")
+        for i in range(n)
+    ]
+    if order == "callee-first":
+        funcs.reverse()
+    source = (
+        "import torch\ndevice = torch.device('cuda')\nmodel = torch.nn.Linear(2, 2).to(device)\n"
+        + "".join(funcs)
+        + "for batch in loader:\n    loss = model(batch.to(device)).sum()\n    loss.backward()\n    f0(loss)\n"
+    )
+    findings = lint_source(source, "deep.py")
+    assert [f for f in findings if f.severity == "error"] == []
+    condition_lines = {i + 1 for i, line in enumerate(source.splitlines()) if line == "    if x:"}
+    flagged = {f.line for f in findings if f.code == "TSL102"}
+    assert flagged <= condition_lines  # whatever it gives up on is simply not reported
+    f0_condition = source.splitlines().index("def f0(x):") + 2
+    assert f0_condition in flagged  # the start of the chain is still resolved

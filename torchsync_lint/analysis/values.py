@@ -29,6 +29,9 @@ class Kind(str, enum.Enum):
 
 
 HOST_KINDS = frozenset({Kind.HOST, Kind.HOST_TENSOR})
+# Parameters resolved inside one another (a call chain forwarding a value) before giving up:
+# each level costs about ten Python frames, and the default stack holds 1,000.
+MAX_PARAM_DEPTH = 40
 
 
 def join(kinds) -> Kind:
@@ -110,6 +113,8 @@ class ValueAnalysis:
         self._memo: dict[int, Kind | None] = {}
         self._in_progress: set[int] = set()
         self._param_memo: dict[int, Kind] = {}
+        self._param_depth = 0  # parameters being resolved inside one another
+        self._param_cuts = 0  # times MAX_PARAM_DEPTH cut a resolution short
 
     # -- public ---------------------------------------------------------------------------
     @property
@@ -160,13 +165,15 @@ class ValueAnalysis:
         if key in self._in_progress:
             return None  # a cycle (x = x + y): contributes nothing
         self._in_progress.add(key)
+        cuts = self._param_cuts
         try:
             result = self._compute(node)
         finally:
             self._in_progress.discard(key)
         if result is Kind.DEVICE and not self.uses_accelerator:
             result = Kind.HOST_TENSOR
-        self._memo[key] = result
+        if self._param_cuts == cuts:  # not when a too-deep parameter chain was cut short below
+            self._memo[key] = result
         return result
 
     def _compute(self, node: cst.BaseExpression) -> Kind | None:
@@ -351,9 +358,24 @@ class ValueAnalysis:
         key = id(d.param)
         if key in self._param_memo:
             return self._param_memo[key]
+        if self._param_depth >= MAX_PARAM_DEPTH:
+            # A chain of calls this long (f0(x) -> f1(x) -> ... each forwarding x) would exhaust
+            # Python's stack; give up on this parameter instead. Nothing computed on top of the
+            # cut is memoised, so the same parameter asked for from nearer the chain's start
+            # still gets its real answer.
+            self._param_cuts += 1
+            return Kind.UNKNOWN
         self._param_memo[key] = Kind.UNKNOWN  # cycle guard for recursive functions
-        result = self._param_uncached(d)
-        self._param_memo[key] = result
+        self._param_depth += 1
+        cuts = self._param_cuts
+        try:
+            result = self._param_uncached(d)
+        finally:
+            self._param_depth -= 1
+        if self._param_cuts == cuts:
+            self._param_memo[key] = result
+        else:
+            del self._param_memo[key]
         return result
 
     def _param_uncached(self, d: Def) -> Kind:
