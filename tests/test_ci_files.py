@@ -45,3 +45,14 @@ def test_lint_workflow_uploads_sarif_from_a_valid_command():
     sarif_cmd = next(c for c in commands if "sarif" in c)
     assert _parse_cli(shlex.split(sarif_cmd)).output_file == upload[0]["with"]["sarif_file"]
     assert workflow["jobs"]["torchsync-lint"]["permissions"]["security-events"] == "write"
+
+
+def test_gpu_workflow_verify_command_parses_and_writes_both_reports():
+    """verify-gpu.yml never runs in CI (no GPU): at least its command must be one the CLI accepts."""
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "verify-gpu.yml").read_text())
+    runs = [s["run"] for s in workflow["jobs"]["verify-cuda"]["steps"] if "torchsync-lint verify" in str(s.get("run", ""))]
+    (script,) = runs
+    line = next(part for part in script.replace("\\\n", " ").splitlines() if "torchsync-lint verify" in part)
+    args = _parse_cli(shlex.split(line.strip()))
+    assert args.command == "verify" and args.backend == "cuda" and args.measure
+    assert args.format == "markdown" and args.output_file.endswith(".md") and args.json_output.endswith(".json")

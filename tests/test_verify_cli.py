@@ -131,6 +131,26 @@ def test_passing_script_exits_zero_and_junit_has_a_case_per_marker(tmp_path):
     assert root.get("failures") == "0"
 
 
+def test_markdown_report_names_what_it_ran_on_and_json_output_keeps_the_raw_entries(tmp_path):
+    """The page to commit under docs/verification/ and its raw JSON, from one run."""
+    import torch
+    import torchmetrics
+
+    md, raw = tmp_path / "results.md", tmp_path / "results.json"
+    code = main(["verify", str(DATA / "metrics.py"), "--backend", "emulate", "--format", "markdown",
+                 "--output-file", str(md), "--json-output", str(raw)])
+    assert code == 0
+    page = md.read_text()
+    assert f"| torch | {torch.__version__} |" in page
+    assert f"| torchmetrics | {torchmetrics.__version__} |" in page
+    assert "| device | none: emulate backend" in page
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert [row.split(" | ")[1:3] for row in rows] == [["TSL201", "confirmed"], ["TSL202", "confirmed"], ["TSL206", "confirmed"]]
+    assert "scalar-read `aten::_local_scalar_dense` 2/step" in rows[0]
+    entries = json.loads(raw.read_text())
+    assert [(e["line"], e["code"], e["status"]) for e in entries] == [(28, "TSL201", "confirmed"), (29, "TSL202", "confirmed"), (30, "TSL206", "confirmed")]
+
+
 def test_compare_fixed_replays_the_fixed_version(tmp_path):
     body = SLOW_STEP.replace("# torchsync-fixture: steps=8 warmup=2", "# torchsync-fixture: steps=6 warmup=1")
     (tmp_path / "loop.py").write_text(body.format(stall="torch.cuda.synchronize()  # expect: TSL104"))

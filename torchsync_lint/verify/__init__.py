@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 BACKENDS = ("auto", "emulate", "cuda")
-FORMATS = ("text", "json", "junit")
+FORMATS = ("text", "json", "junit", "markdown")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=FORMATS, default="text", dest="format")
     parser.add_argument("--output-file", default=None, help="write the report here instead of stdout")
+    parser.add_argument(
+        "--json-output", default=None, metavar="FILE",
+        help="also write the JSON report here (with --format markdown: the table and its raw data from one run)",
+    )
     parser.add_argument(
         "--measure", action="store_true", help="cuda only: A/B step time of the script vs its fixed version"
     )

@@ -156,11 +156,22 @@ def run_verify(args: argparse.Namespace) -> int:
                 print(f"[{number}/{len(found)}] {path} ({backend})", file=sys.stderr, flush=True)
             entries += result
 
-    output = render(entries, args.format, found, backend)
+    environment = None
+    if args.format == "markdown":
+        from torchsync_lint.verify import environment as run_environment
+
+        environment = run_environment.collect(backend)
+    output = render(entries, args.format, found, backend, environment)
     if args.output_file:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output_file)), exist_ok=True)
-        with open(args.output_file, "w", encoding="utf-8") as handle:
-            handle.write(output)
+        _write(args.output_file, output)
     else:
         sys.stdout.write(output)
+    if getattr(args, "json_output", None):
+        _write(args.json_output, render(entries, "json", found, backend))
     return 1 if any(e.failed for e in entries) else 0
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)

@@ -11,12 +11,56 @@ from torchsync_lint.verify.matching import Entry
 SCRIPT_STATUSES = ("crashed", "timeout", "early-exit", "skipped", "lint-error")
 
 
-def render(entries: list[Entry], fmt: str, scripts: list[str], backend: str) -> str:
+def render(entries: list[Entry], fmt: str, scripts: list[str], backend: str, environment: dict | None = None) -> str:
     if fmt == "json":
         return render_json(entries)
     if fmt == "junit":
         return render_junit(entries, scripts)
+    if fmt == "markdown":
+        return render_markdown(entries, scripts, backend, environment or {})
     return render_text(entries, scripts, backend)
+
+
+# Environment fields shown at the top of a markdown report, in this order.
+ENVIRONMENT_FIELDS = (
+    ("device", "device"),
+    ("torch", "torch"),
+    ("cuda_runtime", "CUDA runtime (torch.version.cuda)"),
+    ("torchmetrics", "torchmetrics"),
+    ("python", "Python"),
+    ("platform", "platform"),
+    ("torchsync_lint", "torchsync-lint"),
+    ("date_utc", "date"),
+    ("command", "command"),
+)
+
+
+def render_markdown(entries: list[Entry], scripts: list[str], backend: str, environment: dict) -> str:
+    """A results page to commit (docs/verification/): what it ran on, then one row per entry."""
+    lines = ["# torchsync-lint verify results", "", "| | |", "|---|---|"]
+    for key, label in ENVIRONMENT_FIELDS:
+        value = environment.get(key)
+        lines.append(f"| {label} | {_md(str(value)) if value is not None else 'unknown'} |")
+    lines += ["", summary_line(entries, scripts, backend), ""]
+    lines += ["| location | code | status | evidence | cost ms/step | % of step | detail |", "|---|---|---|---|---|---|---|"]
+    for entry in _sorted(entries):
+        where = f"`{entry.path}:{entry.line}`" if entry.line else f"`{entry.path}`"
+        code = entry.code or ("expect-sync" if entry.marker == "expect-sync" else "")
+        status = entry.status + (" **FAIL**" if entry.failed else "")
+        evidence = "; ".join(
+            f"{item.kind} `{item.op}` " + (f"{item.per_step:g}/step" if item.per_step is not None else f"x{item.count}")
+            for item in entry.evidence
+        )
+        cost = "" if entry.cost_ms_per_step is None else f"{entry.cost_ms_per_step:.3f}"
+        pct = "" if entry.cost_pct is None else f"{entry.cost_pct:.1f}"
+        detail = entry.detail.strip().splitlines()[-1] if entry.detail else ""
+        lines.append(f"| {where} | {code} | {status} | {_md(evidence)} | {cost} | {pct} | {_md(detail)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    """Table-cell safe: no pipes or newlines."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _sorted(entries: list[Entry]) -> list[Entry]:
