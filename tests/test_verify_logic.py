@@ -4,6 +4,7 @@ the runner's outcome classification, and the cuda backend's trace/statistics/lab
 from __future__ import annotations
 
 import json
+import types
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -332,6 +333,24 @@ def test_ab_compare_reports_cost_and_significance():
     noisy = ab_stats.compare([[10.0], [12.0]], [[10.5], [11.0]])
     assert not noisy.significant
     assert ab_stats.compare([], fixed) is None
+
+
+def test_ab_runs_alternate_original_and_fixed(monkeypatch):
+    import argparse
+
+    from torchsync_lint.verify.cuda import backend
+
+    calls = []
+
+    def fake_run(path, script_args, extra, script, args):
+        calls.append(path)
+        return None if len(calls) == 3 else [float(len(calls))]  # the second original run fails
+
+    monkeypatch.setattr(backend, "_timed_run", fake_run)
+    script = types.SimpleNamespace(path="a.py")
+    original, fixed = backend._interleaved_runs(script, [], "a.fixed.py", [], argparse.Namespace(repeats=3))
+    assert calls == ["a.py", "a.fixed.py"] * 3
+    assert original == [[1.0], [5.0]] and fixed == [[2.0], [4.0], [6.0]]
 
 
 # -- cuda backend: labelling a real sync --------------------------------------------------

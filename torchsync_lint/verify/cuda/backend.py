@@ -51,17 +51,30 @@ def profile_entry(script: Script, script_args: list[str], args: argparse.Namespa
     return Entry(script.path, None, None, "profiled", "cuda", evidence, detail=detail)
 
 
-def _timed_runs(path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> list[list[float]]:
+def _timed_run(path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> list[float] | None:
+    """Steady-state step times (ms) of one fresh-process run; None when the run failed."""
     harness_args = ["--mode", "time"] + [arg for p in extra_path for arg in ("--sys-path", p)]
-    runs = []
+    run = runner.run_harness(HARNESS, path, script_args, args.timeout, harness_args, require_result=False)
+    if run.status != runner.OK:
+        return None
+    window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
+    ticks = run.extra.get("tick_ms", {}).get(run.step_basis or "", [])
+    return ab_stats.step_durations(ticks, run.step_basis, window)
+
+
+def _interleaved_runs(
+    script: Script, script_args: list[str], fixed_path: str, extra_path: list[str], args: argparse.Namespace
+) -> tuple[list[list[float]], list[list[float]]]:
+    """``--repeats`` runs of each variant, alternating original and fixed, so that a drift of
+    the machine (clocks, temperature, a neighbour) hits both alike instead of biasing one."""
+    original: list[list[float]] = []
+    fixed: list[list[float]] = []
     for _ in range(max(1, args.repeats)):
-        run = runner.run_harness(HARNESS, path, script_args, args.timeout, harness_args, require_result=False)
-        if run.status != runner.OK:
-            continue
-        window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
-        ticks = run.extra.get("tick_ms", {}).get(run.step_basis or "", [])
-        runs.append(ab_stats.step_durations(ticks, run.step_basis, window))
-    return runs
+        for runs, path, extra in ((original, script.path, []), (fixed, fixed_path, extra_path)):
+            durations = _timed_run(path, script_args, extra, script, args)
+            if durations is not None:
+                runs.append(durations)
+    return original, fixed
 
 
 def _fixed_syncs_per_step(fixed_path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> float | None:
@@ -79,9 +92,7 @@ def measure_entry(
         return Entry(script.path, None, None, "not-measured", "cuda", detail="no .fixed.py beside it and no fixer output")
     fixed_path, extra_path = variant
     fixed_syncs = _fixed_syncs_per_step(fixed_path, script_args, extra_path, script, args)
-    comparison = ab_stats.compare(
-        _timed_runs(script.path, script_args, [], script, args), _timed_runs(fixed_path, script_args, extra_path, script, args)
-    )
+    comparison = ab_stats.compare(*_interleaved_runs(script, script_args, fixed_path, extra_path, args))
     if comparison is None:
         return Entry(script.path, None, None, "not-measured", "cuda", detail="no steady-state step times (too few steps?)")
     confirmed = [e for e in entries if e.status == CONFIRMED and e.code]
