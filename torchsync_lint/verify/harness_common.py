@@ -6,6 +6,7 @@ on exit, so nothing leaks between runs even when harnesses are used in-process (
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import inspect
 import json
@@ -226,3 +227,28 @@ def flushed_std() -> Iterator[None]:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
+
+
+def harness_main(
+    prog: str,
+    argv: list[str] | None,
+    run: Callable[[argparse.Namespace], dict],
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> int:
+    """The child-process entry point both backends share: parse ``--out F [--sys-path P]...
+    SCRIPT [ARGS...]`` (plus the backend's own options), run the script once, write the
+    record as JSON and exit with the script's exit code."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--sys-path", action="append", default=[])
+    if add_arguments is not None:
+        add_arguments(parser)
+    parser.add_argument("script")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    with flushed_std():
+        record = run(args)
+    write_json(args.out, record)
+    if record["error"]:
+        sys.stderr.write(record["error"])
+    return record["exit_code"]

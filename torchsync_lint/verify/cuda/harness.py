@@ -33,7 +33,7 @@ from torchsync_lint.verify.harness_common import (
     LoaderSettings,
     Patcher,
     StepClock,
-    flushed_std,
+    harness_main,
     instrument_dataloader,
     run_script,
     write_json,
@@ -281,27 +281,22 @@ def time_steps(script: str, script_args: list[str], extra_sys_path: list[str]) -
     return record
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="torchsync_lint.verify.cuda.harness")
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("attribute", "profile", "time"), required=True)
-    parser.add_argument("--out", required=True)
     parser.add_argument("--trace", default=None)
     parser.add_argument("--warmup", type=int, default=steady_state.DEFAULT_WARMUP)
-    parser.add_argument("--sys-path", action="append", default=[])
-    parser.add_argument("script")
-    parser.add_argument("script_args", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    with flushed_std():
-        if args.mode == "attribute":
-            record = attribute(args.script, args.script_args, args.sys_path)
-        elif args.mode == "profile":
-            record = profile(args.script, args.script_args, args.sys_path, args.trace or args.out + ".trace.json", args.warmup)
-        else:
-            record = time_steps(args.script, args.script_args, args.sys_path)
-    write_json(args.out, record)
-    if record["error"]:
-        sys.stderr.write(record["error"])
-    return record["exit_code"]
+
+
+def _run(args: argparse.Namespace) -> dict:
+    if args.mode == "attribute":
+        return attribute(args.script, args.script_args, args.sys_path)
+    if args.mode == "profile":
+        return profile(args.script, args.script_args, args.sys_path, args.trace or args.out + ".trace.json", args.warmup)
+    return time_steps(args.script, args.script_args, args.sys_path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness_main("torchsync_lint.verify.cuda.harness", argv, _run, _add_arguments)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,11 @@ The exit status is the script's (1 for an uncaught exception).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from torchsync_lint.verify import steady_state
 from torchsync_lint.verify.frames import UserFrameFinder
-from torchsync_lint.verify.harness_common import Patcher, StepClock, flushed_std, run_script, write_json
+from torchsync_lint.verify.harness_common import Patcher, StepClock, harness_main, run_script
 
 
 def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str] | None = None) -> dict:
@@ -57,18 +56,9 @@ def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="torchsync_lint.verify.emulate.harness")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--sys-path", action="append", default=[])
-    parser.add_argument("script")
-    parser.add_argument("script_args", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    with flushed_std():
-        record = emulate_script(args.script, args.script_args, args.sys_path)
-    write_json(args.out, record)
-    if record["error"]:
-        sys.stderr.write(record["error"])
-    return record["exit_code"]
+    return harness_main(
+        "torchsync_lint.verify.emulate.harness", argv, lambda args: emulate_script(args.script, args.script_args, args.sys_path)
+    )
 
 
 if __name__ == "__main__":
