@@ -212,6 +212,24 @@ def format_user_traceback(exc: BaseException, user_file: str) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
 
 
+def run_record(backend: str, clock: StepClock, state: Any, outcome: ScriptOutcome) -> dict:
+    """The JSON record a harness writes (schema: ``RunRecord`` in runner.py): the events of
+    ``state`` (None: a pass that records none) placed on the step clock, and the outcome."""
+    basis = steady_state.choose_basis(clock.optimizer_steps, clock.batches)
+    events = [] if state is None else [
+        {"line": e.line, "kind": e.kind, "op": e.op, "step": steady_state.step_index(basis, *e.clock)} for e in state.events
+    ]
+    return {
+        "backend": backend,
+        "events": events,
+        "step_basis": basis,
+        "total_steps": steady_state.total_steps(basis, clock.optimizer_steps, clock.batches),
+        "excluded_steps": steady_state.loop_start_steps(basis, clock.loop_starts),
+        "exit_code": outcome.exit_code,
+        "error": outcome.error,
+    }
+
+
 def write_json(path: str, data: dict) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as handle:

@@ -35,27 +35,12 @@ from torchsync_lint.verify.harness_common import (
     StepClock,
     harness_main,
     instrument_dataloader,
+    run_record,
     run_script,
     write_json,
 )
 
 SYNC_DEBUG_MESSAGE = "called a synchronizing CUDA operation"
-
-
-def _finish(clock: StepClock, state: Any, outcome: Any) -> dict:
-    basis = steady_state.choose_basis(clock.optimizer_steps, clock.batches)
-    events = [] if state is None else [
-        {"line": e.line, "kind": e.kind, "op": e.op, "step": steady_state.step_index(basis, *e.clock)} for e in state.events
-    ]
-    return {
-        "backend": "cuda",
-        "events": events,
-        "step_basis": basis,
-        "total_steps": steady_state.total_steps(basis, clock.optimizer_steps, clock.batches),
-        "excluded_steps": steady_state.loop_start_steps(basis, clock.loop_starts),
-        "exit_code": outcome.exit_code,
-        "error": outcome.error,
-    }
 
 
 def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) -> dict:
@@ -179,7 +164,7 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
             torch.cuda.set_sync_debug_mode("default")
         patcher.restore()
         clock.uninstall()
-    record = _finish(clock, state, outcome)
+    record = run_record("cuda", clock, state, outcome)
     record["sync_signals"] = signals.to_json()
     return record
 
@@ -233,7 +218,7 @@ def profile(script: str, script_args: list[str], extra_sys_path: list[str], trac
     finally:
         patcher.restore()
         clock.uninstall()
-    record = _finish(clock, None, outcome)
+    record = run_record("cuda", clock, None, outcome)
     os.makedirs(os.path.dirname(os.path.abspath(trace_path)), exist_ok=True)
     record["trace_export"] = export_trace(prof, trace_path)
     record["trace_path"] = trace_path
@@ -275,7 +260,7 @@ def time_steps(script: str, script_args: list[str], extra_sys_path: list[str]) -
             tick_ms[family] = [marks[0].elapsed_time(m) for m in marks]
         else:
             tick_ms[family] = [m - marks[0] for m in marks] if marks else []
-    record = _finish(clock, None, outcome)
+    record = run_record("cuda", clock, None, outcome)
     record["tick_ms"] = tick_ms
     record["timer"] = "cuda-events" if use_cuda else "host-clock"
     return record

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from torchsync_lint.verify import steady_state
 from torchsync_lint.verify.frames import UserFrameFinder
-from torchsync_lint.verify.harness_common import Patcher, StepClock, harness_main, run_script
+from torchsync_lint.verify.harness_common import Patcher, StepClock, harness_main, run_record, run_script
 
 
 def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str] | None = None) -> dict:
@@ -39,20 +38,7 @@ def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str
         patcher.restore()
         clock.uninstall()
 
-    basis = steady_state.choose_basis(clock.optimizer_steps, clock.batches)
-    events = [
-        {"line": e.line, "kind": e.kind, "op": e.op, "step": steady_state.step_index(basis, *e.clock)}
-        for e in state.events
-    ]
-    return {
-        "backend": "emulate",
-        "events": events,
-        "step_basis": basis,
-        "total_steps": steady_state.total_steps(basis, clock.optimizer_steps, clock.batches),
-        "excluded_steps": steady_state.loop_start_steps(basis, clock.loop_starts),
-        "exit_code": outcome.exit_code,
-        "error": outcome.error,
-    }
+    return run_record("emulate", clock, state, outcome)
 
 
 def main(argv: list[str] | None = None) -> int:
