@@ -6,7 +6,6 @@ import io
 import os
 import tokenize
 from dataclasses import dataclass
-from pathlib import Path
 
 from torchsync_lint.config import Config
 
@@ -92,6 +91,3 @@ def _path_error(path: str) -> ReadError:
         return ReadError("TSL902", f"cannot read: {exc.strerror or exc}")
     return ReadError("TSL902", "not a regular file or directory")
 
-
-def is_python_path(path: str) -> bool:
-    return Path(path).suffix in (".py", ".pyi")

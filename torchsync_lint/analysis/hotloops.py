@@ -196,9 +196,9 @@ class HotLoopAnalysis:
         gate: cst.BaseExpression | None = None
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, cst.If) and gate is None and _in_block(anc.body, child) and _is_step_interval(anc.test):
+            if isinstance(anc, cst.If) and gate is None and child is anc.body and _is_step_interval(anc.test):
                 gate = anc.test
-            if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops and _in_block(anc.body, child):
+            if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops and child is anc.body:
                 return HotContext(f"this loop {self.hot_loops[anc]}", gate)
             if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
                 if isinstance(anc, cst.FunctionDef) and anc in self.hot_functions:
@@ -207,18 +207,6 @@ class HotLoopAnalysis:
                 return None
             child = anc
         return None
-
-    def hot_loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
-        for anc in self.index.ancestors(node):
-            if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops:
-                return anc
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
-                return None
-        return None
-
-
-def _in_block(block: cst.CSTNode, child: cst.CSTNode) -> bool:
-    return child is block
 
 
 _COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)

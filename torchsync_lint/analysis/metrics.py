@@ -100,10 +100,6 @@ class MetricUse:
                 seen.setdefault(id(leaf), leaf)
         return list(seen.values())
 
-    @property
-    def value_args(self) -> list[cst.Arg]:
-        return [a for a in self.call.args if not a.star]
-
 
 class MetricTracker:
     def __init__(self, analysis) -> None:

@@ -45,10 +45,6 @@ class FixResult:
     converged: bool = True
     rounds: int = 0
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.applied)
-
 
 def allowed_levels(unsafe: bool, suggestions: bool = False) -> frozenset[Applicability]:
     levels = {Applicability.SAFE}

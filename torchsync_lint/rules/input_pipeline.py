@@ -367,12 +367,12 @@ class DataLoaderUnpinnedMemory(_Loader):
         if not tracker.feeds_accelerator(info):
             return  # a CPU-only script, or batches that never reach a device
         message = self.message
-        if self._non_blocking_copies(tracker, info):
+        if self._non_blocking_copies(info):
             message += "; its `non_blocking=True` copies are synchronous until the memory is pinned"
         fix = self.make_fix(self.set_argument(info, info.pin_memory, "pin_memory", "True"))
         self.report(node, message, fix=fix)
 
-    def _non_blocking_copies(self, tracker: LoaderTracker, info: LoaderInfo) -> bool:
+    def _non_blocking_copies(self, info: LoaderInfo) -> bool:
         finder = _NonBlockingFinder()
         for loop in info.loops:
             loop.body.visit(finder)

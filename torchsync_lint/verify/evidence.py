@@ -62,7 +62,6 @@ CONFIRMS: dict[str, frozenset[str]] = {
 SYNC_KINDS = frozenset(
     {SCALAR_READ, HOST_READ, D2H_COPY, DYNAMIC_SHAPE, BINCOUNT, H2D_BLOCKING, H2D_PAGEABLE, EXPLICIT_SYNC, DEVICE_SYNC}
 )
-PIPELINE_KINDS = frozenset({DATALOADER_UNPINNED, DATALOADER_MAIN_PROCESS, HOST_NORMALIZED_H2D})
 
 
 def codes_confirmed_by(kind: str) -> frozenset[str]:
@@ -82,9 +81,6 @@ class RuntimeEvent:
     kind: str
     op: str
     step: int | None
-
-    def to_json(self) -> dict:
-        return {"line": self.line, "kind": self.kind, "op": self.op, "step": self.step}
 
     @classmethod
     def from_json(cls, data: dict) -> "RuntimeEvent":

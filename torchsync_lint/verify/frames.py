@@ -8,24 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
 from types import FrameType
-
-
-def same_file(a: str, b: str) -> bool:
-    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
-
-
-def innermost_user_line(stack: Iterable[tuple[str, int]], user_file: str) -> int:
-    """Line of the innermost ``(filename, lineno)`` entry of ``user_file``; 0 if none.
-
-    ``stack`` is ordered outermost first, as ``traceback.extract_stack()`` returns it.
-    """
-    line = 0
-    for filename, lineno in stack:
-        if same_file(filename, user_file):
-            line = lineno
-    return line
 
 
 class UserFrameFinder:

@@ -15,7 +15,7 @@ import runpy
 import sys
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -179,7 +179,6 @@ def instrument_dataloader(
 class ScriptOutcome:
     exit_code: int = 0
     error: str | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def run_script(path: str, script_args: list[str], extra_sys_path: list[str] | None = None) -> ScriptOutcome:

@@ -19,7 +19,6 @@ class Script:
     steps: int = steady_state.DEFAULT_STEPS
     warmup: int = steady_state.DEFAULT_WARMUP
     requires: list[str] = field(default_factory=list)
-    pragmas: dict[str, str] = field(default_factory=dict)
 
     @property
     def missing_requirements(self) -> list[str]:
@@ -61,7 +60,6 @@ def load_script(path: str, steps: int | None = None, warmup: int | None = None) 
         steps=steps if steps is not None else _int(pragmas.get("steps"), steady_state.DEFAULT_STEPS),
         warmup=warmup if warmup is not None else _int(pragmas.get("warmup"), steady_state.DEFAULT_WARMUP),
         requires=requires,
-        pragmas=pragmas,
     )
 
 

@@ -83,12 +83,6 @@ class SteadyWindow:
             return None
         return round(count_in_window / self.length, 3)
 
-    def describe(self) -> str:
-        if self.basis is None:
-            return "no step clock (whole run counts)"
-        skipped = f", skipping {sorted(self.excluded)}" if self.excluded else ""
-        return f"steps {self.start}..{self.stop - 1} of {self.total} ({self.basis} clock{skipped})"
-
 
 def loop_start_steps(basis: str | None, loop_starts: list[tuple[int, int]]) -> list[int]:
     """Steps during which a DataLoader loop started, from clock snapshots at each __iter__."""
