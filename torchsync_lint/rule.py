@@ -84,6 +84,11 @@ class Rule(cst.BatchableCSTVisitor):
     def code_for(self, node: cst.CSTNode) -> str:
         return self.context.module.code_for_node(node)
 
+    def snippet(self, node: cst.CSTNode, limit: int = 48) -> str:
+        """``node``'s source on one line, cut to ``limit`` characters, for a message."""
+        text = " ".join(self.code_for(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
     def edit(self, node: cst.CSTNode, replacement: cst.CSTNode | str) -> Edit:
         """An edit replacing ``node``'s source with ``replacement`` (a node or source text)."""
         rng = self.position(node)

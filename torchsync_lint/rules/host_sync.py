@@ -22,11 +22,6 @@ HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 HOST_CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
 
 
-def _describe(rule: Rule, node: cst.CSTNode, limit: int = 40) -> str:
-    text = " ".join(rule.code_for(node).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _accumulating(init: str, body: str, after: str) -> str:
     """A training loop with ``init`` just before it, ``body`` at its end and ``after`` it."""
     return in_loop(body, after=after).replace("for step, (x, y)", f"{init}\nfor step, (x, y)", 1)
@@ -194,7 +189,7 @@ class HostReadInLoop(Rule):
         hot = self.hot(node)
         if hot is None:
             return  # a single read outside the per-step path is fine
-        self.report(node, expr=_describe(self, node), hot=hot, fix=_accumulate.accumulate_fix(self, node))
+        self.report(node, expr=self.snippet(node, 40), hot=hot, fix=_accumulate.accumulate_fix(self, node))
 
     def _on_device(self, expr: cst.BaseExpression) -> bool:
         if self.analysis.is_device(expr):
@@ -292,7 +287,7 @@ class TensorTruthinessInLoop(Rule):
             if self.analysis.is_device(part):
                 hot = self.hot(stmt)
                 if hot is not None:
-                    self.report(part, expr=_describe(self, part), hot=hot)
+                    self.report(part, expr=self.snippet(part, 40), hot=hot)
 
 
 def _truth_tested_parts(test: cst.BaseExpression):
@@ -385,7 +380,7 @@ class TensorFormatInLoop(Rule):
             return
         hot = self.hot(at)
         if hot is not None:
-            self.report(expr, expr=_describe(self, expr), hot=hot)
+            self.report(expr, expr=self.snippet(expr, 40), hot=hot)
 
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
@@ -452,7 +447,7 @@ class ExplicitSyncInLoop(Rule):
             return
         hot = self.hot(node)
         if hot is not None:
-            self.report(node, expr=_describe(self, node), hot=hot)
+            self.report(node, expr=self.snippet(node, 40), hot=hot)
 
     def _is_object_sync(self, func: cst.BaseExpression) -> bool:
         if not (isinstance(func, cst.Attribute) and func.attr.value == "synchronize"):
@@ -558,7 +553,7 @@ class DynamicShapeInLoop(Rule):
             return
         hot = self.hot(node)
         if hot is not None:
-            self.report(node, expr=_describe(self, node), hot=hot)
+            self.report(node, expr=self.snippet(node, 40), hot=hot)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if not self.analysis.is_device(node.value):
@@ -568,7 +563,7 @@ class DynamicShapeInLoop(Rule):
             if isinstance(index, cst.Index) and self._is_bool_mask(index.value):
                 hot = self.hot(node)
                 if hot is not None:
-                    self.report(node, expr=_describe(self, node), hot=hot)
+                    self.report(node, expr=self.snippet(node, 40), hot=hot)
                 return
 
     def _is_bool_mask(self, expr: cst.BaseExpression, depth: int = 0) -> bool:

@@ -19,11 +19,6 @@ from torchsync_lint.rule import Rule
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, LOADER_LINE, pipeline
 from torchsync_lint.types import Applicability, Edit, Invalid, Valid
 
-def _describe(rule: Rule, node: cst.CSTNode, limit: int = 48) -> str:
-    text = " ".join(rule.code_for(node).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _render(rule: Rule, node: cst.BaseExpression) -> str:
     """Source of a node as the position table spans it (libcst positions exclude parentheses)."""
     if getattr(node, "lpar", None):
@@ -207,7 +202,7 @@ class BlockingHostToDeviceCopy(Rule):
         if unpinned:
             line = self.analysis.index.line(unpinned[0].call)
             message += f"; the loader on line {line} does not pin its memory yet (TSL302)"
-        self.report(node, message, fix=fix, hot=hot, expr=_describe(self, node))
+        self.report(node, message, fix=fix, hot=hot, expr=self.snippet(node))
 
     def _cpu_factory(self, receiver: cst.BaseExpression) -> str | None:
         """`torch.zeros(n)` / `torch.randn(n)` filled on the CPU and then copied (TorchTidy's

@@ -14,7 +14,6 @@ from torchsync_lint.rules.input_pipeline import (
     _FRESH_HOST_TENSOR,
     _LEGACY_CONSTRUCTORS,
     _append_keyword,
-    _describe,
     _divided_operand,
     _is_divide_by_255,
     _render,
@@ -145,7 +144,7 @@ class HostFloatNormalization(Rule):
                 self._transforms(call, found)
                 self._getitem(call, found)
         for n in found:
-            self.report(n, fix=self._suggestion(n), expr=_describe(self, n))
+            self.report(n, fix=self._suggestion(n), expr=self.snippet(n))
 
     def visit_Call(self, node: cst.Call) -> None:
         """`(x.float() / 255).to(device)` on a batch in a per-step loop."""
@@ -161,7 +160,7 @@ class HostFloatNormalization(Rule):
             if division is not None:
                 hot = self.hot(division)
                 if hot is not None:
-                    self.report(division, hot=hot, expr=_describe(self, division))
+                    self.report(division, hot=hot, expr=self.snippet(division))
                 return
 
     # -- transform pipelines ------------------------------------------------------------------
@@ -396,7 +395,7 @@ class HostTensorInLoop(Rule):
                 args=[cst.Arg(cst.Tuple([]), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *node.args],
             )
             fix = self.make_fix(self.edit(node, _render(self, new)))
-        self.report(node, fix=fix, hot=hot, expr=_describe(self, node), advice=self._HOIST)
+        self.report(node, fix=fix, hot=hot, expr=self.snippet(node), advice=self._HOIST)
 
     def _filled_then_copied(self, node: cst.Call, factory: str) -> None:
         """`torch.zeros(n).to(device)`: filled on the CPU, then a blocking copy."""
@@ -409,7 +408,7 @@ class HostTensorInLoop(Rule):
         if hot is None:
             return
         advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy"
-        self.report(copy, fix=self._device_fix(node, copy, factory), hot=hot, expr=_describe(self, copy), advice=advice)
+        self.report(copy, fix=self._device_fix(node, copy, factory), hot=hot, expr=self.snippet(copy), advice=advice)
 
     def _device_fix(self, factory_call: cst.Call, copy: cst.Call, factory: str):
         method = copy.func.attr.value  # type: ignore[union-attr]

@@ -22,11 +22,6 @@ _NAN_CHECK_OVERRIDES = frozenset({"update", "_cast_and_nan_check_input", "forwar
 _RELEASE = ".".join(map(str, FIX_2943_RELEASE))
 
 
-def _short(rule: Rule, node: cst.CSTNode, limit: int = 48) -> str:
-    text = " ".join(rule.code_for(node).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _value_arg(use: MetricUse) -> cst.Arg | None:
     positional = [a for a in use.call.args if a.keyword is None and not a.star]
     keyword = next((a for a in use.call.args if a.keyword is not None and a.keyword.value == "value"), None)
@@ -217,7 +212,7 @@ class MetricUpdateNanCheck(_MetricRule):
         else:
             caveat = " (note: `\"disable\"` would drop a user-supplied `weight`, Lightning-AI/torchmetrics#3434)"
             fix = self.make_fix(_set_argument(self, site, "nan_strategy", '"disable"'), applicability=Applicability.UNSAFE)
-        self.report(node, expr=_short(self, node), cls=site.cls.name, caveat=caveat, fix=fix, hot=hot)
+        self.report(node, expr=self.snippet(node), cls=site.cls.name, caveat=caveat, fix=fix, hot=hot)
 
     def _ever_weighted(self, site: MetricSite) -> bool:
         for use in self.tracker.uses.values():
@@ -319,7 +314,7 @@ class MetricScalarUpdate(_MetricRule):
             recv = self.code_for(use.receiver)
             edits = [self.edit(a.value, f"torch.full((), {self.code_for(a.value)}, dtype={recv}.dtype, device={recv}.device)") for a in scalars]
             fix = self.make_fix(*edits, applicability=Applicability.SAFE, imports=("torch",))
-        self.report(node, expr=_short(self, node), fix=fix, hot=hot)
+        self.report(node, expr=self.snippet(node), fix=fix, hot=hot)
 
     def _is_number(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp)):
@@ -437,4 +432,4 @@ class MetricDefaultWeight(_MetricRule):
         value = _value_arg(use)
         if value is not None and value.keyword is None and _is_simple(value.value) and self.analysis.is_device(value.value):
             fix = self.make_fix(self.edit(node, _with_keyword(node, "weight", f"torch.ones_like({self.code_for(value.value)})")), imports=("torch",))
-        self.report(node, expr=_short(self, node), version=".".join(map(str, version)), source=source, fix=fix, hot=hot)
+        self.report(node, expr=self.snippet(node), version=".".join(map(str, version)), source=source, fix=fix, hot=hot)

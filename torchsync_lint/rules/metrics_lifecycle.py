@@ -13,7 +13,7 @@ from torchsync_lint.analysis.metrics import MetricSite
 from torchsync_lint.rules._metric_cases import bad, epoch_case, metric_case, ok
 
 _LOG = "def log_metric(metric):\n    print(metric.compute())\n\n"  # computes whatever it is given
-from torchsync_lint.rules.metrics import _MetricRule, _short
+from torchsync_lint.rules.metrics import _MetricRule
 
 
 class MetricComputeInLoop(_MetricRule):
@@ -83,7 +83,7 @@ class MetricComputeInLoop(_MetricRule):
         hot = self.hot(node)
         if hot is None or hot.gated:
             return  # outside the per-step path, or every N steps: that is the intended use
-        self.report(node, expr=_short(self, node), hot=hot)
+        self.report(node, expr=self.snippet(node), hot=hot)
 
 
 class CpuMetricDistributedSync(_MetricRule):
@@ -245,7 +245,7 @@ class ClassificationMetricBincount(_MetricRule):
             advice = "call `torch.use_deterministic_algorithms(True)` (torchmetrics then counts without bincount)"
             if not site.cls.bincount_always:
                 advice = "use `average=\"micro\"` if a global score will do, or " + advice
-            self.report(node, expr=_short(self, node), cls=site.cls.name, why=why, advice=advice, hot=hot)
+            self.report(node, expr=self.snippet(node), cls=site.cls.name, why=why, advice=advice, hot=hot)
             return
 
     @staticmethod
