@@ -64,6 +64,26 @@ SYNC_KINDS = frozenset(
 )
 
 
+# aten op -> evidence kind, for ops whose CUDA kernel needs a value on the host. The emulator
+# uses these tables to decide that an op *would* sync; the cuda backend to label a sync it saw.
+SYNCING_OPS: dict[str, str] = {
+    "aten::_local_scalar_dense": SCALAR_READ,  # .item(), float(), bool(), if t:, f"{t:.3f}"
+    "aten::equal": SCALAR_READ,  # torch.equal returns a Python bool
+    "aten::nonzero": DYNAMIC_SHAPE,  # also one-arg torch.where
+    "aten::masked_select": DYNAMIC_SHAPE,
+    "aten::_unique": DYNAMIC_SHAPE,
+    "aten::_unique2": DYNAMIC_SHAPE,
+    "aten::unique_dim": DYNAMIC_SHAPE,
+    "aten::unique_consecutive": DYNAMIC_SHAPE,
+    "aten::unique_dim_consecutive": DYNAMIC_SHAPE,
+    "aten::repeat_interleave": DYNAMIC_SHAPE,  # only without output_size (the emulator checks)
+    "aten::bincount": BINCOUNT,  # CUDA impl reads min()/max() back to the host
+    "aten::histc": BINCOUNT,
+}
+# Index ops that sync only with a bool/uint8 mask (the nonzero runs inside the kernel).
+MASK_INDEX_OPS = frozenset({"aten::index", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_"})
+
+
 def codes_confirmed_by(kind: str) -> frozenset[str]:
     return CONFIRMS.get(kind, frozenset())
 

@@ -65,11 +65,11 @@ def compare_entry(
     after = syncs_per_step(fixed.events, SteadyWindow(fixed.step_basis, fixed.total_steps, script.warmup, fixed.excluded_steps))
     worse = before is not None and after is not None and after > before
     result = "RESULT unchanged" if same_result(original.result, fixed.result) else f"RESULT differs ({original.result} -> {fixed.result})"
-    detail = f"{name}: syncs/step {_rate(before)} -> {_rate(after)}; {result}"
+    detail = f"{name}: syncs/step {format_rate(before)} -> {format_rate(after)}; {result}"
     if worse:
         detail += "; the fixed version syncs more"
     return Entry(script.path, None, None, "fixed-compared", backend, failed=worse, detail=detail)
 
 
-def _rate(value: float | None) -> str:
+def format_rate(value: float | None) -> str:
     return "?" if value is None else f"{value:g}"

@@ -9,7 +9,7 @@ import tempfile
 
 from torchsync_lint.verify import runner
 from torchsync_lint.verify.cuda import ab_stats
-from torchsync_lint.verify.fixed_variant import fixed_variant
+from torchsync_lint.verify.fixed_variant import fixed_variant, format_rate
 from torchsync_lint.verify.matching import CONFIRMED, Entry, Evidence, syncs_per_step
 from torchsync_lint.verify.scripts import Script, has_pragma
 from torchsync_lint.verify.steady_state import SteadyWindow
@@ -107,7 +107,7 @@ def measure_entry(
         f"fixed {data['fixed_ms_per_step']:.3f} ms/step (spread {data['fixed_spread_ms']:.3f}), "
         f"{data['runs']} runs each, vs {os.path.basename(fixed_path)}"
         + ("" if comparison.significant else "; difference within run-to-run spread")
-        + f"; syncs/step {_rate(original_syncs)} -> {_rate(fixed_syncs)}"
+        + f"; syncs/step {format_rate(original_syncs)} -> {format_rate(fixed_syncs)}"
     )
     return Entry(
         script.path,
@@ -119,10 +119,6 @@ def measure_entry(
         cost_ms_per_step=comparison.cost_ms_per_step,
         cost_pct=comparison.cost_pct,
     )
-
-
-def _rate(value: float | None) -> str:
-    return "?" if value is None else f"{value:g}"
 
 
 def profile_and_measure(

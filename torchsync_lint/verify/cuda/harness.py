@@ -49,12 +49,11 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from torchsync_lint.verify.cuda import sync_labels
-    from torchsync_lint.verify.emulate.virtual_cuda import LoaderOrigin, VirtualCudaState, track_host_provenance
+    from torchsync_lint.verify.emulate.virtual_cuda import TORCH_DIR, LoaderOrigin, VirtualCudaState, track_host_provenance
 
     finder = UserFrameFinder(script)
     clock = StepClock()
     state = VirtualCudaState(user_line=lambda: finder.line(2), clock=clock.snapshot)
-    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
     def is_cuda(value: Any) -> bool:
         return isinstance(value, torch.Tensor) and value.is_cuda
@@ -109,7 +108,7 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
         while frame is not None:
             stack.append((frame.f_code.co_filename, frame.f_code.co_name))
             frame = frame.f_back
-        return sync_labels.innermost_torch_function(stack, torch_dir)
+        return sync_labels.innermost_torch_function(stack, TORCH_DIR)
 
     signals = sync_labels.SyncSignalPairing()
 

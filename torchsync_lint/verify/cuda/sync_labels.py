@@ -15,23 +15,11 @@ DEVICE = "device"
 EVENT = "event"
 
 _OP_KINDS = {
-    "aten::_local_scalar_dense": ev.SCALAR_READ,
-    "aten::equal": ev.SCALAR_READ,
+    **ev.SYNCING_OPS,
     "aten::is_nonzero": ev.SCALAR_READ,
     "aten::item": ev.SCALAR_READ,
-    "aten::nonzero": ev.DYNAMIC_SHAPE,
-    "aten::masked_select": ev.DYNAMIC_SHAPE,
-    "aten::_unique": ev.DYNAMIC_SHAPE,
-    "aten::_unique2": ev.DYNAMIC_SHAPE,
-    "aten::unique_dim": ev.DYNAMIC_SHAPE,
-    "aten::unique_consecutive": ev.DYNAMIC_SHAPE,
-    "aten::unique_dim_consecutive": ev.DYNAMIC_SHAPE,
-    "aten::repeat_interleave": ev.DYNAMIC_SHAPE,
-    "aten::index": ev.DYNAMIC_SHAPE,
-    "aten::index_put_": ev.DYNAMIC_SHAPE,
-    "aten::_index_put_impl_": ev.DYNAMIC_SHAPE,
-    "aten::bincount": ev.BINCOUNT,
-    "aten::histc": ev.BINCOUNT,
+    # a sync inside a mask index is its nonzero (the functional `aten::index_put` is not listed)
+    **dict.fromkeys(ev.MASK_INDEX_OPS - {"aten::index_put"}, ev.DYNAMIC_SHAPE),
 }
 _COPY_OPS = frozenset({"aten::_to_copy", "aten::copy_", "aten::to", "aten::lift_fresh", "aten::_copy_from"})
 

@@ -34,23 +34,6 @@ from torchsync_lint.verify import evidence as ev
 
 VIRTUAL_DEVICE = torch.device("cuda", 0)
 
-# aten op -> evidence kind, for ops whose CUDA kernel needs a value on the host.
-SYNCING_OPS: dict[str, str] = {
-    "aten::_local_scalar_dense": ev.SCALAR_READ,  # .item(), float(), bool(), if t:, f"{t:.3f}"
-    "aten::equal": ev.SCALAR_READ,  # torch.equal returns a Python bool
-    "aten::nonzero": ev.DYNAMIC_SHAPE,  # also one-arg torch.where
-    "aten::masked_select": ev.DYNAMIC_SHAPE,
-    "aten::_unique": ev.DYNAMIC_SHAPE,
-    "aten::_unique2": ev.DYNAMIC_SHAPE,
-    "aten::unique_dim": ev.DYNAMIC_SHAPE,
-    "aten::unique_consecutive": ev.DYNAMIC_SHAPE,
-    "aten::unique_dim_consecutive": ev.DYNAMIC_SHAPE,
-    "aten::repeat_interleave": ev.DYNAMIC_SHAPE,  # only without output_size, see below
-    "aten::bincount": ev.BINCOUNT,  # CUDA impl reads min()/max() back to the host
-    "aten::histc": ev.BINCOUNT,
-}
-# Index ops that sync only with a bool/uint8 mask (the nonzero runs inside the kernel).
-MASK_INDEX_OPS = frozenset({"aten::index", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_"})
 # Host reads that never reach the dispatcher for a CPU tensor (seen by the function mode).
 HOST_READ_METHODS = frozenset({"tolist", "__repr__", "__str__", "__array__"})
 # Factories that copy host data to the target device.
@@ -301,10 +284,10 @@ class VirtualCudaDispatchMode(TorchDispatchMode):
             return self._copy(func, args, kwargs)
 
         if touches_virtual:
-            kind = SYNCING_OPS.get(name)
+            kind = ev.SYNCING_OPS.get(name)
             if kind is not None and not (name == "aten::repeat_interleave" and kwargs.get("output_size") is not None):
                 state.record(kind, name)
-            elif name in MASK_INDEX_OPS and _has_mask_index(args):
+            elif name in ev.MASK_INDEX_OPS and _has_mask_index(args):
                 state.record(ev.DYNAMIC_SHAPE, f"{name} (bool mask)")
 
         out = func(*args, **kwargs)
@@ -356,13 +339,13 @@ def track_host_provenance(state: VirtualCudaState, leaves: list, out: Any) -> No
             state.host_normalized[result] = made_at if made_at is not None else state.user_line()
 
 
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
 
 def _called_from_torch() -> bool:
     # Frames: this helper, _move, __torch_function__, then the code that called .to()/.cpu().
     frame = sys._getframe(3)
-    return frame.f_code.co_filename.startswith(_TORCH_DIR)
+    return frame.f_code.co_filename.startswith(TORCH_DIR)
 
 
 def kind_returns_host_value(name: str) -> bool:
