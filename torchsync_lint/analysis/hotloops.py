@@ -23,7 +23,8 @@ _OPTIMIZER_NAME = re.compile(r"optim|^opt$|_opt$|^opt_", re.I)
 _MODEL_NAME = re.compile(r"^(self|model|net|network|module|encoder|decoder|generator|discriminator|backbone|ddp_model|raw_model)$|_model$|model_|_net$", re.I)
 _STEP_WORK = "runs a training step"
 _LOADER = "iterates a data loader"
-_ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "islice", "track", "chain", "cycle"})
+# Calls that wrap an iterable and yield its items (or tuples of them): `enumerate(loader)`.
+ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "islice", "track", "chain", "cycle"})
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class HotLoopAnalysis:
         if isinstance(node, cst.Call):
             parts = dotted_parts(node.func)
             name = parts[-1] if parts else ""
-            if name in _ITER_WRAPPERS:
+            if name in ITER_WRAPPERS:
                 return any(self._is_loader_like(a.value) for a in node.args if a.keyword is None)
             return bool(_LOADER_NAME.search(name))  # `trainer.train_dataloader()`
         if self.values.kind(node) is Kind.LOADER:
@@ -166,7 +167,7 @@ class HotLoopAnalysis:
                 if parts and parts[-1] == "scaler" and call.args:
                     return True
                 return False
-        target = self.index.resolve_function(func, call)
+        target = self.index.target_of(call)
         if target is not None:
             return self.is_step_like(target)
         if (self.values.qualname(func) or "") == "torch.autograd.backward":

@@ -79,6 +79,17 @@ class ModuleIndex:
         self.call_targets()
         return self._call_sites.get(func, [])
 
+    def class_of(self, node: cst.CSTNode) -> ClassInfo | None:
+        """The class whose method ``node`` is in (through nested functions): what `self` is."""
+        method = self.enclosing_function(node)
+        while method is not None and method not in self.class_of_method:
+            method = self.enclosing_function(method)
+        return self.class_of_method.get(method) if method is not None else None
+
+    def target_of(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The same-module function ``call`` (a call of this module) calls, from call_targets()."""
+        return self.call_targets().get(call)
+
     def argument_for(self, call: cst.Call, func: cst.FunctionDef, param: cst.Param) -> cst.BaseExpression | None:
         """What ``call`` (a call site of ``func``) passes for ``param``: the argument, else the
         parameter's default; None when nothing is passed or it cannot be known (`*args`/`**kwargs`
@@ -161,10 +172,7 @@ class ModuleIndex:
             return found
         parts = dotted_parts(func)
         if parts and len(parts) == 2 and parts[0] in ("self", "cls"):
-            method = self.enclosing_function(at)
-            while method is not None and method not in self.class_of_method:
-                method = self.enclosing_function(method)
-            info = self.class_of_method.get(method) if method is not None else None
+            info = self.class_of(at)
             if info is not None:
                 return info.methods.get(parts[1])
         if isinstance(func, cst.Attribute) and not func.attr.value.startswith("__"):

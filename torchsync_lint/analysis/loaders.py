@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from torchsync_lint.analysis.hotloops import ITER_WRAPPERS
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.values import HOST_RESULT_METHODS, Kind, join
 
@@ -28,7 +29,6 @@ DATALOADER = "torch.utils.data.DataLoader"
 POSITIONS = {"dataset": 0, "batch_size": 1, "shuffle": 2, "sampler": 3, "batch_sampler": 4, "num_workers": 5, "collate_fn": 6, "pin_memory": 7}
 DEFAULTS = {"num_workers": 0, "pin_memory": False}
 
-_ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "islice", "track", "cycle", "zip", "chain"})
 # Calls that hand a loader to something that moves its batches to the accelerator itself.
 _PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
 _TRAINER_METHODS = frozenset({"fit", "validate", "test", "predict"})
@@ -159,13 +159,13 @@ class LoaderTracker:
             if info is not None:
                 return [info]
             parts = dotted_parts(expr.func)
-            if parts and parts[-1] in _ITER_WRAPPERS:
+            if parts and parts[-1] in ITER_WRAPPERS:
                 out: list[LoaderInfo] = []
                 for a in expr.args:
                     if a.keyword is None and not a.star:
                         out += self.loaders_of(a.value, depth + 1)
                 return out
-            target = self.index.resolve_function(expr.func, expr)
+            target = self.index.target_of(expr)
             if target is not None:
                 out = []
                 for r in self.index.returns.get(target, []):
@@ -180,10 +180,7 @@ class LoaderTracker:
         if isinstance(expr, cst.Attribute):
             parts = dotted_parts(expr)
             if parts and len(parts) == 2 and parts[0] == "self":
-                func = self.index.enclosing_function(expr)
-                while func is not None and func not in self.index.class_of_method:
-                    func = self.index.enclosing_function(func)
-                info = self.index.class_of_method.get(func) if func is not None else None
+                info = self.index.class_of(expr)
                 if info is not None:
                     out = []
                     for d in info.self_attrs.get(parts[1], []):
@@ -205,7 +202,7 @@ class LoaderTracker:
                     if 0 <= d.path[0] < len(positional):
                         return self.loaders_of(positional[d.path[0]], depth)
                     return []
-                target = self.index.resolve_function(value.func, value)
+                target = self.index.target_of(value)
                 if target is not None:
                     out = []
                     for r in self.index.returns.get(target, []):
@@ -224,9 +221,7 @@ class LoaderTracker:
         if func in self.index.class_of_method and position is not None:
             position -= 1  # `self`
         out: list[LoaderInfo] = []
-        for call in self.index.calls:
-            if self.index.resolve_function(call.func, call) is not func:
-                continue
+        for call in self.index.call_sites(func):
             match = [a.value for a in call.args if a.keyword is not None and a.keyword.value == param.name.value]
             positional = [a.value for a in call.args if a.keyword is None and not a.star]
             if not match and position is not None and 0 <= position < len(positional):

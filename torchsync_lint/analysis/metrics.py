@@ -330,19 +330,13 @@ class MetricTracker:
     def _self_attr_values(self, expr: cst.Attribute) -> list[cst.BaseExpression]:
         """Values assigned to `self.x` in the class of `self.x` or of `model.x` (`model = Net()`)."""
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            info = self._class_of(expr)
+            info = self.index.class_of(expr)
         else:
             cls_name = self._instance_class(expr.value)
             info = self.index.classes.get(cls_name) if cls_name is not None else None
         if info is None:
             return []
         return [d.value for d in info.self_attrs.get(expr.attr.value, []) if d.how == "assign" and d.value is not None]
-
-    def _class_of(self, node: cst.CSTNode):
-        func = self.index.enclosing_function(node)
-        while func is not None and func not in self.index.class_of_method:
-            func = self.index.enclosing_function(func)
-        return self.index.class_of_method.get(func) if func is not None else None
 
     # -- parameters -----------------------------------------------------------------------
     def _param_binding(self, d: Def, what: str):

@@ -441,10 +441,7 @@ class ValueAnalysis:
         return Kind.UNKNOWN
 
     def _self_attr(self, node: cst.CSTNode, attr: str) -> Kind | None:
-        func = self.index.enclosing_function(node)
-        while func is not None and func not in self.index.class_of_method:
-            func = self.index.enclosing_function(func)
-        info = self.index.class_of_method.get(func) if func is not None else None
+        info = self.index.class_of(node)
         if info is None:
             return Kind.UNKNOWN
         if attr in ("device",):
@@ -473,11 +470,11 @@ class ValueAnalysis:
             cls = self.index.classes.get(name)
             if cls is not None and not self._shadowed(func):
                 return self._class_instance(cls.node)
-            target = self.index.resolve_function(func, call)
+            target = self.index.target_of(call)
             if target is not None:
                 return self._function_result(target)
         if isinstance(func, cst.Attribute):
-            method = self.index.resolve_function(func, call)
+            method = self.index.target_of(call)
             if method is not None:
                 return self._function_result(method)
             parts = dotted_parts(func)
