@@ -258,16 +258,8 @@ class LoaderTracker:
                     for loader in self.loaders_of(r):
                         loader.handed_to_trainer = True
 
-    def _origin_qualname(self, expr: cst.BaseExpression) -> str | None:
-        if isinstance(expr, cst.Call):
-            return self.analysis.qualname(expr.func)
-        if isinstance(expr, cst.Name):
-            origins = {self._origin_qualname(d.value) for d in self.values.reaching_defs(expr) if d.how == "assign" and d.value is not None}
-            return origins.pop() if len(origins) == 1 else None
-        return None
-
     def _is_lightning_trainer(self, expr: cst.BaseExpression) -> bool:
-        return (self._origin_qualname(expr) or "") in ("lightning.Trainer", "lightning.pytorch.Trainer")
+        return (self.values.origin_qualname(expr) or "") in ("lightning.Trainer", "lightning.pytorch.Trainer")
 
     def _is_lightning_class(self, cls: cst.ClassDef) -> bool:
         for base in cls.bases:

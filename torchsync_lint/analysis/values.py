@@ -153,6 +153,16 @@ class ValueAnalysis:
     def qualname(self, node: cst.BaseExpression) -> str | None:
         return self.index.imports.qualname(node)
 
+    def origin_qualname(self, expr: cst.BaseExpression) -> str | None:
+        """The qualified name of the call that created ``expr``, directly or through local
+        names whose every reaching assignment agrees (`s = torch.cuda.Stream()`; `s`)."""
+        if isinstance(expr, cst.Call):
+            return self.qualname(expr.func)
+        if isinstance(expr, cst.Name):
+            origins = {self.origin_qualname(d.value) for d in self.reaching_defs(expr) if d.how == "assign" and d.value is not None}
+            return origins.pop() if len(origins) == 1 else None
+        return None
+
     def device_of(self, node: cst.BaseExpression) -> str | None:
         """For a device argument: "cpu", "accelerator", or None when it is not a device."""
         return self._device_arg(node)

@@ -452,17 +452,7 @@ class ExplicitSyncInLoop(Rule):
     def _is_object_sync(self, func: cst.BaseExpression) -> bool:
         if not (isinstance(func, cst.Attribute) and func.attr.value == "synchronize"):
             return False
-        return self._origin(func.value) in self._SYNC_OBJECTS
-
-    def _origin(self, expr: cst.BaseExpression) -> str | None:
-        """The qualified name of the call that created ``expr`` (through one local name)."""
-        if isinstance(expr, cst.Call):
-            return self.analysis.qualname(expr.func)
-        if isinstance(expr, cst.Name):
-            defs = self.analysis.values.reaching_defs(expr)
-            origins = {self._origin(d.value) for d in defs if d.how == "assign" and d.value is not None}
-            return origins.pop() if len(origins) == 1 else None
-        return None
+        return self.analysis.values.origin_qualname(func.value) in self._SYNC_OBJECTS
 
 
 class DynamicShapeInLoop(Rule):

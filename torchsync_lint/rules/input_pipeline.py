@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker, literal_value, loaders
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, LOADER_LINE, pipeline
@@ -169,18 +168,16 @@ class BlockingHostToDeviceCopy(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in ("to", "cuda"):
+            return  # cheap, before the module's loader analysis is built
+        tracker = loaders(self.analysis)
+        # A host tensor copied to an accelerator (not a module attribute like `torch.cuda`, a
+        # dtype cast, a model or a tensor already on the device).
+        if not tracker.is_h2d_call(node):
             return
-        if self.analysis.qualname(func) is not None:
-            return  # a module attribute (`torch.cuda`), not a tensor method
-        if func.attr.value == "to" and self.analysis.values.to_destination(node) != "accelerator":
-            return  # to the CPU or a dtype cast: never a host-to-device copy
-        receiver = func.value
-        if not loaders(self.analysis).module_feeds_accelerator:
+        if not tracker.module_feeds_accelerator:
             return  # `Trainer(accelerator="cpu")`: the copy never reaches a GPU
-        if loaders(self.analysis).batch_kind(receiver) is not Kind.HOST_TENSOR:
-            return  # a model, a tensor already on the device, or something we cannot place
+        receiver = node.func.value
         if self._cpu_factory(receiver) is not None or (isinstance(receiver, cst.Call) and self.analysis.qualname(receiver.func) in _FRESH_HOST_TENSOR):
             return  # `torch.tensor(v).to(device)`, `torch.randn(n).to(device)`: TSL305's findings
         state, arg = self._non_blocking(node)
@@ -189,7 +186,6 @@ class BlockingHostToDeviceCopy(Rule):
         hot = self.hot(node)
         if hot is None:
             return  # a one-off copy outside the per-step path
-        tracker = loaders(self.analysis)
         sources = self._source_loaders(receiver)
         if sources and all(tracker.dataset_on_device(info) for info in sources):
             return  # `DataLoader(TensorDataset(x.cuda()))` yields device tensors: `.to` is a no-op
