@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -38,9 +39,15 @@ def config_for(paths: list[str], config_path: str | None = None, isolated: bool 
 
 
 def lint_text(text: str, path: str, config: Config | None = None) -> list[Finding]:
+    return linter_for(path, config)(text)
+
+
+def linter_for(path: str, config: Config | None = None) -> Callable[[str], list[Finding]]:
+    """text -> findings for ``path`` under ``config``, with the rule selection for the path
+    worked out once (the fixer lints the same path once per round)."""
     config = config or Config()
-    rules = load_rules()
-    return lint_source(text, path, config.codes_for_path(path, rules), config.settings())
+    codes, settings = config.codes_for_path(path, load_rules()), config.settings()
+    return lambda text: lint_source(text, path, codes, settings)
 
 
 def lint_file(path: str, config: Config | None = None) -> FileResult:

@@ -98,7 +98,7 @@ def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint_factory) ->
     outcome.errors = [f for f in result.initial if f.severity == "error"]
     if diff_mode:
         if any(f.fix is not None and f.fix.applicability is Applicability.SUGGESTION for f in result.remaining):
-            shown = fix_source(result.new_source, path, config, unsafe, suggestions=True, lint=lint)
+            shown = fix_source(result.new_source, path, config, unsafe, suggestions=True, lint=lint, initial=result.remaining)
             if shown.new_source != result.new_source:
                 outcome.suggested = shown.new_source
         return outcome

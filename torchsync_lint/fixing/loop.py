@@ -64,20 +64,19 @@ def fix_source(
     suggestions: bool = False,
     lint: Lint | None = None,
     max_rounds: int = MAX_ROUNDS,
+    initial: list[Finding] | None = None,
 ) -> FixResult:
     """Apply every fix allowed at this safety level to a fixed point.
 
     ``lint`` (text -> findings) defaults to linting ``path`` with ``config``; tests and the
-    embedded rule cases pass their own.
+    embedded rule cases pass their own. ``initial``: the findings ``lint`` gives for
+    ``source``, when the caller already has them (the `--diff` suggestions pass re-runs the
+    fixer on text it has just linted).
     """
     if lint is None:
-        from torchsync_lint.api import lint_text
-        from torchsync_lint.config import Config
+        from torchsync_lint.api import linter_for
 
-        cfg = config or Config()
-
-        def lint(text: str) -> list[Finding]:
-            return lint_text(text, path, cfg)
+        lint = linter_for(path, config)
 
     levels = allowed_levels(unsafe, suggestions)
     result = FixResult(source)
@@ -86,7 +85,7 @@ def fix_source(
     refused_keys: set[tuple] = set()
     seen = {_digest(source)}
     text = source
-    findings = lint(text)
+    findings = lint(text) if initial is None else initial
     result.initial = findings
     for _ in range(max_rounds):
         candidates = _candidates(findings, levels, text, newline, refused_keys, result)
