@@ -12,7 +12,6 @@ from torchsync_lint.verify import runner, scripts as script_files
 from torchsync_lint.verify.fixed_variant import compare_entry, fixed_variant
 from torchsync_lint.verify.matching import Entry, Expectation, match_script, merge_expectations
 from torchsync_lint.verify.report import render
-from torchsync_lint.verify.steady_state import SteadyWindow
 
 EMULATE_HARNESS = "torchsync_lint.verify.emulate.harness"
 
@@ -87,7 +86,7 @@ def _replay(
         from torchsync_lint.verify.cuda import backend as cuda_backend
 
         return cuda_backend.attribute(path, script_args, timeout, require_result=is_fixture, extra_sys_path=extra_sys_path)
-    harness_args = [arg for p in extra_sys_path or [] for arg in ("--sys-path", p)]
+    harness_args = runner.sys_path_args(extra_sys_path)
     return runner.run_harness(EMULATE_HARNESS, path, script_args, timeout, harness_args, require_result=is_fixture)
 
 
@@ -108,7 +107,7 @@ def verify_script(script: script_files.Script, backend: str, args: argparse.Name
         entries.append(_script_entry(script.path, backend, run.status, run.detail, True))
         return entries
 
-    window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
+    window = run.window(script.warmup)
     entries += match_script(script.path, expectations, run.events, window, backend, observable)
 
     if getattr(args, "compare_fixed", False):

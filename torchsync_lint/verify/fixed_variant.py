@@ -62,7 +62,7 @@ def compare_entry(
     if fixed.status != runner.OK:
         return Entry(script.path, None, None, "fixed-" + fixed.status, backend, failed=True, detail=f"{name}: {fixed.detail}")
     before = syncs_per_step(original.events, original_window)
-    after = syncs_per_step(fixed.events, SteadyWindow(fixed.step_basis, fixed.total_steps, script.warmup, fixed.excluded_steps))
+    after = syncs_per_step(fixed.events, fixed.window(script.warmup))
     worse = before is not None and after is not None and after > before
     result = "RESULT unchanged" if same_result(original.result, fixed.result) else f"RESULT differs ({original.result} -> {fixed.result})"
     detail = f"{name}: syncs/step {format_rate(before)} -> {format_rate(after)}; {result}"

@@ -131,7 +131,7 @@ def instrument_dataloader(
     user_line: Callable[[], int],
     *,
     force_main_process: bool,
-    on_iter: Callable[[torch.utils.data.DataLoader, LoaderSettings], None],
+    on_iter: Callable[[torch.utils.data.DataLoader, LoaderSettings], None] | None = None,
     on_batch: Callable[[LoaderSettings, Any], Any] | None = None,
 ) -> None:
     """Patch DataLoader.__init__/__iter__ to remember the user's settings, count batches
@@ -163,7 +163,8 @@ def instrument_dataloader(
     def iterate(self: Any) -> Iterator:
         settings = getattr(self, "_torchsync_settings", None) or LoaderSettings(user_line(), self.num_workers, self.pin_memory)
         clock.on_loop_start()
-        on_iter(self, settings)
+        if on_iter is not None:
+            on_iter(self, settings)
 
         def next_batch(batch: Any) -> Any:
             clock.on_batch()

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from torchsync_lint.verify.evidence import RuntimeEvent
+from torchsync_lint.verify.steady_state import SteadyWindow
 
 OK = "ok"
 CRASHED = "crashed"
@@ -35,6 +36,16 @@ class RunRecord:
     detail: str = ""  # why it failed: traceback tail, timeout, missing RESULT line
     result: dict | None = None  # the script's RESULT {json}
     extra: dict = field(default_factory=dict)  # backend-specific payload (cuda: timings, trace path)
+
+    def window(self, warmup: int) -> SteadyWindow:
+        """This run's steady-state steps (steady_state.py)."""
+        return SteadyWindow(self.step_basis, self.total_steps, warmup, self.excluded_steps)
+
+
+def sys_path_args(paths: list[str] | None) -> list[str]:
+    """Harness arguments that put ``paths`` on the script's sys.path (a fixer-written copy
+    of a script imports its siblings from the original's directory)."""
+    return [arg for path in paths or [] for arg in ("--sys-path", path)]
 
 
 def _package_root() -> str:

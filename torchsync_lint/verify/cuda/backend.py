@@ -20,7 +20,7 @@ HARNESS = "torchsync_lint.verify.cuda.harness"
 def attribute(
     path: str, script_args: list[str], timeout: float, require_result: bool = True, extra_sys_path: list[str] | None = None
 ) -> runner.RunRecord:
-    harness_args = ["--mode", "attribute"] + [arg for p in extra_sys_path or [] for arg in ("--sys-path", p)]
+    harness_args = ["--mode", "attribute"] + runner.sys_path_args(extra_sys_path)
     return runner.run_harness(HARNESS, path, script_args, timeout, harness_args, require_result)
 
 
@@ -53,11 +53,11 @@ def profile_entry(script: Script, script_args: list[str], args: argparse.Namespa
 
 def _timed_run(path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> list[float] | None:
     """Steady-state step times (ms) of one fresh-process run; None when the run failed."""
-    harness_args = ["--mode", "time"] + [arg for p in extra_path for arg in ("--sys-path", p)]
+    harness_args = ["--mode", "time"] + runner.sys_path_args(extra_path)
     run = runner.run_harness(HARNESS, path, script_args, args.timeout, harness_args, require_result=False)
     if run.status != runner.OK:
         return None
-    window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
+    window = run.window(script.warmup)
     ticks = run.extra.get("tick_ms", {}).get(run.step_basis or "", [])
     return ab_stats.step_durations(ticks, run.step_basis, window)
 
@@ -81,7 +81,7 @@ def _fixed_syncs_per_step(fixed_path: str, script_args: list[str], extra_path: l
     run = attribute(fixed_path, script_args, args.timeout, require_result=False, extra_sys_path=extra_path)
     if run.status != runner.OK:
         return None
-    return syncs_per_step(run.events, SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps))
+    return syncs_per_step(run.events, run.window(script.warmup))
 
 
 def measure_entry(

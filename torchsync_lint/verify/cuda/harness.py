@@ -208,7 +208,7 @@ def profile(script: str, script_args: list[str], extra_sys_path: list[str], trac
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     patcher = Patcher()
     clock.install()
-    instrument_dataloader(patcher, clock, lambda: 0, force_main_process=False, on_iter=lambda loader, settings: None)
+    instrument_dataloader(patcher, clock, lambda: 0, force_main_process=False)
     try:
         with torch.profiler.profile(
             activities=activities, experimental_config=_ExperimentalConfig(enable_cuda_sync_events=True)
@@ -245,7 +245,7 @@ def time_steps(script: str, script_args: list[str], extra_sys_path: list[str]) -
     clock.listeners.append(tick)
     patcher = Patcher()
     clock.install()
-    instrument_dataloader(patcher, clock, lambda: 0, force_main_process=False, on_iter=lambda loader, settings: None)
+    instrument_dataloader(patcher, clock, lambda: 0, force_main_process=False)
     try:
         outcome = run_script(script, script_args, extra_sys_path)
     finally:
