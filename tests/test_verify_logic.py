@@ -13,7 +13,7 @@ from torchsync_lint.verify import evidence as ev
 from torchsync_lint.verify import runner, scripts, steady_state
 from torchsync_lint.verify.cuda import ab_stats, sync_labels, trace
 from torchsync_lint.verify.evidence import RuntimeEvent
-from torchsync_lint.verify.matching import Expectation, match_script, merge_expectations
+from torchsync_lint.verify.matching import Entry, Expectation, match_script, merge_expectations
 from torchsync_lint.verify.report import render_json, render_junit, render_text
 from torchsync_lint.verify.steady_state import SteadyWindow
 
@@ -163,6 +163,14 @@ def test_junit_one_testcase_per_marker_plus_run_and_clean():
     clean_cases = {c.get("name"): c for c in suites["clean.py"].iter("testcase")}
     assert clean_cases["clean: no steady-state syncs"].find("failure") is not None
     assert root.get("failures") == "2"
+
+
+def test_junit_survives_control_characters_in_a_traceback():
+    """A crashed script's traceback may carry ANSI colour codes, which XML cannot hold."""
+    crashed = Entry("a.py", None, None, "crashed", "emulate", failed=True, detail="Traceback\n\x1b[31mValueError\x1b[0m: boom")
+    root = ET.fromstring(render_junit([crashed], ["a.py"]))
+    failure = root.find(".//failure")
+    assert failure is not None and "ValueError" in failure.text and "\x1b" not in failure.text
 
 
 def test_text_report_summary():

@@ -20,7 +20,8 @@ _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 SUITE = "torchsync-lint"
 
 
-def _clean(text: str) -> str:
+def xml_safe(text: str) -> str:
+    """``text`` with the characters XML cannot carry (ANSI escapes in a traceback, say) replaced."""
     return _INVALID_XML.sub("\ufffd", text)
 
 
@@ -35,20 +36,20 @@ def render(results, options) -> str:
     total_failures = total_errors = total_tests = 0
     for path, group in groupby(items, key=lambda f: f.path):
         group = list(group)
-        suite = ET.SubElement(root, "testsuite", name=_clean(path))
+        suite = ET.SubElement(root, "testsuite", name=xml_safe(path))
         failures = errors = 0
         for f in group:
             case = ET.SubElement(
                 suite,
                 "testcase",
                 name=f"{SUITE}.{f.code}",
-                classname=_clean(_classname(path)),
-                file=_clean(path),
+                classname=xml_safe(_classname(path)),
+                file=xml_safe(path),
                 line=str(f.line),
             )
             kind = "error" if f.severity == "error" else "failure"
-            node = ET.SubElement(case, kind, message=_clean(f.message), type=f"{f.code} {f.name}")
-            node.text = _clean(f"line {f.line}, col {f.column}, {f.message}")
+            node = ET.SubElement(case, kind, message=xml_safe(f.message), type=f"{f.code} {f.name}")
+            node.text = xml_safe(f"line {f.line}, col {f.column}, {f.message}")
             errors += kind == "error"
             failures += kind == "failure"
         suite.set("tests", str(len(group)))

@@ -6,6 +6,7 @@ import json
 from collections import Counter, defaultdict
 from xml.etree import ElementTree as ET
 
+from torchsync_lint.reporters.junit import xml_safe
 from torchsync_lint.verify.matching import Entry
 
 SCRIPT_STATUSES = ("crashed", "timeout", "early-exit", "skipped", "lint-error")
@@ -157,12 +158,13 @@ def render_junit(entries: list[Entry], scripts: list[str]) -> str:
             case = ET.SubElement(suite, "testcase", classname=path, name=name)
             if failure:
                 failures += 1
+                failure = xml_safe(failure)
                 ET.SubElement(case, "failure", message=failure[:500]).text = failure
             elif skip:
                 skipped_count += 1
-                ET.SubElement(case, "skipped", message=skip)
+                ET.SubElement(case, "skipped", message=xml_safe(skip))
             if body:
-                ET.SubElement(case, "system-out").text = body
+                ET.SubElement(case, "system-out").text = xml_safe(body)
         suite.set("tests", str(len(cases)))
         suite.set("failures", str(failures))
         suite.set("skipped", str(skipped_count))
