@@ -137,6 +137,19 @@ def test_stdin(project, capsys, monkeypatch):
     assert json.loads(out)[0]["path"] == "train.py"
 
 
+def test_stdin_filename_gets_the_per_file_settings_of_that_path(project, capsys, monkeypatch):
+    """`check` and `--fix` on stdin both lint under --stdin-filename, so per-file-ignores apply."""
+    import io
+
+    (project / "pyproject.toml").write_text('[tool.torchsync-lint.per-file-ignores]\n"train.py" = ["TSL101"]\n')
+    for extra in ([], ["--fix"]):
+        monkeypatch.setattr(sys, "stdin", io.StringIO(HAZARD))
+        code, out, err = run(capsys, *extra, "--stdin-filename", "train.py", "-")
+        assert code == 0, (extra, out, err)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(HAZARD))
+    assert run(capsys, "--stdin-filename", "other.py", "-")[0] == 1
+
+
 def test_rules_and_explain_cover_every_rule(capsys):
     from torchsync_lint.rule import load_rules
 

@@ -50,12 +50,16 @@ def linter_for(path: str, config: Config | None = None) -> Callable[[str], list[
     return lambda text: lint_source(text, path, codes, settings)
 
 
-def lint_file(path: str, config: Config | None = None) -> FileResult:
+def lint_file(path: str, config: Config | None = None, *, stdin_filename: str | None = None) -> FileResult:
+    """Lint one file; ``-`` reads stdin, linted (and reported) as ``stdin_filename`` when
+    given, so per-file settings apply to it as they do to the file itself."""
     config = config or Config()
     try:
         source = SourceFile(sys.stdin.read(), "utf-8", "\n") if path == "-" else read_source(path)
     except ReadError as exc:
         return FileResult(path, errors=[file_error(path, exc.code, exc.message)])
+    if path == "-" and stdin_filename:
+        path = stdin_filename
     findings = lint_text(source.text, path, config)
     errors = [f for f in findings if f.severity == "error"]
     return FileResult(path, [f for f in findings if f.severity != "error"], errors, source)

@@ -141,11 +141,7 @@ def cmd_check(args) -> int:
             return 2
         return run_fix_command(args, config, paths)
     if paths == ["-"]:
-        result = lint_file("-", config)
-        if args.stdin_filename:
-            result.path = args.stdin_filename
-            result.findings = [_with_path(f, args.stdin_filename) for f in result.findings]
-        results = [result]
+        results = [lint_file("-", config, stdin_filename=args.stdin_filename)]
     else:
         results = lint_paths(paths, config, jobs=args.jobs)
     options = {
@@ -167,12 +163,6 @@ def cmd_check(args) -> int:
     if findings:
         return 1
     return 2 if errors else 0
-
-
-def _with_path(finding, path):
-    from dataclasses import replace
-
-    return replace(finding, path=path)
 
 
 def _use_color(output_file: str | None) -> bool:
