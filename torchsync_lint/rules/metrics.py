@@ -22,16 +22,19 @@ _NAN_CHECK_OVERRIDES = frozenset({"update", "_cast_and_nan_check_input", "forwar
 _RELEASE = ".".join(map(str, FIX_2943_RELEASE))
 
 
-def _value_arg(use: MetricUse) -> cst.Arg | None:
+def _update_arg(use: MetricUse, keyword: str, position: int) -> cst.Arg | None:
+    """The argument of `update(value, weight)` passed as ``keyword`` or at ``position``."""
+    by_keyword = next((a for a in use.call.args if a.keyword is not None and a.keyword.value == keyword), None)
     positional = [a for a in use.call.args if a.keyword is None and not a.star]
-    keyword = next((a for a in use.call.args if a.keyword is not None and a.keyword.value == "value"), None)
-    return keyword or (positional[0] if positional else None)
+    return by_keyword or (positional[position] if len(positional) > position else None)
+
+
+def _value_arg(use: MetricUse) -> cst.Arg | None:
+    return _update_arg(use, "value", 0)
 
 
 def _weight_arg(use: MetricUse) -> cst.Arg | None:
-    positional = [a for a in use.call.args if a.keyword is None and not a.star]
-    keyword = next((a for a in use.call.args if a.keyword is not None and a.keyword.value == "weight"), None)
-    return keyword or (positional[1] if len(positional) > 1 else None)
+    return _update_arg(use, "weight", 1)
 
 
 def _is_simple(expr: cst.BaseExpression) -> bool:
