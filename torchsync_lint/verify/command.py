@@ -99,7 +99,7 @@ def verify_script(script: script_files.Script, backend: str, args: argparse.Name
     if lint_error:
         entries.append(_script_entry(script.path, backend, "lint-error", lint_error, False))
 
-    is_fixture = script_files.has_pragma(script.path)
+    is_fixture = script.is_fixture
     script_args = ["--steps", str(script.steps)] if is_fixture else []
     run = _replay(backend, script.path, script_args, args.timeout, is_fixture)
 

@@ -19,6 +19,7 @@ class Script:
     steps: int = steady_state.DEFAULT_STEPS
     warmup: int = steady_state.DEFAULT_WARMUP
     requires: list[str] = field(default_factory=list)
+    is_fixture: bool = False  # carries the fixture pragma: exiting without its RESULT line is an early exit
 
     @property
     def missing_requirements(self) -> list[str]:
@@ -60,6 +61,7 @@ def load_script(path: str, steps: int | None = None, warmup: int | None = None) 
         steps=steps if steps is not None else _int(pragmas.get("steps"), steady_state.DEFAULT_STEPS),
         warmup=warmup if warmup is not None else _int(pragmas.get("warmup"), steady_state.DEFAULT_WARMUP),
         requires=requires,
+        is_fixture=has_pragma(path),
     )
 
 

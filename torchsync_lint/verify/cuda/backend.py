@@ -11,7 +11,7 @@ from torchsync_lint.verify import runner
 from torchsync_lint.verify.cuda import ab_stats
 from torchsync_lint.verify.fixed_variant import fixed_variant, format_rate
 from torchsync_lint.verify.matching import CONFIRMED, Entry, Evidence, syncs_per_step
-from torchsync_lint.verify.scripts import Script, has_pragma
+from torchsync_lint.verify.scripts import Script
 from torchsync_lint.verify.steady_state import SteadyWindow
 
 HARNESS = "torchsync_lint.verify.cuda.harness"
@@ -38,7 +38,7 @@ def profile_entry(script: Script, script_args: list[str], args: argparse.Namespa
         script_args,
         args.timeout,
         ["--mode", "profile", "--trace", trace_path, "--warmup", str(script.warmup)],
-        require_result=has_pragma(script.path),
+        require_result=script.is_fixture,
     )
     if run.status != runner.OK:
         # The attribution pass already passed; a profiler failure is reported, not fatal.
