@@ -611,7 +611,7 @@ class MetricTracker:
         # Metrics that are attributes of a module move with it.
         for info in self.index.classes.values():
             lightning = self.values.is_lightning_class(info.node)
-            if not (lightning or info.node.name.value in moved_classes) or not self.values._is_module_class(info.node):
+            if not (lightning or info.node.name.value in moved_classes) or not self.values.is_module_class(info.node):
                 continue
             for defs in info.self_attrs.values():
                 for d in defs:

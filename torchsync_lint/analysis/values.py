@@ -399,7 +399,7 @@ class ValueAnalysis:
                 return Kind.MODEL
         info = self.index.class_of_method.get(func)
         params = [*func.params.posonly_params, *func.params.params]
-        if info is not None and params and params[0] is param and self._is_module_class(info.node):
+        if info is not None and params and params[0] is param and self.is_module_class(info.node):
             return Kind.MODEL  # `self` of an nn.Module: `self(x)` is a forward
         if info is not None and func.name.value in LIGHTNING_BATCH_HOOKS and self.is_lightning_class(info.node):
             # Lightning moves the batch to the module's device before calling the hook.
@@ -519,26 +519,23 @@ class ValueAnalysis:
         return join(kinds) if any(k is not None for k in kinds) else None
 
     def _class_instance(self, cls: cst.ClassDef) -> Kind:
-        return Kind.MODEL if self._is_module_class(cls) else Kind.UNKNOWN
+        return Kind.MODEL if self.is_module_class(cls) else Kind.UNKNOWN
 
-    def _is_module_class(self, cls: cst.ClassDef, depth: int = 0) -> bool:
+    def is_module_class(self, cls: cst.ClassDef) -> bool:
+        return self._derives_from(cls, lambda qn: qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES)
+
+    def is_lightning_class(self, cls: cst.ClassDef) -> bool:
+        return self._derives_from(cls, lambda qn: qn in LIGHTNING_MODULES)
+
+    def _derives_from(self, cls: cst.ClassDef, is_base, depth: int = 0) -> bool:
+        """Does ``cls`` have an imported base (by qualified name) that ``is_base`` accepts,
+        directly or through local base classes (at most 5 deep)?"""
         for base in cls.bases:
-            qn = self.qualname(base.value) or ""
-            if qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES:
+            if is_base(self.qualname(base.value) or ""):
                 return True
             if isinstance(base.value, cst.Name) and depth < 5:
                 local = self.index.classes.get(base.value.value)
-                if local is not None and self._is_module_class(local.node, depth + 1):
-                    return True
-        return False
-
-    def is_lightning_class(self, cls: cst.ClassDef, depth: int = 0) -> bool:
-        for base in cls.bases:
-            if (self.qualname(base.value) or "") in LIGHTNING_MODULES:
-                return True
-            if isinstance(base.value, cst.Name) and depth < 5:
-                local = self.index.classes.get(base.value.value)
-                if local is not None and self.is_lightning_class(local.node, depth + 1):
+                if local is not None and self._derives_from(local.node, is_base, depth + 1):
                     return True
         return False
 
@@ -648,9 +645,7 @@ class ValueAnalysis:
                 return Kind.MODEL
             if method == "cuda":
                 return Kind.DEVICE
-            if method == "cpu":
-                return Kind.HOST_TENSOR
-            if method == "pin_memory":
+            if method in ("cpu", "pin_memory"):
                 return Kind.HOST_TENSOR
             where = self.to_destination(call)
             if where == "accelerator":
@@ -677,7 +672,7 @@ class ValueAnalysis:
         if method in ("item", "tolist", "numpy", "__len__"):
             return Kind.HOST
         if method in ("detach", "clone", "contiguous", "float", "half", "long", "mean", "sum"):
-            return receiver if receiver is not None else None
+            return receiver
         return Kind.UNKNOWN
 
     def to_destination(self, call: cst.Call) -> str | None:
