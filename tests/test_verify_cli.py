@@ -274,7 +274,9 @@ def test_cuda_backend_parent_logic_runs_on_cpu(tmp_path):
     assert run.status == "ok" and run.step_basis == "optimizer" and run.total_steps == 8
     window = SteadyWindow(run.step_basis, run.total_steps, script.warmup, run.excluded_steps)
     args = argparse.Namespace(timeout=60, trace_dir=str(tmp_path / "traces"), measure=True, repeats=1)
-    profiled, measured = backend.profile_and_measure(script, ["--steps", "8"], args, [], run, window)
+    from torchsync_lint.verify.fixed_variant import fixed_variant
+
+    profiled, measured = backend.profile_and_measure(script, ["--steps", "8"], args, [], run, window, fixed_variant(script))
 
     assert profiled.status == "profiled"
     (trace_file,) = (tmp_path / "traces").glob("*.trace.json")

@@ -110,17 +110,20 @@ def verify_script(script: script_files.Script, backend: str, args: argparse.Name
     window = run.window(script.warmup)
     entries += match_script(script.path, expectations, run.events, window, backend, observable)
 
-    if getattr(args, "compare_fixed", False):
-        variant = fixed_variant(script)
-        if variant is not None:
-            fixed_path, extra_path = variant
-            fixed_run = _replay(backend, fixed_path, script_args, args.timeout, is_fixture, extra_path)
-            entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
+    # The fixed version (a *.fixed.py, else the fixer's output in a temporary file), made
+    # once for --compare-fixed and --measure alike.
+    compare = getattr(args, "compare_fixed", False)
+    measure = backend == "cuda" and getattr(args, "measure", False)
+    variant = fixed_variant(script) if compare or measure else None
+    if compare and variant is not None:
+        fixed_path, extra_path = variant
+        fixed_run = _replay(backend, fixed_path, script_args, args.timeout, is_fixture, extra_path)
+        entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
 
     if backend == "cuda":
         from torchsync_lint.verify.cuda import backend as cuda_backend
 
-        entries += cuda_backend.profile_and_measure(script, script_args, args, entries, run, window)
+        entries += cuda_backend.profile_and_measure(script, script_args, args, entries, run, window, variant)
     return entries
 
 

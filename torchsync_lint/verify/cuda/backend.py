@@ -9,7 +9,7 @@ import tempfile
 
 from torchsync_lint.verify import runner
 from torchsync_lint.verify.cuda import ab_stats
-from torchsync_lint.verify.fixed_variant import fixed_variant, format_rate
+from torchsync_lint.verify.fixed_variant import format_rate
 from torchsync_lint.verify.matching import CONFIRMED, Entry, Evidence, syncs_per_step
 from torchsync_lint.verify.scripts import Script
 from torchsync_lint.verify.steady_state import SteadyWindow
@@ -85,9 +85,14 @@ def _fixed_syncs_per_step(fixed_path: str, script_args: list[str], extra_path: l
 
 
 def measure_entry(
-    script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry], original_syncs: float | None
+    script: Script,
+    script_args: list[str],
+    args: argparse.Namespace,
+    entries: list[Entry],
+    original_syncs: float | None,
+    variant: tuple[str, list[str]] | None,
 ) -> Entry:
-    variant = fixed_variant(script)
+    """The A/B against ``variant`` (fixed_variant(script): path and extra sys.path)."""
     if variant is None:
         return Entry(script.path, None, None, "not-measured", "cuda", detail="no .fixed.py beside it and no fixer output")
     fixed_path, extra_path = variant
@@ -122,9 +127,16 @@ def measure_entry(
 
 
 def profile_and_measure(
-    script: Script, script_args: list[str], args: argparse.Namespace, entries: list[Entry], run: runner.RunRecord, window: SteadyWindow
+    script: Script,
+    script_args: list[str],
+    args: argparse.Namespace,
+    entries: list[Entry],
+    run: runner.RunRecord,
+    window: SteadyWindow,
+    variant: tuple[str, list[str]] | None,
 ) -> list[Entry]:
-    """The profiler pass, and with --measure the A/B, after the attribution pass ``run``."""
+    """The profiler pass, and with --measure the A/B against ``variant``, after the
+    attribution pass ``run``."""
     profiled = profile_entry(script, script_args, args)
     signals = run.extra.get("sync_signals")
     if signals:
@@ -136,5 +148,5 @@ def profile_and_measure(
         )
     extra = [profiled]
     if args.measure:
-        extra.append(measure_entry(script, script_args, args, entries, syncs_per_step(run.events, window)))
+        extra.append(measure_entry(script, script_args, args, entries, syncs_per_step(run.events, window), variant))
     return extra
