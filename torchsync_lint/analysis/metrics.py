@@ -533,7 +533,7 @@ class MetricTracker:
                     for k, v in part.items():
                         merged.setdefault(k, []).extend(v)
             for assign, target in self._subscript_assigns:
-                if isinstance(target.value, cst.Name) and target.value.value == expr.value and self.index.scope_of(assign) is self.index.scope_of(expr) and self.index.line(assign) <= self.index.line(expr):
+                if isinstance(target.value, cst.Name) and target.value.value == expr.value and self.index.frame_of(assign) is self.index.frame_of(expr) and self.index.seq(assign) <= self.index.seq(expr):
                     key = _subscript_key(target)
                     if key is not UNKNOWN:
                         merged[key] = self.sites_of(assign.value)  # `metrics["avg_loss"] = Other()` replaces

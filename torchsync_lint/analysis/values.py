@@ -15,7 +15,7 @@ import re
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
-from torchsync_lint.analysis.index import Def, ModuleIndex
+from torchsync_lint.analysis.index import COMPREHENSIONS, Def, ModuleIndex
 
 
 class Kind(str, enum.Enum):
@@ -254,36 +254,53 @@ class ValueAnalysis:
         inside that loop kills them first.
         """
         index = self.index
-        use_scope = index.scope_of(name)
-        scope = use_scope
+        scope = index.scope_of(name)
+        anchor: cst.CSTNode | None = name  # where the read happens in the scope that binds it
         while True:
             defs = index.defs.get(scope, {}).get(name.value, [])
             if defs:
                 break
             if isinstance(scope, cst.Module):
                 return []
+            # A comprehension runs inline, where it stands; a function or lambda runs later.
+            anchor = scope if anchor is not None and isinstance(scope, COMPREHENSIONS) else None
             scope = index.scope_of(scope)
-        if scope is not use_scope:
+        if anchor is None:
             return list(defs)  # a global or closure read: any binding may have run before the call
-        line = index.line(name)
-        loops = [a for a in self._ancestors_in_scope(name) if isinstance(a, (cst.For, cst.While))]
+        seq = index.seq(anchor)
         # A use inside the statement that binds the name (`x = f(\n    x)`, the right-hand side
-        # of a multi-line assignment) reads the *previous* binding, whatever the line numbers say.
-        own = [d for d in defs if d.how in ("assign", "unpack", "aug") and self.index.inside(name, d.stmt)]
-        before = [d for d in defs if d not in own and (d.line < line or (d.line == line and not self.index.inside(name, d.stmt)))]
-        dominating = [d for d in before if self._dominates(d, name)]
-        killer = max(dominating, key=lambda d: (d.line, self.index.positions[d.stmt].start.column)) if dominating else None
+        # of a multi-line assignment) reads the *previous* binding.
+        own = [d for d in defs if d.how in ("assign", "unpack", "aug") and self.index.inside(anchor, d.stmt)]
+        before = [d for d in defs if d not in own and self._binds_before(d, anchor, seq)]
+        loops = [a for a in self._ancestors_in_scope(anchor) if isinstance(a, (cst.For, cst.While))]
+        dominating = [d for d in before if self._dominates(d, anchor)]
+        killer = max(dominating, key=lambda d: d.seq) if dominating else None
         if killer is not None:
-            before = [killer] + [d for d in before if d.line > killer.line]
-        later = [d for d in defs if d not in before and (killer is None or d.line > killer.line or d.line > line)]
+            before = [killer] + [d for d in before if d.seq > killer.seq]
+        later = [d for d in defs if d not in before and (killer is None or d.seq > killer.seq or d.seq > seq)]
         carried = [
-            d for d in later if (d.line > line or d in own) and any(self.index.inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or self.index.inside(killer.stmt, lp))) for lp in loops)
+            d for d in later if (d.seq > seq or d in own) and any(self.index.inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or self.index.inside(killer.stmt, lp))) for lp in loops)
         ]
         return before + carried
 
+    def _binds_before(self, d: Def, use: cst.CSTNode, seq: int) -> bool:
+        """Has binding ``d`` happened before ``use`` runs, in this pass through the code?
+
+        A loop target is bound before the loop's body and `else:` run (not before its
+        iterable), a comprehension's before its element and conditions; every other binding
+        before the uses that follow its statement.
+        """
+        if isinstance(d.stmt, cst.CompFor):
+            return not (use is d.stmt.iter or self.index.inside(use, d.stmt.iter))
+        if d.seq >= seq:
+            return False
+        if isinstance(d.stmt, cst.For) and d.how == "for" and self.index.inside(use, d.stmt):
+            return not (use is d.stmt.iter or self.index.inside(use, d.stmt.iter))
+        return not self.index.inside(use, d.stmt) or d.how == "param"
+
     def _ancestors_in_scope(self, node: cst.CSTNode):
         for anc in self.index.ancestors(node):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.Module)):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.Module, *COMPREHENSIONS)):
                 return
             yield anc
 
@@ -292,6 +309,8 @@ class ValueAnalysis:
         if d.how == "param":
             return True
         if d.how == "for":
+            if isinstance(d.stmt, cst.CompFor):
+                return True  # binds before every part of its comprehension that reads it
             return isinstance(d.stmt, cst.For) and self.index.inside(use, d.stmt.body)
         if not isinstance(d.stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr)):
             return False
@@ -473,7 +492,7 @@ class ValueAnalysis:
             return self._qualified_call(qn, call)
         if isinstance(func, cst.Name):
             name = func.value
-            if name in HOST_BUILTINS and not self.index.defs.get(self.index.scope_of(func), {}).get(name):
+            if name in HOST_BUILTINS and not self.index.binds_locally(name, func):
                 return Kind.HOST
             if name in SAME_KIND_BUILTINS:
                 return self._combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN

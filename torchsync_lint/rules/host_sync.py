@@ -180,7 +180,7 @@ class HostReadInLoop(Rule):
             if not is_host_read or not self._on_device(receiver):
                 return  # not a read, or not provably a device tensor
         elif isinstance(func, cst.Name) and func.value in HOST_CONVERSIONS and len(node.args) == 1:
-            if self.analysis.index.defs.get(self.analysis.index.scope_of(func), {}).get(func.value):
+            if self.analysis.index.binds_locally(func.value, func):
                 return  # a local function shadows the builtin
             if not self._on_device(node.args[0].value):
                 return
