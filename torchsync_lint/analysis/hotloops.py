@@ -197,7 +197,7 @@ class HotLoopAnalysis:
         gate: cst.BaseExpression | None = None
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, cst.If) and gate is None and child is anc.body and _is_step_interval(anc.test):
+            if isinstance(anc, cst.If) and gate is None and child is anc.body and _is_step_interval(anc.test, self.index.tree):
                 gate = anc.test
             if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops and child is anc.body:
                 return HotContext(f"this loop {self.hot_loops[anc]}", gate)
@@ -213,47 +213,23 @@ class HotLoopAnalysis:
 _COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
 
 
-def _is_step_interval(test: cst.BaseExpression) -> bool:
+def _is_step_interval(test: cst.BaseExpression, tree) -> bool:
     """A test that holds on some steps only, judged by a step counter in it.
 
     `step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and it % n == 0`, and
     `i == 0` / `batch_idx == last` (once per epoch). `args.rank % ngpus == 0` is no gate:
     it holds on every step of the rank that runs it.
     """
-    finder = _GateFinder()
-    test.visit(finder)
-    return finder.found
-
-
-def _mentions_counter(node: cst.CSTNode) -> bool:
-    finder = _CounterFinder()
-    node.visit(finder)
-    return finder.found
-
-
-class _CounterFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found = self.found or bool(_COUNTER.search(node.value))
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.found = self.found or bool(_COUNTER.search(node.attr.value))
-
-
-class _GateFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
-        if isinstance(node.operator, cst.Modulo) and not isinstance(node.left, (cst.SimpleString, cst.FormattedString)):
-            self.found = self.found or _mentions_counter(node.left)
-        return not self.found
-
-    def visit_Comparison(self, node: cst.Comparison) -> bool:
-        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
+    for node in tree.walk_subtree(test):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            if not isinstance(node.left, (cst.SimpleString, cst.FormattedString)) and _mentions_counter(node.left, tree):
+                return True
+        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
             sides = (node.left, node.comparisons[0].comparator)
-            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s) for s in sides):
-                self.found = True
-        return not self.found
+            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s, tree) for s in sides):
+                return True
+    return False
+
+
+def _mentions_counter(node: cst.CSTNode, tree) -> bool:
+    return any(isinstance(n, cst.Name) and _COUNTER.search(n.value) for n in tree.walk_subtree(node))

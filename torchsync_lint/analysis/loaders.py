@@ -370,11 +370,11 @@ class LoaderTracker:
             return False
         if info.handed_to_trainer:
             return True
+        # Does a loop over it copy something to the accelerator or run a training/forward step?
         for loop in info.loops:
-            finder = _CopyOrStepFinder(self)
-            loop.body.visit(finder)
-            if finder.found:
-                return True
+            for node in self.analysis.tree.walk_subtree(loop.body):
+                if isinstance(node, cst.Call) and (self.is_h2d_call(node, any_receiver=True) or self.analysis.hot.is_step_call(node)):
+                    return True
         return False
 
     def dataset_on_device(self, info: LoaderInfo) -> bool:
@@ -451,21 +451,6 @@ class LoaderTracker:
             else:
                 todo.append(a.value)
         return todo
-
-
-class _CopyOrStepFinder(cst.CSTVisitor):
-    """Does a loop body copy something to the accelerator or run a training/forward step?"""
-
-    def __init__(self, tracker: LoaderTracker) -> None:
-        self.tracker = tracker
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> bool:
-        if self.found:
-            return False
-        if self.tracker.is_h2d_call(node, any_receiver=True) or self.tracker.analysis.hot.is_step_call(node):
-            self.found = True
-        return not self.found
 
 
 def loaders(analysis) -> LoaderTracker:

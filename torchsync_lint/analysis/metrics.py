@@ -650,57 +650,39 @@ class MetricTracker:
         return "cpu"
 
     def _scan_module(self) -> None:
-        tracker = self
-
-        class _Scan(cst.CSTVisitor):
-            def __init__(self) -> None:
-                self.callees: set[int] = set()
-                self.not_references: set[int] = set()  # names that define or label, not read
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for t in node.targets:
-                    if isinstance(t.target, cst.Subscript):
-                        tracker._subscript_assigns.append((node, t.target))
-
-            # A function referenced other than as a callee (`optimizer.step(closure)`,
-            # `partial(f, m)`, `hook = self.step`) may be called with arguments we cannot see.
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                self.not_references.add(id(node.name))
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> None:
-                self.not_references.add(id(node.name))
-
-            def visit_Param(self, node: cst.Param) -> None:
-                self.not_references.add(id(node.name))
-
-            def visit_Arg(self, node: cst.Arg) -> None:
-                if node.keyword is not None:
-                    self.not_references.add(id(node.keyword))
-
-            def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-                return False
-
-            def visit_Import(self, node: cst.Import) -> bool:
-                return False
-
-            def visit_Name(self, node: cst.Name) -> None:
-                if id(node) not in self.callees and id(node) not in self.not_references:
-                    tracker._escaped_names.add(node.value)
-
-            def visit_Attribute(self, node: cst.Attribute) -> None:
-                self.not_references.add(id(node.attr))
-                if id(node) not in self.callees:
-                    tracker._escaped_attrs.add(node.attr.value)
-
-            def visit_Call(self, node: cst.Call) -> None:
-                self.callees.add(id(node.func))
-                qn = tracker.analysis.qualname(node.func) or ""
-                if qn == "torch.use_deterministic_algorithms" and node.args and literal(node.args[0].value) is True:
-                    tracker.deterministic = True
-                if qn == "torch.distributed.init_process_group" and _backend_is_nccl(node):
-                    tracker.nccl_inits.append(node)
-
-        self.analysis.module.visit(_Scan())
+        """One look at the module's nodes (from the index, no traversal of its own): subscript
+        stores, functions referenced other than as a callee, determinism and NCCL set-up."""
+        index = self.index
+        for node in index.nodes_of(cst.Assign):
+            for t in node.targets:
+                if isinstance(t.target, cst.Subscript):
+                    self._subscript_assigns.append((node, t.target))
+        callees: set[int] = set()
+        for node in index.calls:
+            callees.add(id(node.func))
+            qn = self.analysis.qualname(node.func) or ""
+            if qn == "torch.use_deterministic_algorithms" and node.args and literal(node.args[0].value) is True:
+                self.deterministic = True
+            if qn == "torch.distributed.init_process_group" and _backend_is_nccl(node):
+                self.nccl_inits.append(node)
+        # A function referenced other than as a callee (`optimizer.step(closure)`,
+        # `partial(f, m)`, `hook = self.step`) may be called with arguments we cannot see.
+        # Names that define or label (def/class/parameter names, keywords, attribute names,
+        # anything in an import) are not references.
+        not_references: set[int] = set()
+        for node_type in (cst.FunctionDef, cst.ClassDef, cst.Param):
+            not_references.update(id(n.name) for n in index.nodes_of(node_type))
+        not_references.update(id(n.keyword) for n in index.nodes_of(cst.Arg) if n.keyword is not None)
+        for node in index.nodes_of(cst.Attribute):
+            not_references.add(id(node.attr))
+            if id(node) not in callees:
+                self._escaped_attrs.add(node.attr.value)
+        for node_type in (cst.Import, cst.ImportFrom):
+            for stmt in index.nodes_of(node_type):
+                not_references.update(id(n) for n in index.tree.walk_subtree(stmt) if isinstance(n, cst.Name))
+        for node in index.nodes_of(cst.Name):
+            if id(node) not in callees and id(node) not in not_references:
+                self._escaped_names.add(node.value)
 
     def computed_sites(self) -> set[int]:
         """Ids of sites whose `compute()` runs somewhere (directly or through a collection),

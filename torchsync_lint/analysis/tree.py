@@ -134,6 +134,22 @@ class Tree:
         i = self.order[node]
         return self.nodes[i : self.end[i]]
 
+    def walk_subtree(self, node: cst.CSTNode, prune: tuple[type, ...] = ()):
+        """``node`` and its descendants in source order, leaving out (with everything under
+        them) descendants of the ``prune`` types: nested functions, say."""
+        i = self.order[node]
+        stop = self.end[i]
+        nodes, end = self.nodes, self.end
+        yield nodes[i]
+        i += 1
+        while i < stop:
+            n = nodes[i]
+            if prune and isinstance(n, prune):
+                i = end[i]
+                continue
+            yield n
+            i += 1
+
     def after(self, node: cst.CSTNode, other: cst.CSTNode) -> bool:
         """Does ``node`` start after the whole of ``other`` (in source order)?"""
         return self.order[node] >= self.end[self.order[other]]

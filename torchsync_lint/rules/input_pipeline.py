@@ -364,19 +364,13 @@ class DataLoaderUnpinnedMemory(_Loader):
         self.report(node, message, fix=fix)
 
     def _non_blocking_copies(self, info: LoaderInfo) -> bool:
-        finder = _NonBlockingFinder()
-        for loop in info.loops:
-            loop.body.visit(finder)
-        return finder.found
-
-
-class _NonBlockingFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None and node.keyword.value == "non_blocking" and literal_value(node.value) == (True, True):
-            self.found = True
+        """Does a loop over the loader pass `non_blocking=True` anywhere in its body?"""
+        tree = self.analysis.tree
+        return any(
+            isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "non_blocking" and literal_value(node.value) == (True, True)
+            for loop in info.loops
+            for node in tree.walk_subtree(loop.body)
+        )
 
 
 # -- TSL303 --------------------------------------------------------------------------------------

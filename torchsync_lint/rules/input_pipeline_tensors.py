@@ -156,7 +156,7 @@ class HostFloatNormalization(Rule):
         if isinstance(receiver, cst.Name):
             candidates = [d.value for d in self.analysis.values.reaching_defs(receiver) if d.how == "assign" and d.value is not None]
         for expr in candidates:
-            division = next((n for n in _walk(expr) if _is_divide_by_255(n) and tracker.batch_kind(n) is Kind.HOST_TENSOR), None)
+            division = next((n for n in self.analysis.tree.walk_subtree(expr, _NESTED_FUNCTIONS) if _is_divide_by_255(n) and tracker.batch_kind(n) is Kind.HOST_TENSOR), None)
             if division is not None:
                 hot = self.hot(division)
                 if hot is not None:
@@ -171,7 +171,7 @@ class HostFloatNormalization(Rule):
         cls = self._local_class(dataset_call)
         if cls is not None:
             if cls not in self._class_calls:
-                self._class_calls[cls] = [n for n in _walk(cls, into_functions=True) if isinstance(n, cst.Call)]
+                self._class_calls[cls] = [n for n in self.analysis.tree.walk_subtree(cls) if isinstance(n, cst.Call)]
             calls += self._class_calls[cls]
         converters = [c for c in calls if self._is_float_converter(c)]
         for c in converters:
@@ -187,7 +187,7 @@ class HostFloatNormalization(Rule):
             return []
         seen.add(id(expr))
         out: list[cst.Call] = []
-        for n in _walk(expr):
+        for n in self.analysis.tree.walk_subtree(expr, _NESTED_FUNCTIONS):
             if isinstance(n, cst.Call):
                 out.append(n)
             elif isinstance(n, cst.Name):
@@ -227,7 +227,7 @@ class HostFloatNormalization(Rule):
             method = info.methods.get("__getitem__") or info.methods.get("__getitems__")
             if method is not None:
                 if method not in self._class_calls:  # reused as a per-method memo
-                    self._class_calls[method] = [n for n in _walk(method.body) if _is_divide_by_255(n)]
+                    self._class_calls[method] = [n for n in self.analysis.tree.walk_subtree(method.body, _NESTED_FUNCTIONS) if _is_divide_by_255(n)]
                 for n in self._class_calls[method]:
                     found.setdefault(n, n)
                 return
@@ -248,14 +248,7 @@ class HostFloatNormalization(Rule):
         return None
 
 
-def _walk(node: cst.CSTNode, into_functions: bool = False):
-    """Every node under ``node`` (pre-order); nested functions and lambdas only when asked."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        children = [c for c in n.children if into_functions or not isinstance(c, (cst.FunctionDef, cst.Lambda))]
-        stack.extend(reversed(children))
+_NESTED_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 
 
 # -- TSL305 --------------------------------------------------------------------------------------
