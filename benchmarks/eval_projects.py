@@ -140,7 +140,7 @@ class Score:
     tp: collections.Counter
     fp: collections.Counter
     fn: collections.Counter
-    labels: dict  # key -> the (first) label with that key
+    labels: dict  # key -> the label with that key (a counted one before an ambiguous one)
     findings: int
     ambiguous_hits: int  # findings dropped because they sit on an ambiguous label
 
@@ -155,8 +155,8 @@ def score(labels: list[dict], found: dict[Key, int]) -> Score:
     rest = got - truth
     dropped = sum(n for k, n in rest.items() if k in ambiguous)
     fp = collections.Counter({k: n for k, n in rest.items() if k not in ambiguous})
-    by_key = {}
-    for d in labels:
+    by_key = {}  # a key's scope and reason come from its counted label, if it has one
+    for d in sorted(labels, key=lambda d: bool(d.get("ambiguous"))):
         by_key.setdefault(key_of(d), d)
     return Score(tp, fp, truth - got, by_key, sum(got.values()), dropped)
 

@@ -146,3 +146,19 @@ def test_check_labels_never_imports_the_linter():
     assert "toyproj/toy/meters.py:7 TSL101 cross-module" in proc.stdout
     assert "self.total += value.item() * n" in proc.stdout
     assert "1 projects, 7 labels, 0 problems" in proc.stdout
+
+
+def test_a_positive_and_an_ambiguous_label_on_one_key(ev):
+    """One hazard on a line plus a judgement call on the same line and code (a second
+    sub-expression a tool may or may not flag): one finding is a TP, a second counts neither
+    way, none is an FN scored with the positive label's scope."""
+    labels = [
+        label("a.py", 3, "TSL103", scope="library", ambiguous=True),
+        label("a.py", 3, "TSL103", scope="cross-module"),
+    ]
+    key = ("p", "a.py", 3, "TSL103")
+    two = ev.score(labels, {key: 2})
+    assert (sum(two.tp.values()), sum(two.fp.values()), two.ambiguous_hits) == (1, 0, 1)
+    none = ev.score(labels, {})
+    assert ev.tables(none)["by_scope"]["cross-module"] == {"tp": 0, "fn": 1, "recall": 0.0}
+    assert ev.tables(none)["by_scope"]["library"] == {"tp": 0, "fn": 0, "recall": None}
