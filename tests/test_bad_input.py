@@ -10,7 +10,7 @@ import pytest
 
 from torchsync_lint.cli import main
 
-HAZARD = "import torch\nfor x in loader:\n    out = model(x.cuda())\n    out.sum().backward()\n    print(out.sum().item())\n"
+HAZARD = "import torch\nfor x in loader:\n    out = model(x.cuda(non_blocking=True))\n    out.sum().backward()\n    print(out.sum().item())\n"
 
 
 def run(capsys, *argv):

@@ -114,7 +114,7 @@ def test_multiline_statement_noqa_follows_flake8_semantics(tmp_path):
         device = torch.device("cuda")
         model = torch.nn.Linear(2, 2).to(device)
         for x in loader:
-            loss = model(x.to(device)).sum()
+            loss = model(x.to(device, non_blocking=True)).sum()
             loss.backward()
             a = float(
                 loss

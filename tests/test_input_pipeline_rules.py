@@ -227,9 +227,11 @@ def test_loader_on_self_and_from_a_factory_function():
             for x, y in self.train_loader:
                 self.model(x.cuda(non_blocking=True)).sum().backward()
     """
-    # Tuple-returning factories behind `self` attributes are beyond the tracker: no finding
-    # (never a false one). The simpler `self.loader = DataLoader(...)` form is tracked:
-    assert found(src) == set()
+    # Tuple-returning factories behind `self` attributes are followed position by position:
+    # the first loader (unpinned, no workers) feeds the GPU; the configured second one is fine.
+    assert found(src) == {(5, "TSL302"), (5, "TSL303")}
+    assert found(src.replace("self.train_loader, self.val_loader", "self.val_loader, self.train_loader")) == set()
+    # The simpler `self.loader = DataLoader(...)` form is tracked too:
     src2 = """\
     import torch
     from torch.utils.data import DataLoader

@@ -43,7 +43,7 @@ class ModuleAnalysis:
 
     # Convenience pass-throughs used by most rules.
     def qualname(self, node: cst.BaseExpression) -> str | None:
-        return self.index.imports.qualname(node)
+        return self.values.qualname(node)
 
     def kind(self, node: cst.BaseExpression) -> Kind:
         return self.values.kind(node)

@@ -77,6 +77,7 @@ class ModuleIndex:
         return self.by_type.get(node_type, [])
 
     _call_targets: dict[cst.Call, cst.FunctionDef] | None = None
+    _binding_resolver: object = None
     _call_sites: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict)
 
     def call_targets(self) -> dict[cst.Call, cst.FunctionDef]:
@@ -210,17 +211,21 @@ class ModuleIndex:
         return None
 
     def resolve_function(self, func: cst.BaseExpression, at: cst.CSTNode) -> cst.FunctionDef | None:
-        """The same-module function a call's callee names: `f(...)` or `self.f(...)`."""
+        """The same-module function a call's callee names: `f(...)`, `self.f(...)`, or an
+        instance of a class of this module called like a function (its `__call__`, or the
+        `forward` that `nn.Module.__call__` runs)."""
         if isinstance(func, cst.Name):
             found = self._nested_function(func.value, at) or self.functions.get(func.value)
             if found is None and func.value in self.classes:
                 found = self.classes[func.value].methods.get("__init__")  # `Trainer(model, ...)`
+            if found is None:
+                found = self._instance_call(self._bindings().reaching_defs(func))
             return found
         parts = dotted_parts(func)
         if parts and len(parts) == 2 and parts[0] in ("self", "cls"):
             info = self.class_of(at)
             if info is not None:
-                return info.methods.get(parts[1])
+                return info.methods.get(parts[1]) or self._instance_call(info.self_attrs.get(parts[1], []))
         if isinstance(func, cst.Attribute) and not func.attr.value.startswith("__"):
             # `module.training_step(batch)`: a method name only one class of this module
             # defines. Receivers rooted at an import (`torch.x`) are never ours.
@@ -230,6 +235,44 @@ class ModuleIndex:
             if len(owners) == 1:
                 return owners[0]
         return None
+
+    def instance_method(self, expr: cst.BaseExpression, names: tuple[str, ...]) -> cst.FunctionDef | None:
+        """The first of ``names`` defined by the class of this module every binding of
+        ``expr`` (a name or `self.x`) is an instance of: what `str(meter)` runs."""
+        if isinstance(expr, cst.Name):
+            defs = self._bindings().reaching_defs(expr)
+        else:
+            parts = dotted_parts(expr)
+            info = self.class_of(expr) if parts and len(parts) == 2 and parts[0] == "self" else None
+            defs = info.self_attrs.get(parts[1], []) if info is not None else []
+        cls = self._instance_class(defs)
+        if cls is None:
+            return None
+        return next((cls.methods[n] for n in names if n in cls.methods), None)
+
+    def _instance_class(self, defs: list[Def]) -> ClassInfo | None:
+        classes = set()
+        for d in defs:
+            value = d.value.func if d.how == "assign" and isinstance(d.value, cst.Call) else None
+            if not isinstance(value, cst.Name) or value.value not in self.classes:
+                return None
+            classes.add(value.value)
+        return self.classes[classes.pop()] if len(classes) == 1 else None
+
+    def _instance_call(self, defs: list[Def]) -> cst.FunctionDef | None:
+        """`loss_fn(pred, y)` where every binding of `loss_fn` is `ComputeLoss(...)`, a class of
+        this module: the method the call runs."""
+        cls = self._instance_class(defs) if defs else None
+        if cls is None:
+            return None
+        return cls.methods.get("__call__") or cls.methods.get("forward")
+
+    def _bindings(self):
+        if self._binding_resolver is None:
+            from torchsync_lint.analysis.bindings import Bindings  # bindings builds on this module
+
+            self._binding_resolver = Bindings(self)
+        return self._binding_resolver
 
 
 def _target_names(target: cst.BaseExpression, path: tuple[int, ...] = ()):
@@ -243,6 +286,19 @@ def _target_names(target: cst.BaseExpression, path: tuple[int, ...] = ()):
                 yield from _target_names(value, (*path, -1))
             else:
                 yield from _target_names(value, (*path, i))
+
+
+def _self_attribute_targets(target: cst.BaseExpression, path: tuple[int, ...] = ()):
+    """Yield (attribute, path) for every `self.x` inside a tuple/list assignment target."""
+    for i, el in enumerate(target.elements):
+        value = el.value
+        if isinstance(el, cst.StarredElement):
+            continue
+        parts = dotted_parts(value) if isinstance(value, cst.Attribute) else None
+        if parts and len(parts) == 2 and parts[0] == "self":
+            yield parts[1], (*path, i)
+        elif isinstance(value, (cst.Tuple, cst.List)):
+            yield from _self_attribute_targets(value, (*path, i))
 
 
 class _Indexer:
@@ -277,16 +333,21 @@ class _Indexer:
         if how == "assign" and isinstance(target, (cst.Tuple, cst.List)):
             for name, path in _target_names(target):
                 self._add(scope, Def(name, seq, "unpack", stmt, value, path))
+            for attr, path in _self_attribute_targets(target):  # `self.a, self.b = a, b`
+                self._add_self_attr(stmt, Def(attr, seq, "unpack", stmt, value, path))
             return
         for name, path in _target_names(target):
             self._add(scope, Def(name, seq, how, stmt, value, path))
         # `self.x = value` inside a method: remember it on the class.
         parts = dotted_parts(target) if isinstance(target, cst.Attribute) else None
         if parts and len(parts) == 2 and parts[0] == "self":
-            func = self.index.enclosing_function(stmt)
-            info = self.index.class_of_method.get(func) if func is not None else None
-            if info is not None:
-                info.self_attrs.setdefault(parts[1], []).append(Def(parts[1], seq, how, stmt, value))
+            self._add_self_attr(stmt, Def(parts[1], seq, how, stmt, value))
+
+    def _add_self_attr(self, stmt: cst.CSTNode, d: Def) -> None:
+        func = self.index.enclosing_function(stmt)
+        info = self.index.class_of_method.get(func) if func is not None else None
+        if info is not None:
+            info.self_attrs.setdefault(d.name, []).append(d)
 
     def _enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
         """The class whose body holds ``node`` directly (not through a function)."""

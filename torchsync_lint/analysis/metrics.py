@@ -20,13 +20,14 @@ Constructor arguments are read as literals; a value the user configures (`nan_st
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import Def
 from torchsync_lint.analysis.metric_classes import (
+    ANY_METHOD,
     _DIST_DEFAULTS,
     _MISSING,
     _ITEM_VIEWS,
@@ -53,6 +54,9 @@ class MetricSite:
         for arg in self.call.args:
             if arg.keyword is not None and arg.keyword.value == key:
                 return arg
+        for preset_key, arg in self.cls.preset:  # `functools.partial(MeanMetric, nan_strategy=...)`
+            if preset_key == key:
+                return arg
         if key in self.cls.params:
             i = self.cls.params.index(key)
             if i < len(positional):
@@ -66,7 +70,7 @@ class MetricSite:
             return literal(arg.value)
         if any(a.star for a in self.call.args):
             return UNKNOWN  # `**kwargs` may set it
-        if key == "nan_strategy" and "__init__" in self.cls.overrides:
+        if key == "nan_strategy" and self.cls.redefines("__init__"):
             return UNKNOWN  # a user subclass may pass its own default
         default = self.cls.default(key)
         return UNKNOWN if default is _MISSING else default
@@ -146,6 +150,40 @@ class MetricTracker:
             return KNOWN_CLASSES.get(qn.rsplit(".", 1)[-1])
         if isinstance(func, cst.Name) and func.value in self.index.classes:
             return self._local_class(func.value)
+        if isinstance(func, cst.Name):
+            return self._factory_class(func)
+        return None
+
+    def _factory_class(self, name: cst.Name, depth: int = 0) -> MetricClass | None:
+        """A metric class made by a call: `Fast = functools.partial(MeanMetric, nan_strategy=...)`,
+        `type("Fast", (MeanMetric,), {...})`, or a class decorator `NoNan = f(MeanMetric)`."""
+        defs = self.values.reaching_defs(name)
+        if len(defs) != 1 or defs[0].how != "assign" or not isinstance(defs[0].value, cst.Call) or depth > 3:
+            return None
+        call = defs[0].value
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        qn = self.analysis.qualname(call.func) or ""
+        if qn == "functools.partial" and positional:
+            base = self.metric_class(positional[0])
+            if base is None or len(positional) > 1 or any(a.star for a in call.args):
+                return None if base is None else replace(base, overrides=base.overrides | {"__init__"})
+            preset = tuple((a.keyword.value, a) for a in call.args if a.keyword is not None)
+            return replace(base, preset=base.preset + preset)
+        if isinstance(call.func, cst.Name) and call.func.value == "type" and len(positional) == 3 and not self.index.binds_locally("type", call):
+            bases = [el.value for el in positional[1].elements] if isinstance(positional[1], cst.Tuple) else []
+            base = self.metric_class(bases[0]) if bases else None
+            if base is None:
+                return None
+            body = positional[2]
+            if isinstance(body, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in body.elements):
+                methods = frozenset(el.key.evaluated_value for el in body.elements)
+            else:
+                methods = frozenset({ANY_METHOD})
+            return replace(base, name=f"{literal(positional[0]) if literal(positional[0]) is not UNKNOWN else 'type'}({base.name})", overrides=base.overrides | methods)
+        for arg in positional:  # `NoNan = suppress_nan_check(MeanMetric)`: a class decorator
+            base = self.metric_class(arg)
+            if base is not None:
+                return replace(base, overrides=base.overrides | {ANY_METHOD})
         return None
 
     def _local_class(self, name: str, depth: int = 0) -> MetricClass | None:

@@ -240,7 +240,7 @@ class HostFloatNormalization(Rule):
             if isinstance(node.func, cst.Attribute):
                 return self.make_fix(self.edit(node.func.attr, "PILToTensor"), applicability=Applicability.SUGGESTION)
             return None
-        if _is_divide_by_255(node):
+        if _is_divide_by_255(node) and _divisor(node) == 255:  # `x / 127.5 - 1` has no one-edit cure
             operand = _divided_operand(node)
             if isinstance(operand, cst.Call) and isinstance(operand.func, cst.Attribute) and operand.func.attr.value in ("float", "double") and not operand.args:
                 operand = operand.func.value
@@ -249,6 +249,11 @@ class HostFloatNormalization(Rule):
 
 
 _NESTED_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
+
+
+def _divisor(node: cst.CSTNode) -> object:
+    right = node.right if isinstance(node, cst.BinaryOperation) else node.args[0].value  # type: ignore[union-attr]
+    return literal_value(right)[1]
 
 
 # -- TSL305 --------------------------------------------------------------------------------------
@@ -357,6 +362,35 @@ class HostTensorInLoop(Rule):
             self._from_host_data(node, qn)
         elif qn.startswith("torch.") and qn.count(".") == 1 and qn[6:] in _CPU_FACTORIES:
             self._filled_then_copied(node, qn[6:])
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("new", "new_tensor") and not qn:
+            self._new_from_host_data(node)
+
+    def _new_from_host_data(self, node: cst.Call) -> None:
+        """`loss.new([...])` / `t.new_tensor(data)`: host data copied to `t`'s device."""
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        if not positional or self.analysis.kind(node.func.value) not in (Kind.DEVICE, Kind.MOVED):  # type: ignore[union-attr]
+            return
+        data = positional[0].value
+        if node.func.attr.value == "new" and isinstance(data, (cst.Integer, cst.Name)) and self.analysis.kind(data) is Kind.HOST and not isinstance(data, cst.List):  # type: ignore[union-attr]
+            return  # `t.new(n)`: an uninitialised tensor of that size, no data copied
+        if self.analysis.kind(data) is Kind.DEVICE:
+            return
+        hot = self.hot(node)
+        if hot is not None:
+            self.report(node, hot=hot, expr=self.snippet(node), advice=self._HOIST)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`gain[2:6] = torch.tensor(...)`: a CPU tensor stored into a device tensor is a
+        blocking host-to-device copy."""
+        for target in node.targets:
+            store = target.target
+            if isinstance(store, cst.Subscript) and self.analysis.kind(store.value) is Kind.DEVICE and self.analysis.kind(node.value) is Kind.HOST_TENSOR:
+                if not loaders(self.analysis).module_feeds_accelerator:
+                    return
+                hot = self.hot(node)
+                if hot is not None:
+                    self.report(node, hot=hot, expr=self.snippet(node), advice=self._HOIST)
+                return
 
     def _from_host_data(self, node: cst.Call, qn: str) -> None:
         positional = [a for a in node.args if a.keyword is None]
