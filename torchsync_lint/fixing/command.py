@@ -26,9 +26,10 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from torchsync_lint.errors import file_error
-from torchsync_lint.files import ReadError, SourceFile, discover, read_source
+from torchsync_lint.files import MAX_SOURCE_BYTES, ReadError, SourceFile, decode_source, discover, fingerprint, read_source, read_stdin_bytes
 from torchsync_lint.fixing.edits import split_lines
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
+from torchsync_lint.output import write_report
 from torchsync_lint.parallel import map_files
 from torchsync_lint.types import Applicability, Finding
 
@@ -268,16 +269,25 @@ def _report_problems(o: FileOutcome, stream) -> None:
 
 def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int:
     path = getattr(args, "stdin_filename", None) or "-"
-    text = sys.stdin.read()
+    output_file = getattr(args, "output_file", None)
+    try:
+        data = read_stdin_bytes()
+        source = decode_source(data)
+    except ReadError as exc:
+        print(f"{path}: {exc.code} {exc.message}", file=sys.stderr)
+        if not diff_mode and exc.code == "TSL901":  # an editor replaces its buffer with stdout:
+            write_report(data, output_file)  # hand the input back unchanged
+        return 0 if getattr(args, "exit_zero", False) else 2
+    text = source.text
     lint = _lint_for(path, config, lint_factory)
     result = fix_source(text, path, config, unsafe, lint=lint)
-    o = FileOutcome(path, SourceFile(text, "utf-8", "\n"), result)
+    o = FileOutcome(path, source, result)
     _report_problems(o, sys.stderr)
     if diff_mode:
         diff = unified_diff(text, result.new_source, path)
-        _emit(diff, getattr(args, "output_file", None))
+        _emit(diff, output_file)
         return 0 if getattr(args, "exit_zero", False) or not diff else 1
-    _emit(result.new_source, getattr(args, "output_file", None))
+    _emit(result.new_source, output_file)
     remaining = [f for f in result.remaining if f.severity != "error"]
     for f in remaining:
         print(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}", file=sys.stderr)
@@ -285,14 +295,8 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
 
 
 def _emit(text: str, output_file: str | None) -> None:
-    if not text:
-        return
-    if output_file:
-        with open(output_file, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    if text:
+        write_report(text, output_file)
 
 
 def _count(n: int, noun: str) -> str:
