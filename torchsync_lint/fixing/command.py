@@ -117,7 +117,12 @@ def write_atomic(path: str, text: str, source: SourceFile) -> None:
     """Replace ``path``'s content with ``text`` in the file's encoding and mode, atomically.
 
     ``text`` keeps the newlines it has (the fixer writes the file's own style). A BOM
-    stripped on reading (encoding "utf-8-sig") is written back by the codec.
+    stripped on reading (encoding "utf-8-sig") is written back by the codec. Just before the
+    rename the file is compared with what was read (size, mtime and a content hash): a file
+    edited meanwhile is left alone (WriteError), never overwritten with a fix of its old text.
+    A file with several hard links is rewritten in place, after the complete new text is on
+    disk beside it, so that every name keeps seeing the same (fixed) file; a rename would
+    leave the other names on the old text.
     """
     real = os.path.realpath(path)  # write through a symlink, never replace the link itself
     try:
@@ -142,20 +147,61 @@ def write_atomic(path: str, text: str, source: SourceFile) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        if st.st_nlink > 1:
+            _write_in_place(real, tmp, data, source)
+            return
         os.chmod(tmp, stat.S_IMODE(st.st_mode))
         if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
             try:
                 os.chown(tmp, st.st_uid, st.st_gid)
             except OSError:
                 pass  # only root may give a file away; the content still lands
+        _check_unchanged(real, source)
         os.replace(tmp, real)
-    except OSError as exc:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError):
+            raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+        raise
     _fsync_directory(directory)
+
+
+def _check_unchanged(real: str, source: SourceFile) -> None:
+    """WriteError unless ``real`` still holds exactly what was read (no fingerprint: no check)."""
+    if source.fingerprint is None:
+        return
+    try:
+        with open(real, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            now = fingerprint(st, fh.read(MAX_SOURCE_BYTES + 1))
+    except OSError as exc:
+        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+    if now != source.fingerprint:
+        raise WriteError("the file changed on disk while it was being fixed; it was left as it is (run --fix again)")
+
+
+def _write_in_place(real: str, tmp: str, data: bytes, source: SourceFile) -> None:
+    """Overwrite ``real``'s own inode with ``data``. ``tmp`` holds the same bytes, synced, and
+    is checked before the original is touched; if the in-place write fails it is kept, so
+    the fixed text is never lost."""
+    with open(tmp, "rb") as fh:
+        if fh.read() != data:
+            raise WriteError("cannot write: the temporary copy does not read back as written")
+    _check_unchanged(real, source)
+    try:
+        with open(real, "r+b") as fh:
+            fh.write(data)
+            fh.truncate()
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        kept = tmp + ".fixed"
+        os.replace(tmp, kept)
+        raise WriteError(f"cannot write in place (the file has hard links): {exc.strerror or exc}; the fixed text is in {kept}") from exc
+    os.unlink(tmp)
 
 
 def _fsync_directory(directory: str) -> None:
