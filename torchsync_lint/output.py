@@ -1,5 +1,6 @@
-"""Where a report goes: stdout, or `--output-file PATH` (its missing directories created,
-as ruff does since 0.4.6). A file we cannot write is an OutputError (exit 2, one line)."""
+"""Where a report goes: stdout, or `--output-file PATH`, its missing directories created (as
+ruff does since astral-sh/ruff#11550). A file we cannot write is an OutputError (exit 2, one
+line), not an internal error."""
 
 from __future__ import annotations
 
