@@ -26,9 +26,10 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from torchsync_lint.errors import file_error
-from torchsync_lint.files import ReadError, SourceFile, discover, read_source
+from torchsync_lint.files import MAX_SOURCE_BYTES, ReadError, SourceFile, decode_source, discover, fingerprint, read_source, read_stdin_bytes
 from torchsync_lint.fixing.edits import split_lines
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
+from torchsync_lint.output import write_report
 from torchsync_lint.parallel import map_files
 from torchsync_lint.types import Applicability, Finding
 
@@ -116,7 +117,12 @@ def write_atomic(path: str, text: str, source: SourceFile) -> None:
     """Replace ``path``'s content with ``text`` in the file's encoding and mode, atomically.
 
     ``text`` keeps the newlines it has (the fixer writes the file's own style). A BOM
-    stripped on reading (encoding "utf-8-sig") is written back by the codec.
+    stripped on reading (encoding "utf-8-sig") is written back by the codec. Just before the
+    rename the file is compared with what was read (size, mtime and a content hash): a file
+    edited meanwhile is left alone (WriteError), never overwritten with a fix of its old text.
+    A file with several hard links is rewritten in place, after the complete new text is on
+    disk beside it, so that every name keeps seeing the same (fixed) file; a rename would
+    leave the other names on the old text.
     """
     real = os.path.realpath(path)  # write through a symlink, never replace the link itself
     try:
@@ -141,20 +147,61 @@ def write_atomic(path: str, text: str, source: SourceFile) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        if st.st_nlink > 1:
+            _write_in_place(real, tmp, data, source)
+            return
         os.chmod(tmp, stat.S_IMODE(st.st_mode))
         if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
             try:
                 os.chown(tmp, st.st_uid, st.st_gid)
             except OSError:
                 pass  # only root may give a file away; the content still lands
+        _check_unchanged(real, source)
         os.replace(tmp, real)
-    except OSError as exc:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError):
+            raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+        raise
     _fsync_directory(directory)
+
+
+def _check_unchanged(real: str, source: SourceFile) -> None:
+    """WriteError unless ``real`` still holds exactly what was read (no fingerprint: no check)."""
+    if source.fingerprint is None:
+        return
+    try:
+        with open(real, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            now = fingerprint(st, fh.read(MAX_SOURCE_BYTES + 1))
+    except OSError as exc:
+        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+    if now != source.fingerprint:
+        raise WriteError("the file changed on disk while it was being fixed; it was left as it is (run --fix again)")
+
+
+def _write_in_place(real: str, tmp: str, data: bytes, source: SourceFile) -> None:
+    """Overwrite ``real``'s own inode with ``data``. ``tmp`` holds the same bytes, synced, and
+    is checked before the original is touched; if the in-place write fails it is kept, so
+    the fixed text is never lost."""
+    with open(tmp, "rb") as fh:
+        if fh.read() != data:
+            raise WriteError("cannot write: the temporary copy does not read back as written")
+    _check_unchanged(real, source)
+    try:
+        with open(real, "r+b") as fh:
+            fh.write(data)
+            fh.truncate()
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        kept = tmp + ".fixed"
+        os.replace(tmp, kept)
+        raise WriteError(f"cannot write in place (the file has hard links): {exc.strerror or exc}; the fixed text is in {kept}") from exc
+    os.unlink(tmp)
 
 
 def _fsync_directory(directory: str) -> None:
@@ -268,16 +315,25 @@ def _report_problems(o: FileOutcome, stream) -> None:
 
 def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int:
     path = getattr(args, "stdin_filename", None) or "-"
-    text = sys.stdin.read()
+    output_file = getattr(args, "output_file", None)
+    try:
+        data = read_stdin_bytes()
+        source = decode_source(data)
+    except ReadError as exc:
+        print(f"{path}: {exc.code} {exc.message}", file=sys.stderr)
+        if not diff_mode and exc.code == "TSL901":  # an editor replaces its buffer with stdout:
+            write_report(data, output_file)  # hand the input back unchanged
+        return 0 if getattr(args, "exit_zero", False) else 2
+    text = source.text
     lint = _lint_for(path, config, lint_factory)
     result = fix_source(text, path, config, unsafe, lint=lint)
-    o = FileOutcome(path, SourceFile(text, "utf-8", "\n"), result)
+    o = FileOutcome(path, source, result)
     _report_problems(o, sys.stderr)
     if diff_mode:
         diff = unified_diff(text, result.new_source, path)
-        _emit(diff, getattr(args, "output_file", None))
+        _emit(diff, output_file)
         return 0 if getattr(args, "exit_zero", False) or not diff else 1
-    _emit(result.new_source, getattr(args, "output_file", None))
+    _emit(result.new_source, output_file)
     remaining = [f for f in result.remaining if f.severity != "error"]
     for f in remaining:
         print(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}", file=sys.stderr)
@@ -285,14 +341,8 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
 
 
 def _emit(text: str, output_file: str | None) -> None:
-    if not text:
-        return
-    if output_file:
-        with open(output_file, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    if text:
+        write_report(text, output_file)
 
 
 def _count(n: int, noun: str) -> str:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from torchsync_lint import __version__
-from torchsync_lint.docs import family, fix_availability, message_template
+from torchsync_lint.docs import family, fix_availability
 from torchsync_lint.errors import FILE_ERRORS
 from torchsync_lint.reporters import register
 from torchsync_lint.rule import DOCS_URL, load_rules
@@ -30,12 +31,20 @@ INFORMATION_URI = DOCS_URL.split("/blob/")[0]
 SRCROOT = "%SRCROOT%"
 
 
+def short_description(rule) -> str:
+    """The first sentence of the rule's summary: viewers show it as the rule's title (the
+    message template, with `…` for its placeholders, read as a truncated sentence)."""
+    summary = rule.summary()
+    match = re.search(r"(?<=[.!?])\s+(?=[A-Z`])", summary)
+    return summary[: match.start()] if match else summary
+
+
 def _rule_descriptor(rule) -> dict:
     docs = rule.docs()
     return {
         "id": rule.code,
         "name": rule.name,
-        "shortDescription": {"text": message_template(rule)},
+        "shortDescription": {"text": short_description(rule)},
         "fullDescription": {"text": " ".join(rule.section("Why is this bad?").split()) or rule.summary()},
         "help": {"text": docs, "markdown": docs},
         "helpUri": rule.docs_url(),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from torchsync_lint.reporters import all_findings, register
 from torchsync_lint.types import Applicability
 
@@ -39,10 +37,6 @@ def render(results, options) -> str:
             out.append(_style("    " + " " * (f.column - 1) + "^" * width, CYAN, color))
     warnings = [f for f in items if f.severity != "error"]
     errors = [f for f in items if f.severity == "error"]
-    if options.get("statistics"):
-        counts = Counter((f.code, f.name) for f in items)
-        for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            out.append(f"{n:5d}  {code}  {name}")
     files = len(results)
     summary = f"Found {len(warnings)} finding{'s' if len(warnings) != 1 else ''} in {files} file{'s' if files != 1 else ''} checked"
     if errors:
