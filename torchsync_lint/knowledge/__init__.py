@@ -1,0 +1,1 @@
+"""Library knowledge as data, one small module per library."""
