@@ -356,12 +356,30 @@ class ValueAnalysis:
                 if path[:1] == (0,):
                     return Kind.HOST  # the parameter's name
                 return Kind.DEVICE if path[:1] == (1,) and len(path) == 1 else Kind.UNKNOWN
+        if self._yields_device_batches(iterable):
+            return Kind.DEVICE
         k = self._eval(iterable)
         if k is Kind.LOADER:
             return Kind.HOST_TENSOR  # a DataLoader yields CPU tensors until the loop moves them
         if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR):
             return k
         return Kind.UNKNOWN
+
+    def _yields_device_batches(self, iterable: cst.BaseExpression) -> bool:
+        """A loader handed to `accelerator.prepare(...)` / `fabric.setup_dataloaders(...)`, which
+        move each batch to the device. A prepared object that a loop iterates is a data loader:
+        models, optimizers and schedulers are not iterated."""
+        if isinstance(iterable, cst.Name):
+            defs = self.reaching_defs(iterable)
+            return bool(defs) and all(d.how in ("assign", "unpack") and isinstance(d.value, cst.Call) and self._moves_batches(d.value) for d in defs)
+        return isinstance(iterable, cst.Call) and self._moves_batches(iterable)
+
+    def _moves_batches(self, call: cst.Call) -> bool:
+        func = call.func
+        if not isinstance(func, cst.Attribute) or (self.origin_qualname(func.value), func.attr.value) not in DEVICE_BATCH_WRAPPERS:
+            return False
+        stays = any(a.keyword is not None and a.keyword.value == "move_to_device" and isinstance(a.value, cst.Name) and a.value.value == "False" for a in call.args)
+        return not stays  # `fabric.setup_dataloaders(loader, move_to_device=False)`
 
     def _param(self, d: Def) -> Kind | None:
         """A parameter is what its same-module call sites pass, or what its hook contract says."""
@@ -695,4 +713,12 @@ LIGHTNING_MODULES = frozenset({"lightning.LightningModule", "lightning.fabric.Li
 LIGHTNING_BATCH_HOOKS = frozenset(
     "training_step validation_step test_step predict_step on_train_batch_start on_train_batch_end "
     "on_validation_batch_start on_validation_batch_end on_test_batch_end on_predict_batch_end".split()
+)
+# (maker, method): the loaders it returns yield batches already on the device (accelerate 1.15
+# `prepare`/`prepare_data_loader` with the default device_placement; Fabric `setup_dataloaders`
+# with the default move_to_device=True). Library knowledge for knowledge/accelerate.py and
+# knowledge/lightning.py when those tables exist.
+DEVICE_BATCH_WRAPPERS = frozenset(
+    {(maker, "setup_dataloaders") for maker in ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric")}
+    | {("accelerate.Accelerator", "prepare"), ("accelerate.Accelerator", "prepare_data_loader")}
 )
