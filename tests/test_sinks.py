@@ -142,3 +142,9 @@ def test_accelerate_needs_trackers():
         "a.log({'l': x})\nb.log({'l': x})\nc.log({'l': x})\nd.log({'l': x})\ne.log({'l': x})\n"
     )
     assert _reads(source) == {7: ["x"], 11: ["x"]}
+
+
+def test_split_project_lazy_logging_says_it_syncs_when_the_level_is_enabled():
+    """engine.py:30, `logger.info("... %s", loss)`: TSL103, with the lazy-argument message."""
+    (finding,) = [f for f in _lint_alone("engine.py") if f.code == "TSL103"]
+    assert finding.line == 30 and "syncs when this level is enabled" in finding.message and "gated" in finding.message
