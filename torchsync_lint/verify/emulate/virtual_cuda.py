@@ -340,12 +340,16 @@ def track_host_provenance(state: VirtualCudaState, leaves: list, out: Any) -> No
 
 
 TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+# Parts of torch that are logging libraries, not device plumbing: their `.cpu()` is the real
+# device-to-host read a logger makes (tensorboard's make_np: `.detach().cpu().numpy()`), and
+# the tensor must come out on the host, or the `.numpy()` after it fails as it would on a GPU.
+_TORCH_HOST_READERS = (os.path.join(TORCH_DIR, "utils", "tensorboard") + os.sep,)
 
 
 def _called_from_torch() -> bool:
     # Frames: this helper, _move, __torch_function__, then the code that called .to()/.cpu().
-    frame = sys._getframe(3)
-    return frame.f_code.co_filename.startswith(TORCH_DIR)
+    filename = sys._getframe(3).f_code.co_filename
+    return filename.startswith(TORCH_DIR) and not filename.startswith(_TORCH_HOST_READERS)
 
 
 def kind_returns_host_value(name: str) -> bool:
