@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.values import ValueAnalysis
 from torchsync_lint.knowledge import logging_sinks as table
 
@@ -39,6 +41,9 @@ class HostRead:
     library: str
     where: str  # the library's read, for the message
     when: str = "call"  # "call": inside the call; "step": later in the same training step
+    # True when the sink reads a device value that ``expr`` is not itself: a torchmetrics
+    # metric on the device, whose batch value from this step's forward Lightning reads.
+    device_value: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class _Origin:
 
 class SinkAnalysis:
     def __init__(self, analysis) -> None:
+        self.analysis = analysis
         self.values: ValueAnalysis = analysis.values
         self.index = analysis.index
         self._by_function = {name: sink for sink in table.SINKS for name in sink.functions}
@@ -154,7 +160,19 @@ class SinkAnalysis:
             if not (prog_bar is True or logger is True):
                 return []
             where = table.LIGHTNING_EVALUATION_WHERE
-        return [HostRead(e, "lightning", where, when="step") for e in _values_read(_argument(call, reads), reads)]
+        exprs = _values_read(_argument(call, reads), reads)
+        return [HostRead(e, "lightning", where, "step", self._forwarded_device_metric(e, hook_func)) for e in exprs]
+
+    def _forwarded_device_metric(self, expr: cst.BaseExpression, hook_func: cst.FunctionDef) -> bool:
+        """A metric on the device whose forward (`self.acc(preds, y)`) runs in this hook: Lightning
+        logs its `_forward_cache`, the batch value, and converts it like a tensor. A metric only
+        `update()`d has no batch value and is computed at epoch end."""
+        parts = dotted_parts(expr)
+        tracker = metric_tracker(self.analysis)
+        sites = tracker.sites_of(expr) if parts else []
+        if not sites or not all(tracker.device_of(site) == "device" for site in sites):
+            return False
+        return any(dotted_parts(c.func) == parts and c.args for c in self.index.calls if self.index.enclosing_function(c) is hook_func)
 
 
 def _argument(call: cst.Call, reads: table.Reads) -> cst.BaseExpression | None:

@@ -129,7 +129,8 @@ class LightningHook:
 # - evaluation hooks (`on_step` defaults to False): with `on_step=True`, update_eval_step_metrics
 #   converts the logger values (and the progress-bar ones) on every evaluation step.
 # - `on_step=False` values are reduced on the device and read once per epoch; a torchmetrics
-#   Metric object is computed by Lightning at epoch end.
+#   Metric object is computed at epoch end, but its `_forward_cache` (the batch value of a
+#   forward call in the step) is converted like a tensor: per step with `prog_bar=True`.
 LIGHTNING_LOG_METHODS: dict[str, Reads] = {"log": Reads(1, "value"), "log_dict": Reads(0, "dictionary", container=True)}
 LIGHTNING_TRAINING_WHERE = "Lightning's progress bar calls `.item()` on it after every step (`prog_bar=True`)"
 LIGHTNING_EVALUATION_WHERE = "Lightning's logger calls `.item()` on it after every evaluation step (`on_step=True`)"

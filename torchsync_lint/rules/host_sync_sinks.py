@@ -87,8 +87,11 @@ class TensorLoggedInLoop(Rule):
     Not flagged, because the library does not read the value every step: Lightning's
     `self.log(name, tensor)` without `prog_bar=True` in a training hook (the logger converts
     it every `log_every_n_steps`, 50 by default), `on_step=False` (reduced on the device and
-    read once per epoch), a torchmetrics `Metric` object (computed at epoch end), and
-    `accelerator.log` on an `Accelerator` made without `log_with` (it has no trackers).
+    read once per epoch), a torchmetrics `Metric` object without `prog_bar=True` (computed at
+    epoch end), and `accelerator.log` on an `Accelerator` made without `log_with` (it has no
+    trackers). A device `Metric` whose forward runs in the hook (`self.acc(preds, y)`) and is
+    logged with `prog_bar=True` is flagged: the progress bar shows its batch value, read with
+    `.item()` after every step.
 
     ## Why is this bad?
     The logging call looks free, but the library turns the tensor into a Python number or a
@@ -144,6 +147,7 @@ class TensorLoggedInLoop(Rule):
         Valid(_with("accelerator = Accelerator()", "accelerator.log({'loss': loss})", imports="from accelerate import Accelerator")),  # no trackers
         Valid(_with("pbar = tqdm(range(10))", "pbar.set_postfix(lr=optimizer.param_groups[0]['lr'], refresh=False)", imports="from tqdm import tqdm")),
         Valid(_lit("self.log('train/acc', self.acc)")),  # a torchmetrics Metric: computed at epoch end
+        Valid(_lit("self.acc.update(logits, y)\n        self.log('train/acc', self.acc, prog_bar=True)")),  # no forward: no batch value to show
         Valid(_lit("self.log('train/loss', loss)")),  # the logger reads it every `log_every_n_steps`
         Valid(_lit("self.log('train/loss', loss, prog_bar=True, on_step=False, on_epoch=True)")),  # per epoch
         Valid(_lit("self.log('train/loss', loss, prog_bar=show_loss)")),  # not a literal: unknown
@@ -177,11 +181,13 @@ class TensorLoggedInLoop(Rule):
         Invalid(_lit("self.log('train/loss', loss, prog_bar=True)"), line=_LIT_LINE, message_contains="progress bar"),
         Invalid(_lit("self.log_dict({'loss': loss, 'acc': self.acc}, prog_bar=True)"), line=_LIT_LINE),
         Invalid(_lit("self.log('val/loss', loss, on_step=True)", hook="validation_step"), line=_LIT_LINE, message_contains="evaluation step"),
+        # the metric's forward value for this batch goes to the progress bar every step
+        Invalid(_lit("self.acc(logits, y)\n        self.log('train/acc', self.acc, prog_bar=True)"), line=_LIT_LINE + 1, message_contains="self.acc"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         reads = self.analysis.extension("sinks", SinkAnalysis).host_reads(node)
-        on_device = [r for r in reads if self.analysis.is_device(r.expr)]
+        on_device = [r for r in reads if r.device_value or self.analysis.is_device(r.expr)]
         if not on_device:
             return
         hot = self.hot(node)
