@@ -65,10 +65,8 @@ def _lit(line: str, hook: str = "training_step") -> str:
 class TensorLoggedInLoop(Rule):
     """
     ## What it does
-    Flags a device tensor (or a dict or list holding one) handed to a logging library that
-    reads it on the host, in a per-step loop: tensorboard `add_scalar`, `wandb.log`,
-    `accelerator.log`, Lightning `self.log(..., prog_bar=True)`, `fabric.log`, tqdm
-    `set_postfix`, MLflow `log_metric`.
+    Flags a device tensor (or a dict holding one) handed to a logger that reads it on the host,
+    in a per-step loop: `add_scalar`, `wandb.log`, `accelerator.log`, `self.log(..., prog_bar=True)`.
 
     The sinks and where each one reads the value (checked in each library's source):
 
