@@ -109,3 +109,42 @@ accelerator.end_training()
 """,
     )
     assert run.kinds_at()[ev.D2H_COPY] == 1
+
+
+def test_lightning_progress_bar_read_is_put_at_the_self_log_line(tmp_path):
+    """The progress bar calls `.item()` on what `self.log(..., prog_bar=True)` stored after the
+    step, with only `trainer.fit(...)` of the user's file on the stack; the read belongs to the
+    `self.log` line (it used to be a runtime-only read at the fit line). A plain `self.log` (no
+    progress bar, no logger) is never read."""
+    pytest.importorskip("lightning")
+    run = emulate(
+        tmp_path,
+        """
+import lightning as L
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+class Lit(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 2)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self.net(x), y)
+        self.log("loss", loss, prog_bar=True)  # <-
+        self.log("quiet", loss)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+data = TensorDataset(torch.randn(12, 4), torch.randint(0, 2, (12,)))
+trainer = L.Trainer(max_steps=3, logger=False, enable_checkpointing=False, enable_model_summary=False)
+trainer.fit(Lit(), DataLoader(data, batch_size=4))
+""",
+    )
+    assert run.kinds_at()[ev.SCALAR_READ] >= 3
+    # Lightning's own set-up reads (step 0, at the fit line) are not the logging calls'.
+    later = [e for e in run.events if e["line"] != run.marked and e["kind"] == ev.SCALAR_READ and (e["step"] or 0) > 0]
+    assert later == []
