@@ -71,7 +71,7 @@ class CallKinds:
         args = [self._eval(a.value) for a in call.args]
         if callee is Kind.CPU_MODEL:
             return Kind.DEVICE if Kind.DEVICE in args else Kind.HOST_TENSOR
-        if callee in (Kind.MODEL, Kind.MOVED):
+        if callee in (Kind.MODEL, Kind.MOVED, Kind.PREPARED):
             return Kind.DEVICE if Kind.DEVICE in args or Kind.MOVED in args or self.uses_accelerator else Kind.HOST_TENSOR
         if callee is Kind.DEVICE:
             return Kind.DEVICE
@@ -143,6 +143,8 @@ class CallKinds:
     def _library_result(self, returns: str, call: cst.Call | None) -> Kind:
         if call is None:
             return _RETURNS.get(returns, Kind.UNKNOWN)
+        if returns == "device-loader" and any(a.keyword is not None and a.keyword.value in lightning.NO_MOVE_KEYWORDS and _is_false(a.value) for a in call.args):
+            return Kind.LOADER  # `fabric.setup_dataloaders(loader, move_to_device=False)`
         if returns == "same":
             return self._eval(call.args[0].value) if call.args else Kind.UNKNOWN
         if returns == "prepared":
@@ -159,7 +161,7 @@ class CallKinds:
             return Kind.DEVICE_LOADER  # every batch is sent to the device as it is yielded
         if kind is Kind.OPTIMIZER:
             return kind
-        return Kind.UNKNOWN
+        return Kind.PREPARED  # placed for the run, whatever it is
 
     def _factory(self, last: str, call: cst.Call) -> Kind:
         device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
@@ -188,6 +190,8 @@ class CallKinds:
             if known is not None:
                 return self._library_result(known, call)
         receiver = self._eval(func.value)
+        if receiver is Kind.PREPARED:
+            receiver = Kind.MOVED  # a prepared module's methods, or a tensor method: as for a moved object
         if method in ("to", "cuda", "cpu", "pin_memory"):
             return self._move(call, method, receiver)
         if receiver in MODEL_KINDS or (receiver is Kind.MOVED and method in tk.MODULE_METHODS):
@@ -355,3 +359,7 @@ class CallKinds:
         if len(sources) != 1:
             return None
         return self.index.argument_for(call, target, sources.pop())
+
+
+def _is_false(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"

@@ -200,7 +200,7 @@ class HotLoopAnalysis:
             if self.values.kind(node) in LOADER_KINDS:
                 return True
             return bool(_LOADER_NAME.search(name))  # `trainer.train_dataloader()`
-        if self.values.kind(node) in LOADER_KINDS:
+        if self.values.kind(node) in (*LOADER_KINDS, Kind.PREPARED):
             return True
         if isinstance(node, cst.Name):
             defs = self.values.reaching_defs(node)

@@ -20,6 +20,8 @@ class Kind(str, enum.Enum):
     LOADER = "loader"  # a torch.utils.data.DataLoader: yields host batches
     DEVICE_LOADER = "device-loader"  # a loader whose batches arrive on the device (accelerate, Fabric)
     OPTIMIZER = "optimizer"  # a torch.optim.Optimizer (or an AMP GradScaler)
+    PREPARED = "prepared"  # handed back by accelerate's `prepare`/Fabric's `setup`, type unknown: a
+    # module on the device, a loader yielding device batches or an optimizer, told apart by use
     UNKNOWN = "unknown"
 
 
@@ -27,7 +29,7 @@ HOST_KINDS = frozenset({Kind.HOST, Kind.HOST_TENSOR})
 MODEL_KINDS = frozenset({Kind.MODEL, Kind.CPU_MODEL})
 LOADER_KINDS = frozenset({Kind.LOADER, Kind.DEVICE_LOADER})
 # Values a call `v(x)` runs a forward of.
-CALLABLE_MODELS = frozenset({Kind.MODEL, Kind.CPU_MODEL, Kind.MOVED})
+CALLABLE_MODELS = frozenset({Kind.MODEL, Kind.CPU_MODEL, Kind.MOVED, Kind.PREPARED})
 
 
 def join(kinds) -> Kind:

@@ -90,7 +90,11 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         found = self._shadowed_roots.get(key)
         if found is None:
             defs = self.reaching_defs(name)
-            found = any(not (d.how == "opaque" and isinstance(d.stmt, (cst.Import, cst.ImportFrom))) for d in defs)
+            # An import, or the optional-import fallback `except ImportError: wandb = None`.
+            found = any(
+                not (d.how == "opaque" and isinstance(d.stmt, (cst.Import, cst.ImportFrom))) and not (d.how == "assign" and isinstance(d.value, cst.Name) and d.value.value == "None")
+                for d in defs
+            )
             self._shadowed_roots[key] = found
         return found
 
@@ -427,8 +431,8 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         k = self._eval(iterable)
         if k is Kind.LOADER:
             return Kind.HOST_TENSOR  # CPU tensors until the loop moves them
-        if k is Kind.DEVICE_LOADER:
-            return Kind.DEVICE
+        if k in (Kind.DEVICE_LOADER, Kind.PREPARED):
+            return Kind.DEVICE  # only a prepared loader is iterated: its batches arrive on the device
         if k in MODEL_KINDS or k is Kind.MOVED:
             return Kind.UNKNOWN  # `for layer in model`: submodules
         if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR):

@@ -40,3 +40,5 @@ TRAINER_METHODS = frozenset({"fit", "validate", "test", "predict"})
 # `fabric.setup_dataloaders(*loaders)` returns loaders whose batches arrive on the device.
 FABRIC_SETUP = frozenset({"setup", "setup_module"})
 FABRIC_SETUP_LOADERS = frozenset({"setup_dataloaders"})
+# `setup_dataloaders(..., move_to_device=False)` leaves the batches on the host.
+NO_MOVE_KEYWORDS = frozenset({"move_to_device"})

@@ -352,7 +352,10 @@ class TensorFormatInLoop(Rule):
 
     ## Why is this bad?
     Turning a tensor into text reads its values on the host, which waits for every queued
-    kernel. It looks like logging; it behaves like `.item()`.
+    kernel. It looks like logging; it behaves like `.item()`. An f-string, `%` or `str()` is
+    built before any call, whatever the log level; a lazy logging argument
+    (`logger.info("loss %s", loss)`) is formatted only when the level is enabled, so it syncs
+    when that level is on (the message says so).
 
     ## Example
     ```python
@@ -373,6 +376,7 @@ class TensorFormatInLoop(Rule):
     code = "TSL103"
     name = "tensor-format-in-loop"
     message = "formatting `{expr}` as text reads a device tensor on the host and waits for the GPU every step"
+    lazy_message = "logging `{expr}` formats a device tensor when the record is emitted, reading it on the host and waiting for the GPU every step: it syncs when this level is enabled"
 
     VALID = [
         Valid(in_loop("print(f'step {step}')")),
@@ -386,7 +390,8 @@ class TensorFormatInLoop(Rule):
         Invalid(in_loop("print(loss)"), line=L),
         Invalid(in_loop("msg = f'loss {loss:.3f}'"), line=L),
         Invalid(in_loop("log = 'loss %s' % loss"), line=L),
-        Invalid(in_loop("logging.info('loss %s', loss)").replace("import torch\n", "import torch\nimport logging\n", 1), line=L + 1),
+        Invalid(in_loop("logging.info('loss %s', loss)").replace("import torch\n", "import torch\nimport logging\n", 1), line=L + 1, message_contains="syncs when this level is enabled"),
+        Invalid(in_loop("logger.debug(f'loss {loss}')"), line=L, message_contains="every step"),  # built before the call, whatever the level
         Invalid(in_loop("text = str(logits)"), line=L),
     ]
 
@@ -405,7 +410,11 @@ class TensorFormatInLoop(Rule):
                     if hot is not None:
                         self.report(arg.value, expr=self.snippet(arg.value, 40), hot=hot)
         elif parts and parts[-1] in _LOG_METHODS and (parts[0] in ("logging", "logger", "log", "LOGGER", "_logger") or (self.analysis.qualname(func) or "").startswith("logging.")):
-            candidates = [a.value for a in node.args[1:] if a.keyword is None]
+            # `logger.info("%s", t)`: the record formats `t` only if the level is enabled.
+            for arg in node.args[1:]:
+                if arg.keyword is None:
+                    self._check(arg.value, node, self.lazy_message)
+            return
         else:
             return
         for expr in candidates:
@@ -433,14 +442,14 @@ class TensorFormatInLoop(Rule):
         values = self.analysis.values
         return any(values._def(d) is Kind.DEVICE for defs in info.self_attrs.values() for d in defs)  # noqa: SLF001
 
-    def _check(self, expr: cst.BaseExpression, at: cst.CSTNode) -> None:
+    def _check(self, expr: cst.BaseExpression, at: cst.CSTNode, message: str | None = None) -> None:
         if not self.analysis.is_device(expr):
             return
         if isinstance(expr, (cst.FormattedString, cst.SimpleString)):
             return
         hot = self.hot(at)
         if hot is not None:
-            self.report(expr, expr=self.snippet(expr, 40), hot=hot)
+            self.report(expr, message, expr=self.snippet(expr, 40), hot=hot)
 
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
