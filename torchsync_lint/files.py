@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from torchsync_lint.config import Config
 
+SUFFIXES = (".py", ".pyi", ".ipynb")  # what a directory walk lints (notebooks: notebook.py)
+
 
 @dataclass(frozen=True)
 class SourceFile:
@@ -48,7 +50,7 @@ def read_source(path: str) -> SourceFile:
 
 
 def discover(paths: list[str], config: Config) -> tuple[list[str], list[tuple[str, ReadError]]]:
-    """Expand directories to their *.py files (sorted), honouring excludes.
+    """Expand directories to their *.py, *.pyi and *.ipynb files (sorted), honouring excludes.
 
     Paths named explicitly are always linted, as in ruff; excludes apply to what a
     directory walk finds, and to explicit paths too under ``config.force_exclude`` (pre-commit
@@ -68,7 +70,7 @@ def discover(paths: list[str], config: Config) -> tuple[list[str], list[tuple[st
                 dirs[:] = sorted(d for d in dirs if not config.is_excluded(os.path.join(root, d), given))
                 for name in sorted(names):
                     full = os.path.join(root, name)
-                    if name.endswith((".py", ".pyi")) and not config.is_excluded(full, given):
+                    if name.endswith(SUFFIXES) and not config.is_excluded(full, given):
                         files.append(_tidy(full, given))
         elif os.path.isfile(given):
             files.append(given)

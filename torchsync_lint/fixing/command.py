@@ -29,6 +29,7 @@ from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError, SourceFile, discover, read_source
 from torchsync_lint.fixing.edits import split_lines
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
+from torchsync_lint.notebook import fix_notebook, is_notebook
 from torchsync_lint.parallel import map_files
 from torchsync_lint.types import Applicability, Finding
 
@@ -88,6 +89,8 @@ def _lint_for(path, config, lint_factory):
 
 
 def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint_factory) -> FileOutcome:
+    if is_notebook(path):
+        return fix_notebook(path, config, unsafe, diff_mode, _lint_for(path, config, lint_factory))
     try:
         source = read_source(path)
     except ReadError as exc:
@@ -259,7 +262,7 @@ def _report_problems(o: FileOutcome, stream) -> None:
     """One line per refused fix, non-convergence and write failure."""
     if o.result is not None:
         for finding, reason in o.result.refused:
-            print(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} fix refused: {reason}", file=stream)
+            print(f"{finding.location}: {finding.code} fix refused: {reason}", file=stream)
         if not o.result.converged:
             print(f"{o.path}: fixes did not converge after {o.result.rounds} of at most {MAX_ROUNDS} rounds; the last valid result was kept", file=stream)
     if o.write_error is not None:
@@ -280,7 +283,7 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
     _emit(result.new_source, getattr(args, "output_file", None))
     remaining = [f for f in result.remaining if f.severity != "error"]
     for f in remaining:
-        print(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}", file=sys.stderr)
+        print(f"{f.location}: {f.code} {f.message}", file=sys.stderr)
     return 0 if getattr(args, "exit_zero", False) or not remaining else 1
 
 
