@@ -37,6 +37,8 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
         "--jobs", "-j", type=int, default=None, metavar="N",
         help="worker processes for 16 or more files (default: $TORCHSYNC_JOBS, else one per core, at most 8)",
     )
+    # Modes that replace the report (torchsync_lint/suggestions.py).
+    p.add_argument("--show-suggestions", action="store_true", help="list the rewrites --fix never applies, as text (not a patch)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,6 +135,10 @@ def cmd_check(args) -> int:
     if args.format not in formats:
         print(f"torchsync-lint: error: unknown format {args.format!r} (choose from {', '.join(sorted(formats))})", file=sys.stderr)
         return 2
+    modes = [flag for flag, on in (("--fix", args.fix), ("--diff", args.diff), ("--show-suggestions", args.show_suggestions)) if on]
+    if len(modes) > 1 and modes != ["--fix", "--diff"]:
+        print(f"torchsync-lint: error: {' and '.join(modes)} cannot be combined", file=sys.stderr)
+        return 2
     if args.fix or args.diff:
         try:
             from torchsync_lint.fixer import run_fix_command
@@ -150,17 +156,22 @@ def cmd_check(args) -> int:
         "statistics": args.statistics,
         "unsafe_fixes": config.unsafe_fixes,
     }
-    report = formats[args.format](results, options)
+    if args.show_suggestions:
+        from torchsync_lint import suggestions
+
+        report = suggestions.render(results)
+    else:
+        report = formats[args.format](results, options)
     _emit(report, args.output_file)
     findings = sum(len(r.findings) for r in results)
     errors = sum(len(r.errors) for r in results)
     for r in results:
         for e in r.errors:
-            if args.format != "text":  # text already prints them inline
-                print(f"{e.path}: {e.code} {e.message}", file=sys.stderr)
+            if args.format != "text" or args.show_suggestions:  # text already prints them inline
+                print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
     if args.exit_zero:
         return 0
-    if findings:
+    if findings and not args.show_suggestions:  # suggestions are advice: 0 unless a file failed
         return 1
     return 2 if errors else 0
 
