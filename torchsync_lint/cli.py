@@ -37,7 +37,8 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
         "--jobs", "-j", type=int, default=None, metavar="N",
         help="worker processes for 16 or more files (default: $TORCHSYNC_JOBS, else one per core, at most 8)",
     )
-    # Modes that replace the report (torchsync_lint/suggestions.py).
+    # Modes that replace the report (torchsync_lint/add_noqa.py, suggestions.py).
+    p.add_argument("--add-noqa", action="store_true", help="add `# noqa: TSLxxx` to the line of every finding (adopting on an existing codebase)")
     p.add_argument("--show-suggestions", action="store_true", help="list the rewrites --fix never applies, as text (not a patch)")
 
 
@@ -135,10 +136,14 @@ def cmd_check(args) -> int:
     if args.format not in formats:
         print(f"torchsync-lint: error: unknown format {args.format!r} (choose from {', '.join(sorted(formats))})", file=sys.stderr)
         return 2
-    modes = [flag for flag, on in (("--fix", args.fix), ("--diff", args.diff), ("--show-suggestions", args.show_suggestions)) if on]
+    modes = [flag for flag, on in (("--fix", args.fix), ("--diff", args.diff), ("--add-noqa", args.add_noqa), ("--show-suggestions", args.show_suggestions)) if on]
     if len(modes) > 1 and modes != ["--fix", "--diff"]:
         print(f"torchsync-lint: error: {' and '.join(modes)} cannot be combined", file=sys.stderr)
         return 2
+    if args.add_noqa:
+        from torchsync_lint.add_noqa import run_add_noqa
+
+        return run_add_noqa(args, config, paths)
     if args.fix or args.diff:
         try:
             from torchsync_lint.fixer import run_fix_command
