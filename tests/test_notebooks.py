@@ -313,4 +313,11 @@ def test_malformed_notebook_is_a_clear_per_file_error(tmp_path, text, message):
 def test_parse_notebook_maps_every_code_cell():
     nb = parse_notebook(notebook(SETUP, MODEL, TRAIN))
     assert [c.index for c in nb.cells] == [2, 3, 4]
-    assert nb.python.count("# @torchsync-lint: cell ") == 3
+    assert [line for line in nb.python.splitlines() if line.startswith("#")] == ["# @tsl-cell 2", "# @tsl-cell 3", "# @tsl-cell 4"]
+
+
+def test_a_notebook_without_torch_is_not_parsed(tmp_path):
+    # As for a .py file: no trigger word, no parse, so no TSL900 for a non-PyTorch notebook.
+    path = write(tmp_path, notebook(["x = (1,\n"], ["%matplotlib inline\n", "print(2)"]))
+    code, out, _ = run("check", "--isolated", str(path))
+    assert code == 0 and "Found 0 findings" in out

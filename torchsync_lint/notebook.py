@@ -41,10 +41,12 @@ from torchsync_lint.files import ReadError, SourceFile
 from torchsync_lint.types import Edit, Finding
 
 SUFFIX = ".ipynb"
-_MARKER = "# @torchsync-lint: cell {index}"
-_MARKER_LINE = re.compile(r"# @torchsync-lint: cell (\d+)")
-_TAG = "  # @torchsync-lint: ipython {token}"
-_TAG_AT_END = re.compile(r"  # @torchsync-lint: ipython (\d+)$")
+# Marker and tag comments hold none of the engine's trigger words (`torch`, `device`, ...), so a
+# notebook without them is skipped unparsed, as a Python file is.
+_MARKER = "# @tsl-cell {index}"
+_MARKER_LINE = re.compile(r"# @tsl-cell (\d+)")
+_TAG = "  # @tsl-ipython {token}"
+_TAG_AT_END = re.compile(r"  # @tsl-ipython (\d+)$")
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 _ESCAPES = ("%", "!", "?", "/", ";", ",")  # cannot start a Python logical line
 _ASSIGNED_ESCAPE = re.compile(r"([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[%!]")
