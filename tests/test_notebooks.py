@@ -18,7 +18,8 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 
 from torchsync_lint.cli import main
-from torchsync_lint.notebook import parse_notebook, python_view
+from torchsync_lint.ipython import python_view
+from torchsync_lint.notebook import parse_notebook
 
 SETUP = [
     "%matplotlib inline\n",
@@ -135,6 +136,21 @@ def test_stdin_notebook(tmp_path, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO(notebook(SETUP, MODEL, TRAIN)))
     code, out, _ = run("check", "--isolated", "-q", "-", "--stdin-filename", "nb/train.ipynb")
     assert code == 1 and "nb/train.ipynb:cell 4:8:19: TSL101" in out
+
+
+def test_stdin_notebook_fix_and_diff(monkeypatch):
+    original = notebook(SETUP, MODEL, TRAIN)
+    monkeypatch.setattr("sys.stdin", io.StringIO(original))
+    code, out, err = run("check", "--isolated", "--fix", "-", "--stdin-filename", "train.ipynb")
+    assert code == 1 and "train.ipynb:cell 4:8:19: TSL101" in err
+    assert changed_lines(original, out) == [('    "    x, y = x.to(device), y.to(device)\\n",\n', '    "    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\\n",\n')]
+    monkeypatch.setattr("sys.stdin", io.StringIO(original))
+    code, out, _ = run("check", "--isolated", "--diff", "-", "--stdin-filename", "train.ipynb")
+    assert code == 1 and out.startswith("--- train.ipynb\n+++ train.ipynb\n@@ ")
+    for text in ('{"cells": [', notebook(SETUP, MODEL, TRAIN, language="R")):
+        monkeypatch.setattr("sys.stdin", io.StringIO(text))
+        code, out, err = run("check", "--isolated", "--fix", "-", "--stdin-filename", "train.ipynb")
+        assert (code, out) == ((2, "") if text.startswith("{") and len(text) < 20 else (0, text)), err
 
 
 def test_sarif_github_junit_name_the_cell(tmp_path):

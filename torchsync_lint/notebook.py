@@ -15,13 +15,8 @@ list); a fix replaces only the strings of the lines it changed, in the file's ow
 (the cells share one namespace when the notebook runs top to bottom, so a loader built in
 cell 2 feeds the loop in cell 5). Each cell is preceded by a marker comment line, so the
 view splits back into cells after a fix, and every view line maps back to (cell, line).
-IPython syntax is not Python: line magics (`%matplotlib inline`), shell escapes (`!pip
-install`, `files = !ls`), help (`obj?`, `?obj`) and autocall (`/f x`) at the start of a
-logical line become a neutral line of the same count (`pass`, or `name = None` for an
-assignment), tagged so that a fix can never edit it and the original line comes back when
-the cell is written. A cell magic keeps its Python body when it runs Python (`%%time`,
-`%%timeit`, `%%capture`, `%%prun`, `%%debug`); a cell in another language (`%%bash`,
-`%%writefile`, `%%html`, ...) is not linted.
+IPython syntax (magics, shell escapes) becomes neutral lines of the same count
+(ipython.py), restored when the cell is written.
 
 Cells are numbered from 1 over all cells (markdown too), as Jupyter, VS Code and ruff do.
 """
@@ -38,19 +33,14 @@ from functools import cached_property
 from json.decoder import scanstring
 
 from torchsync_lint.files import ReadError, SourceFile
+from torchsync_lint.ipython import python_view, restore
 from torchsync_lint.types import Edit, Finding
 
 SUFFIX = ".ipynb"
-# Marker and tag comments hold none of the engine's trigger words (`torch`, `device`, ...), so a
-# notebook without them is skipped unparsed, as a Python file is.
+# The marker holds none of the engine's trigger words (`torch`, `device`, ...), so a notebook
+# without them is skipped unparsed, as a Python file is.
 _MARKER = "# @tsl-cell {index}"
 _MARKER_LINE = re.compile(r"# @tsl-cell (\d+)")
-_TAG = "  # @tsl-ipython {token}"
-_TAG_AT_END = re.compile(r"  # @tsl-ipython (\d+)$")
-PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
-_ESCAPES = ("%", "!", "?", "/", ";", ",")  # cannot start a Python logical line
-_ASSIGNED_ESCAPE = re.compile(r"([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[%!]")
-_HELP = re.compile(r"\?{1,2}\s*$")
 _PYTHON_LANGUAGES = {"python", "python3", "ipython", "ipython3"}
 
 
@@ -208,91 +198,6 @@ def _source_spans(s: str) -> dict[int, tuple[tuple[int, int], list[tuple[int, in
     return out
 
 
-# -- IPython syntax ----------------------------------------------------------------------------------
-
-def python_view(text: str) -> tuple[str | None, dict[int, tuple[str, str]]]:
-    """The cell as Python, with IPython lines replaced by tagged neutral lines of the same
-    count, and tag -> original line; (None, {}) for a cell in another language."""
-    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
-    magics: dict[int, tuple[str, str]] = {}
-    out: list[str] = []
-    depth, quote, continued, in_magic = 0, None, False, False
-    for n, line in enumerate(lines):
-        body, ending = (line[:-1], "\n") if line.endswith("\n") else (line, "")
-        if n == 0 and body.startswith("%%"):
-            name = re.match(r"%%(\w*)", body).group(1)
-            if name not in PYTHON_CELL_MAGICS:
-                return None, {}
-            out.append(_neutral(body, magics, "pass") + ending)
-            continue
-        starts_logical = depth == 0 and quote is None and not continued
-        if in_magic or (starts_logical and _is_escape(body)):
-            out.append(_neutral(body, magics, _stand_in(body)) + ending)
-            in_magic = body.rstrip().endswith("\\")  # a magic continues over `\` line ends
-            continued = False
-            continue
-        depth, quote, continued = _scan(body, depth, quote)
-        out.append(line)
-    return "".join(out), magics
-
-
-def _is_escape(body: str) -> bool:
-    code = body.strip()
-    if not code or code.startswith("#"):
-        return False
-    if code.startswith(_ESCAPES) or _ASSIGNED_ESCAPE.match(code):
-        return True
-    code = body[: _scan(body, 0, None, comment_at=True)].rstrip()
-    return bool(_HELP.search(code)) and not code.lstrip().startswith("#")  # `obj?`, `obj.attr??`
-
-
-def _stand_in(body: str) -> str:
-    m = _ASSIGNED_ESCAPE.match(body.strip())
-    return f"{m.group(1)} = None" if m else "pass"
-
-
-def _neutral(body: str, magics: dict[int, tuple[str, str]], stand_in: str) -> str:
-    token = len(magics)
-    indent = body[: len(body) - len(body.lstrip(" \t"))]
-    neutral = f"{indent}{stand_in}{_TAG.format(token=token)}"
-    magics[token] = (body, neutral)
-    return neutral
-
-
-def _scan(body: str, depth: int, quote: str | None, comment_at: bool = False):
-    """Bracket depth, open triple quote and backslash continuation after ``body`` (one line
-    without its ending), or with ``comment_at`` where its comment starts (len when none)."""
-    i, n = 0, len(body)
-    while i < n:
-        c = body[i]
-        if quote:
-            if c == "\\":
-                i += 2
-            elif body.startswith(quote, i):
-                i += len(quote)
-                quote = None
-            else:
-                i += 1
-            continue
-        if c == "#":
-            return i if comment_at else (depth, None, False)
-        if c in "'\"":
-            quote = body[i : i + 3] if body[i : i + 3] in ("'''", '"""') else c
-            i += len(quote)
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth = max(0, depth - 1)
-        i += 1
-    if comment_at:
-        return n
-    continued = body.endswith("\\")
-    if quote is not None and len(quote) == 1 and not continued:
-        quote = None  # an unterminated one-line string: a syntax error the parser reports
-    return depth, quote, continued
-
-
 # -- the notebook as one module, and back ----------------------------------------------------------
 
 @dataclass
@@ -361,7 +266,9 @@ class Notebook:
                 continue
             if cell.added_newline and text.endswith("\n"):
                 text = text[:-1]
-            text = _restore_magics(text, cell)
+            text = restore(text, cell.magics)
+            if text is None:
+                raise NotebookError(f"an edit changed an IPython line of cell {cell.index}")
             if text != cell.text:
                 replacements.append((cell.span, self._render(cell, text)))
         out = self.text
@@ -449,23 +356,6 @@ def _segments(python: str) -> list[tuple[int, str]]:
     return [(index, "".join(lines)) for index, lines in segments]
 
 
-def _restore_magics(text: str, cell: Cell) -> str:
-    out, seen = [], []
-    for line in re.findall(r"[^\n]*\n|[^\n]+$", text):
-        body, ending = (line[:-1], "\n") if line.endswith("\n") else (line, "")
-        m = _TAG_AT_END.search(body)
-        if m and int(m.group(1)) in cell.magics:
-            original, neutral = cell.magics[int(m.group(1))]
-            if body != neutral:
-                raise NotebookError(f"an edit changed an IPython line of cell {cell.index}")
-            seen.append(int(m.group(1)))
-            line = original + ending
-        out.append(line)
-    if sorted(seen) != sorted(cell.magics):
-        raise NotebookError(f"an edit changed an IPython line of cell {cell.index}")
-    return "".join(out)
-
-
 # -- hooks for api.lint_file and the fixer ------------------------------------------------------------
 
 def load(path: str, text: str | None = None) -> Notebook:
@@ -494,20 +384,21 @@ def lint_notebook(path: str, config, *, text: str | None = None, report_as: str 
     return FileResult(shown, [f for f in findings if f.severity != "error"], errors, nb.source_file())
 
 
-def fix_notebook(path: str, config, unsafe: bool, diff_mode: bool, lint=None):
+def fix_notebook(path: str, config, unsafe: bool, diff_mode: bool, lint=None, *, text: str | None = None):
     """The fixer's _fix_file for a notebook: fix the Python view, write the edited cells back
-    into the file text (everything else byte for byte), atomically."""
+    into the file text (everything else byte for byte), atomically. ``text``: the notebook,
+    already read (stdin)."""
     from torchsync_lint.errors import file_error
     from torchsync_lint.fixing.command import FileOutcome, WriteError, write_atomic
-    from torchsync_lint.fixing.loop import fix_source
+    from torchsync_lint.fixing.loop import FixResult, fix_source
 
     try:
-        nb = read_notebook(path)
+        nb = load(path, text)
     except ReadError as exc:
         return FileOutcome(path, errors=[file_error(path, exc.code, exc.message)])
     source = nb.source_file()
     if not nb.is_python or not nb.cells:
-        return FileOutcome(path, source)
+        return FileOutcome(path, source, FixResult(nb.text))
     result = fix_source(nb.python, path, config, unsafe, lint=lint)
     outcome = FileOutcome(path, source, result)
     view, new_text, problem = result.new_source, nb.text, None

@@ -268,8 +268,15 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
     path = getattr(args, "stdin_filename", None) or "-"
     text = sys.stdin.read()
     lint = _lint_for(path, config, lint_factory)
-    result = fix_source(text, path, config, unsafe, lint=lint)
-    o = FileOutcome(path, SourceFile(text, "utf-8", "\n"), result)
+    if is_notebook(path):
+        o = fix_notebook(path, config, unsafe, True, lint, text=text)  # diff_mode: writes nothing
+        if o.result is None:  # not a notebook (TSL901)
+            for e in o.errors:
+                print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
+            return 2
+    else:
+        o = FileOutcome(path, SourceFile(text, "utf-8", "\n"), fix_source(text, path, config, unsafe, lint=lint))
+    result = o.result
     _report_problems(o, sys.stderr)
     if diff_mode:
         diff = unified_diff(text, result.new_source, path)
