@@ -19,7 +19,7 @@ import torch
 device = torch.device("cuda")
 model = torch.nn.Linear(2, 2).to(device)
 for x, y in loader:
-    loss = model(x.to(device)).sum()
+    loss = model(x.to(device, non_blocking=True)).sum()
     loss.backward()
     total += loss.item()
 """

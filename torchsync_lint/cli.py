@@ -42,6 +42,9 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
         "--jobs", "-j", type=int, default=None, metavar="N",
         help="worker processes for 16 or more files (default: $TORCHSYNC_JOBS, else one per core, at most 8)",
     )
+    # Modes that replace the report (torchsync_lint/add_noqa.py, suggestions.py).
+    p.add_argument("--add-noqa", action="store_true", help="add `# noqa: TSLxxx` to the line of every finding (adopting on an existing codebase)")
+    p.add_argument("--show-suggestions", action="store_true", help="list the rewrites --fix never applies, as text (not a patch)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,6 +168,14 @@ def cmd_check(args) -> int:
     if args.statistics and args.format not in ("text", "json"):
         print("torchsync-lint: error: --statistics prints a table (--format text) or JSON (--format json)", file=sys.stderr)
         return 2
+    modes = [flag for flag, on in (("--fix", args.fix), ("--diff", args.diff), ("--add-noqa", args.add_noqa), ("--show-suggestions", args.show_suggestions)) if on]
+    if len(modes) > 1 and modes != ["--fix", "--diff"]:
+        print(f"torchsync-lint: error: {' and '.join(modes)} cannot be combined", file=sys.stderr)
+        return 2
+    if args.add_noqa:
+        from torchsync_lint.add_noqa import run_add_noqa
+
+        return run_add_noqa(args, config, paths)
     if args.fix or args.diff:
         try:
             from torchsync_lint.fixer import run_fix_command
@@ -181,7 +192,11 @@ def cmd_check(args) -> int:
         "quiet": args.quiet,
         "unsafe_fixes": config.unsafe_fixes,
     }
-    if args.statistics:  # as ruff: the table (or its JSON) instead of the findings
+    if args.show_suggestions:
+        from torchsync_lint import suggestions
+
+        report = suggestions.render(results)
+    elif args.statistics:  # as ruff: the table (or its JSON) instead of the findings
         from torchsync_lint.reporters.statistics import render_statistics
 
         report = render_statistics(results, args.format, options)
@@ -192,11 +207,11 @@ def cmd_check(args) -> int:
     errors = sum(len(r.errors) for r in results)
     for r in results:
         for e in r.errors:
-            if args.format != "text":  # text already prints them inline
-                print(f"{e.path}: {e.code} {e.message}", file=sys.stderr)
+            if args.format != "text" or args.show_suggestions:  # text already prints them inline
+                print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
     if args.exit_zero:
         return 0
-    if findings:
+    if findings and not args.show_suggestions:  # suggestions are advice: 0 unless a file failed
         return 1
     return 2 if errors else 0
 

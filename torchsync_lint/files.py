@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 
 from torchsync_lint.config import Config
 
+SUFFIXES = (".py", ".pyi", ".ipynb")  # what a directory walk lints (notebooks: notebook.py)
+
 
 @dataclass(frozen=True)
 class SourceFile:
@@ -108,7 +110,7 @@ def _kind(mode: int) -> str:
 
 
 def is_source_name(name: str) -> bool:
-    return name.endswith((".py", ".pyi"))
+    return name.endswith(SUFFIXES)
 
 
 def discover(paths: list[str], config: Config, notes: list[str] | None = None) -> tuple[list[str], list[tuple[str, ReadError]]]:

@@ -1,4 +1,6 @@
-"""`--format text`: `path:line:col: CODE message [*]`, the source line, a caret, a summary."""
+"""`--format text`: `path:line:col: CODE message [*]`, the source line, a caret, a summary.
+
+In a notebook the position is ruff's `path:cell N:line:col` and the line is the cell's."""
 
 from __future__ import annotations
 
@@ -12,12 +14,23 @@ def _style(text: str, code: str, color: bool) -> str:
     return f"{code}{text}{RESET}" if color else text
 
 
+def _lines(source, cell: int | None, cache: dict, path: str) -> list[str]:
+    """The lines a finding's line counts in: the file's, or a notebook cell's."""
+    if source is None:
+        return []
+    if (path, cell) not in cache:
+        cell_lines = getattr(source, "cell_lines", None)
+        cache[path, cell] = cell_lines(cell) if cell is not None and cell_lines else source.text.splitlines()
+    return cache[path, cell]
+
+
 @register("text")
 def render(results, options) -> str:
     color = bool(options.get("color"))
     show_source = not options.get("quiet")
     unsafe = bool(options.get("unsafe_fixes"))
-    lines_by_path = {r.path: r.source.text.splitlines() for r in results if r.source is not None}
+    sources = {r.path: r.source for r in results if r.source is not None}
+    lines_by_path: dict = {}
     out: list[str] = []
     fixable = 0
     items = all_findings(results)
@@ -26,10 +39,10 @@ def render(results, options) -> str:
         if f.fix is not None and (f.fix.applicability is Applicability.SAFE or (unsafe and f.fix.applicability is Applicability.UNSAFE)):
             mark = " [*]"
             fixable += 1
-        where = _style(f"{f.path}:{f.line}:{f.column}:", BOLD, color)
+        where = _style(f"{f.location}:", BOLD, color)
         code = _style(f.code, RED, color)
         out.append(f"{where} {code} {f.message}{mark}")
-        src = lines_by_path.get(f.path, [])
+        src = _lines(sources.get(f.path), f.cell, lines_by_path, f.path)
         if show_source and f.severity != "error" and 0 < f.line <= len(src):
             text = src[f.line - 1].expandtabs(1)
             width = max(1, (f.end_column - f.column) if f.end_line == f.line else len(text) - f.column + 1)

@@ -91,11 +91,18 @@ class HostFloatNormalization(Rule):
     ```
 
     ## Fix safety
-    Only a suggestion (shown as a diff, never applied): `ToTensor()` becomes `PILToTensor()`
-    and `x.float() / 255` in `__getitem__` becomes `x`, which changes what the dataset
-    returns; the training loop must then normalise on the device after the copy
-    (`x.to(device, non_blocking=True).float().div_(255)`, then the mean/std), and other
-    consumers of the dataset (visualisation, evaluation) must agree.
+    Only a suggestion, as text (`torchsync-lint check --show-suggestions`), never an edit:
+    neither `--fix` nor `--diff` applies it. The change has two halves that must land
+    together: on the host the dataset returns uint8 (`PILToTensor()` for `ToTensor()`, no
+    float `ToDtype`/`ConvertImageDtype`, no `Normalize`, no `.float() / 255` in
+    `__getitem__`), and on the device every consumer of the dataset converts after the copy
+    (`x.to(device, non_blocking=True).float().div_(255)`, then `(x - mean) / std` with the
+    mean and std built once on the device). The rule sees the host half, but not reliably
+    every place the batches are used (the training loop may be in another module; evaluation
+    and visualisation read the same dataset), and a host-only rewrite breaks the pipeline:
+    `Normalize` on uint8 raises `Input tensor should be a float tensor`, and without it the
+    model gets values 255x too large. So the suggestion names both halves, with the
+    `Normalize` arguments it found, for you to apply.
     """
 
     code = "TSL304"
@@ -117,12 +124,10 @@ class HostFloatNormalization(Rule):
               "preview = datasets.CIFAR10('data', transform=transforms.ToTensor())\nimg, _ = preview[0]\n"),
     ]
     INVALID = [
-        Invalid(torchvision_script(), line=TRANSFORM_LINE, message_contains="4x the bytes", applicability=Applicability.SUGGESTION,
-                expected_fix=torchvision_script(first="transforms.PILToTensor()")),
+        Invalid(torchvision_script(), line=TRANSFORM_LINE, message_contains="4x the bytes", applicability=Applicability.SUGGESTION),
         Invalid(torchvision_script(first="v2.ToImage(),\n    v2.ToDtype(torch.float32, scale=True)"), line=TRANSFORM_LINE + 1),
         Invalid(torchvision_script(first="transforms.ConvertImageDtype(torch.float)"), line=TRANSFORM_LINE),
-        Invalid(dataset_script("return self.images[i].float() / 255"), line=GETITEM_LINE, applicability=Applicability.SUGGESTION,
-                expected_fix=dataset_script("return self.images[i]")),
+        Invalid(dataset_script("return self.images[i].float() / 255"), line=GETITEM_LINE, applicability=Applicability.SUGGESTION),
         Invalid(dataset_script("x = self.images[i]\n        return x.float().div(255)"), line=GETITEM_LINE + 1),
         Invalid(dataset_script("return self.images[i]", copy="x = (x.float() / 255).to(device, non_blocking=True)"), line=21),
     ]
@@ -131,7 +136,7 @@ class HostFloatNormalization(Rule):
         tracker = loaders(self.analysis)
         if not tracker.module_feeds_accelerator:
             return
-        found: dict[cst.CSTNode, cst.CSTNode | None] = {}  # finding node -> suggestion target
+        found: dict[cst.CSTNode, list[cst.Call]] = {}  # finding node -> the Normalize calls beside it
         self._class_calls: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # per class / __getitem__
         done: set[int] = set()
         for info in tracker.loaders:
@@ -143,8 +148,8 @@ class HostFloatNormalization(Rule):
                 done.add(id(call))
                 self._transforms(call, found)
                 self._getitem(call, found)
-        for n in found:
-            self.report(n, fix=self._suggestion(n), expr=self.snippet(n))
+        for n, normalize in found.items():
+            self.report(n, fix=self._suggestion(n, normalize), expr=self.snippet(n))
 
     def visit_Call(self, node: cst.Call) -> None:
         """`(x.float() / 255).to(device)` on a batch in a per-step loop."""
@@ -174,12 +179,12 @@ class HostFloatNormalization(Rule):
                 self._class_calls[cls] = [n for n in self.analysis.tree.walk_subtree(cls) if isinstance(n, cst.Call)]
             calls += self._class_calls[cls]
         converters = [c for c in calls if self._is_float_converter(c)]
+        normalize = [c for c in calls if self.analysis.qualname(c.func) in _NORMALIZE]
         for c in converters:
-            found.setdefault(c, None)
+            found.setdefault(c, normalize)
         if not converters:
-            for c in calls:
-                if self.analysis.qualname(c.func) in _NORMALIZE:
-                    found.setdefault(c, None)
+            for c in normalize:
+                found.setdefault(c, [c])
 
     def _calls_in(self, expr: cst.BaseExpression, depth: int, seen: set[int]) -> list[cst.Call]:
         """Calls inside an argument expression, following local names (`transform = Compose(...)`)."""
@@ -229,31 +234,59 @@ class HostFloatNormalization(Rule):
                 if method not in self._class_calls:  # reused as a per-method memo
                     self._class_calls[method] = [n for n in self.analysis.tree.walk_subtree(method.body, _NESTED_FUNCTIONS) if _is_divide_by_255(n)]
                 for n in self._class_calls[method]:
-                    found.setdefault(n, n)
+                    found.setdefault(n, [])
                 return
             bases = [b.value for b in info.node.bases if isinstance(b.value, cst.Name)]
             name = bases[0] if bases else None
             seen += 1
 
-    def _suggestion(self, node: cst.CSTNode):
-        if isinstance(node, cst.Call) and self.analysis.qualname(node.func) in ("torchvision.transforms.ToTensor", "torchvision.transforms.v2.ToTensor"):
-            if isinstance(node.func, cst.Attribute):
-                return self.make_fix(self.edit(node.func.attr, "PILToTensor"), applicability=Applicability.SUGGESTION)
-            return None
-        if _is_divide_by_255(node) and _divisor(node) == 255:  # `x / 127.5 - 1` has no one-edit cure
-            operand = _divided_operand(node)
-            if isinstance(operand, cst.Call) and isinstance(operand.func, cst.Attribute) and operand.func.attr.value in ("float", "double") and not operand.args:
-                operand = operand.func.value
-            return self.make_fix(self.edit(node, _render(self, operand)), applicability=Applicability.SUGGESTION)
-        return None
+    def _suggestion(self, node: cst.CSTNode, normalize: list[cst.Call]):
+        """Both halves of the change as text (see "Fix safety": an edit of the host half alone
+        would break the pipeline)."""
+        expr = f"`{self.snippet(node, 60)}`"
+        if isinstance(node, cst.Call) and self.analysis.qualname(node.func) in _CONVERTERS:
+            qn = self.analysis.qualname(node.func) or ""
+            new = "pil_to_tensor" if qn.endswith("to_tensor") else "PILToTensor"
+            prefix = self.code_for(node.func).rsplit(".", 1)[0] + "." if isinstance(node.func, cst.Attribute) else ""
+            host = f"on the host, replace {expr} with `{prefix}{new}(...)`" if new == "pil_to_tensor" else f"on the host, replace {expr} with `{prefix}{new}()` (uint8)"
+        elif _is_divide_by_255(node):
+            host = f"on the host, return the uint8 `{self.snippet(_uint8_operand(node), 40)}` instead of {expr} (and the arithmetic on it)"
+        else:
+            host = f"on the host, remove {expr}"
+        others = [c for c in normalize if c is not node]
+        if others:
+            host += " and remove " + ", ".join(f"`{self.snippet(c, 60)}`" for c in others) + " (it needs float input)"
+        mean, std = self._mean_std(normalize)
+        device = "on the device, after the copy in every loop that reads this dataset (training, evaluation): `x = x.to(device, non_blocking=True).float().div_(255)`"
+        if normalize:
+            device += f", then `x = (x - mean) / std` with `mean = torch.tensor({mean}, device=device).view(1, -1, 1, 1)` and `std = torch.tensor({std}, device=device).view(1, -1, 1, 1)` built once before the loop"
+        elif _is_divide_by_255(node):
+            device += ", then the rest of what `__getitem__` computed"
+        return self.make_fix(applicability=Applicability.SUGGESTION, title=f"Keep uint8 on the host, normalise on the device: {host}; {device}.")
+
+    def _mean_std(self, normalize: list[cst.Call]) -> tuple[str, str]:
+        """The mean and std arguments of the first `Normalize(mean, std)`, as source."""
+        for call in normalize:
+            by_key = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            if (self.analysis.qualname(call.func) or "").endswith("functional.normalize"):
+                positional = positional[1:]  # the image comes first
+            mean = by_key.get("mean", positional[0] if positional else None)
+            std = by_key.get("std", positional[1] if len(positional) > 1 else None)
+            if mean is not None and std is not None:
+                return self.snippet(mean, 80), self.snippet(std, 80)
+        return "MEAN", "STD"
+
+
+def _uint8_operand(node: cst.CSTNode) -> cst.CSTNode:
+    operand = _divided_operand(node)
+    if isinstance(operand, cst.Call) and isinstance(operand.func, cst.Attribute) and operand.func.attr.value in ("float", "double") and not operand.args:
+        return operand.func.value
+    return operand
 
 
 _NESTED_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 
-
-def _divisor(node: cst.CSTNode) -> object:
-    right = node.right if isinstance(node, cst.BinaryOperation) else node.args[0].value  # type: ignore[union-attr]
-    return literal_value(right)[1]
 
 
 # -- TSL305 --------------------------------------------------------------------------------------
