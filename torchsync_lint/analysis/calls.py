@@ -120,6 +120,8 @@ class CallKinds:
             return Kind.DEVICE  # the total norm, a tensor on the parameters' device
         if qn.startswith(tk.HOST_NAMESPACES):
             return Kind.HOST
+        if qn.startswith("torch.") and last[:1].isupper() and not qn.startswith(tk.TENSOR_OBJECT_NAMESPACES):
+            return Kind.UNKNOWN  # an object: `SummaryWriter(...)`, `cuda.Event()`, `utils.data.Subset(...)`
         if qn.startswith("torch.") and last.startswith(("is_", "has_", "get_", "are_")):
             return Kind.HOST  # predicates and getters (`is_traceable_wrapper_subclass(t)`) return Python values
         if qn.startswith("torch.") and qn.count(".") == 1:

@@ -77,6 +77,7 @@ class ImportMap:
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        self.star_imports: list[str] = []  # modules of `from m import *`
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -88,13 +89,16 @@ class ImportMap:
                     top = full.split(".")[0]
                     self.aliases[top] = top
             return
-        if node.relative or isinstance(node.names, cst.ImportStar):
-            return  # relative imports are the project's own code; star imports are unknowable
-        module = _module_name(node.module)
+        if isinstance(node.names, cst.ImportStar):
+            self.star_imports.append("." * len(node.relative) + _module_name(node.module))
+            return  # the names it binds are known to the project view only
+        # Relative imports keep their dots (`from .engine import f` -> `.engine.f`): the project
+        # view resolves them against the importing file's package.
+        module = "." * len(node.relative) + _module_name(node.module)
         for alias in node.names:
             name = _module_name(alias.name)
             local = alias.asname.name.value if alias.asname is not None else name  # type: ignore[union-attr]
-            self.aliases[local] = f"{module}.{name}"
+            self.aliases[local] = f"{module}.{name}" if not module.endswith(".") else f"{module}{name}"
 
     def qualname(self, node: cst.BaseExpression) -> str | None:
         """Canonical qualified name of a dotted expression rooted at an import, else None."""

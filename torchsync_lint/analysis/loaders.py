@@ -380,17 +380,23 @@ class LoaderTracker:
         return info.feeds
 
     def _feeds_accelerator(self, info: LoaderInfo) -> bool:
+        if self.analysis.env.loader_feeds_elsewhere(info.call):
+            return True  # another module of the project moves its batches to the device
         if not self.module_feeds_accelerator:
             return False
         if info.handed_to_trainer:
             return True
-        # Does a loop over it copy something to the accelerator, or run a model that is not
-        # provably on the CPU? (A CPU model trained in a script that merely mentions cuda
-        # feeds nothing.)
-        for loop in info.loops:
-            for node in self.analysis.tree.walk_subtree(loop.body):
-                if isinstance(node, cst.Call) and (self.is_h2d_call(node, any_receiver=True) or self._runs_device_model(node)):
-                    return True
+        return any(self.loop_feeds_accelerator(loop) for loop in info.loops)
+
+    def loop_feeds_accelerator(self, loop: cst.For) -> bool:
+        """Does the loop copy something to the accelerator, or run a model that is not
+        provably on the CPU? (A CPU model trained in a script that merely mentions cuda feeds
+        nothing.)"""
+        if not self.module_feeds_accelerator:
+            return False
+        for node in self.analysis.tree.walk_subtree(loop.body):
+            if isinstance(node, cst.Call) and (self.is_h2d_call(node, any_receiver=True) or self._runs_device_model(node)):
+                return True
         return False
 
     def _runs_device_model(self, call: cst.Call) -> bool:

@@ -27,6 +27,9 @@ HOST_RESULTS = frozenset(
 HOST_NAMESPACES = ("torch.cuda.", "torch.distributed.", "torch.backends.")
 # The total gradient norm: a tensor on the parameters' device.
 NORM_FUNCTIONS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm"})
+# Classes whose objects hold tensors where their arguments are, and whose methods return such
+# tensors (`Categorical(logits=l).entropy()`): device inputs make device results.
+TENSOR_OBJECT_NAMESPACES = ("torch.distributions.", "torch.nn.utils.rnn.")
 # Wrappers returning the module they are given (its place unchanged).
 MODEL_WRAPPERS = frozenset({"torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"})
 

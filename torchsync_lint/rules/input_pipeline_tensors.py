@@ -133,9 +133,7 @@ class HostFloatNormalization(Rule):
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
-        tracker = loaders(self.analysis)
-        if not tracker.module_feeds_accelerator:
-            return
+        tracker = loaders(self.analysis)  # each loader says whether it feeds the device (here or elsewhere)
         found: dict[cst.CSTNode, list[cst.Call]] = {}  # finding node -> the Normalize calls beside it
         self._class_calls: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # per class / __getitem__
         done: set[int] = set()

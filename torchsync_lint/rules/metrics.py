@@ -214,7 +214,8 @@ class MetricUpdateNanCheck(_MetricRule):
             caveat = ": but this metric gets a `weight`, which `\"disable\"` silently replaces by ones (Lightning-AI/torchmetrics#3434); drop the weight first or keep the check"
         else:
             caveat = " (note: `\"disable\"` would drop a user-supplied `weight`, Lightning-AI/torchmetrics#3434)"
-            fix = self.make_fix(_set_argument(self, site, "nan_strategy", '"disable"'), applicability=Applicability.UNSAFE)
+            if site.call is not None:  # a metric built in another module: its constructor is there
+                fix = self.make_fix(_set_argument(self, site, "nan_strategy", '"disable"'), applicability=Applicability.UNSAFE)
         self.report(node, expr=self.snippet(node), cls=site.cls.name, caveat=caveat, fix=fix, hot=hot)
 
     def _ever_weighted(self, site: MetricSite) -> bool:
