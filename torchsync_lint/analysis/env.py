@@ -14,6 +14,10 @@ import libcst as cst
 class Env:
     def bind(self, analysis) -> None:
         """Called once with the module analysis that consults this environment."""
+    def project_uses_accelerator(self) -> bool:
+        """Do the modules this one is connected to put tensors on an accelerator?"""
+        return False
+
     # -- values -------------------------------------------------------------------------------
     def symbol_kind(self, qualname: str):
         """Kind of a project module's top-level name imported here (`from proj.cfg import device`)."""

@@ -48,6 +48,7 @@ class HotContext:
 
     reason: str
     gate: cst.BaseExpression | None = None
+    remote: bool = False  # per step because another module calls it every step: say where
 
     @property
     def gated(self) -> bool:
@@ -78,7 +79,7 @@ class HotLoopAnalysis:
         for func in self.index.returns:
             remote = self.values.env.hot_caller(func)
             if remote is not None and func not in self.hot_functions:
-                self.hot_functions[func] = HotContext(remote[0], remote[1])
+                self.hot_functions[func] = HotContext(remote[0], remote[1], remote=True)
         # Functions called from hot regions are hot, transitively (a fixed point). So are
         # functions handed to a call that runs them at once, like the closure in
         # `optimizer.step(closure)`.
@@ -100,7 +101,8 @@ class HotLoopAnalysis:
                     continue
                 ctx = self.hot_context(call)
                 if ctx is not None and not self.index.inside(call, target):
-                    self.hot_functions[target] = HotContext(f"`{target.name.value}` is called every step", ctx.gate)
+                    reason = ctx.reason if ctx.remote else f"`{target.name.value}` is called every step"
+                    self.hot_functions[target] = HotContext(reason, ctx.gate, ctx.remote)
                     changed = True
 
     def _implicit_dunder_calls(self) -> list[tuple[cst.CSTNode, cst.FunctionDef]]:
@@ -309,7 +311,7 @@ class HotLoopAnalysis:
             if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
                 if isinstance(anc, cst.FunctionDef) and anc in self.hot_functions:
                     outer = self.hot_functions[anc]
-                    return HotContext(outer.reason, gate or outer.gate)
+                    return HotContext(outer.reason, gate or outer.gate, outer.remote)
                 return None
             child = anc
         return None

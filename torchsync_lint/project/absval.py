@@ -52,6 +52,8 @@ def kind_of(value: dict | None) -> Kind:
         return Kind.DEVICE if Kind.DEVICE in kinds else Kind.UNKNOWN
     if k == "item":
         inner = kind_of(value["of"])
+        if inner is Kind.UNKNOWN and value.get("batch"):
+            return Kind.HOST_TENSOR  # an item of a per-step loop over what we cannot place: a host batch
         return {Kind.LOADER: Kind.HOST_TENSOR, Kind.DEVICE_LOADER: Kind.DEVICE, Kind.PREPARED: Kind.DEVICE}.get(
             inner, inner if inner in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
         )

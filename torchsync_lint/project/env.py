@@ -40,6 +40,9 @@ class ModuleEnv(Env):
     def _call_target(self, qualname: str) -> tuple[str, dict] | None:
         return self.view.call_target(qualname, self.path)
 
+    def project_uses_accelerator(self) -> bool:
+        return any(summary.get("accelerator") for summary in self.view.summaries.values())
+
     # -- values ---------------------------------------------------------------------------------
     def symbol_kind(self, qualname: str):
         found = self.view.resolve_name(qualname, self.path)

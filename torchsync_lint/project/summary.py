@@ -74,6 +74,7 @@ class _Summarizer:
         return {
             "version": SUMMARY_VERSION,
             "path": self.relpath,
+            "accelerator": self.values.uses_accelerator,
             "aliases": dict(imports.aliases),
             "stars": list(imports.star_imports),
             "functions": self._functions(),
@@ -337,7 +338,11 @@ class _Summarizer:
                 found.append(absval.element(self.abs_of(d.value, depth + 1), d.path[0]))
             elif d.how == "for" and not d.path and d.value is not None:
                 inner = self.abs_of(self._unwrap(d.value), depth + 1)
-                found.append({"k": "item", "of": inner} if inner["k"] in ("param", "call", "sym", "loader") else self._kind_or_device(expr))
+                batch = self.loaders._is_batch_loop(d.stmt)  # noqa: SLF001 - a per-step loop's items are batches
+                if inner["k"] in ("param", "call", "sym", "loader"):
+                    found.append({"k": "item", "of": inner, "batch": batch})
+                else:
+                    found.append(absval.of_kind(Kind.HOST_TENSOR) if batch and inner["k"] == "unknown" else self._kind_or_device(expr))
             else:
                 return self._kind_or_device(expr)
         return absval.join_abs(found)

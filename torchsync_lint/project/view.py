@@ -209,7 +209,7 @@ class ProjectView:
                 return {"k": "tuple", "items": [self.resolve(v, from_path, depth + 1) for v in value["items"]]}
             if kind == "dict":
                 return {"k": "dict", "items": {k: self.resolve(v, from_path, depth + 1) for k, v in value["items"].items()}}
-            return {"k": "item", "of": self.resolve(value["of"], from_path, depth + 1)}
+            return {**value, "of": self.resolve(value["of"], from_path, depth + 1)}
         if kind not in ("param", "call", "sym"):
             return value
         key = json.dumps([value, from_path], sort_keys=True)
