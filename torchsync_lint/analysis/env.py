@@ -19,6 +19,11 @@ class Env:
         return False
 
     # -- values -------------------------------------------------------------------------------
+    def star_import(self, name: str):
+        """What ``name`` is bound to by this module's `from m import *` of a project module
+        (a dotted import name), or None."""
+        return None
+
     def symbol_kind(self, qualname: str):
         """Kind of a project module's top-level name imported here (`from proj.cfg import device`)."""
         return None

@@ -22,7 +22,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
 from torchsync_lint.analysis.kinds import CALLABLE_MODELS, LOADER_KINDS, Kind
 from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS, ValueAnalysis
-from torchsync_lint.knowledge import gym, registry
+from torchsync_lint.knowledge import gym, lightning, registry
 
 _LOADER_NAME = re.compile(r"(^|_)(data)?loaders?$|^dl$|_dl$|dataloader", re.I)
 _OPTIMIZER_NAME = re.compile(r"optim|^opt$|_opt$|^opt_", re.I)
@@ -73,8 +73,11 @@ class HotLoopAnalysis:
         self._drop_epoch_loops()
         # Lightning per-step hooks are hot by contract.
         for func, info in self.index.class_of_method.items():
-            if func.name.value in LIGHTNING_BATCH_HOOKS and self.values.is_lightning_class(info.node):
-                self.hot_functions[func] = HotContext(f"`{func.name.value}` runs every step")
+            name = func.name.value
+            if (name in LIGHTNING_BATCH_HOOKS and self.values.is_lightning_class(info.node)) or (
+                name in lightning.CALLBACK_HOOK_PARAMS and self.values.is_lightning_callback(info.node)
+            ):
+                self.hot_functions[func] = HotContext(f"`{name}` runs every step")
         # Functions another module calls every step.
         for func in self.index.returns:
             remote = self.values.env.hot_caller(func)

@@ -144,3 +144,9 @@ SYNC_OBJECTS = frozenset(
         "torch.npu.Stream", "torch.npu.current_stream", "torch.mps.event.Event",
     }
 )
+
+# Methods that read their own object's device state on the host: `GradScaler.get_scale()`
+# calls `.item()` on the scale (when the scaler is enabled on CUDA).
+SELF_READING_METHODS = frozenset(
+    {(cls, "get_scale") for cls in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler")}
+)

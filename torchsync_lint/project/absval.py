@@ -12,6 +12,8 @@ other modules' summaries. The forms:
   {"k": "devspec", "where": "accelerator"|"cpu"}
   {"k": "tuple", "items": [...]} / {"k": "dict", "items": {...}}
   {"k": "item", "of": abs}                      an item of iterating it (a batch of a loader)
+  {"k": "elem", "of": abs, "i": n}               element n of unpacking it
+  {"k": "like", "of": abs}                       a tensor computed from it (on its device)
   symbolic, resolved by the view:
   {"k": "param", "fn": ref, "i": n}             what callers pass for parameter n
   {"k": "call", "fn": dotted, "kind": k}        the result of calling an imported name
@@ -25,6 +27,7 @@ from __future__ import annotations
 from torchsync_lint.analysis.kinds import Kind, join
 
 UNKNOWN = {"k": "unknown"}
+SYMBOLIC = ("param", "call", "sym", "elem", "like", "item")  # resolved by the view
 _STRUCTURED = ("tuple", "dict", "loader", "metric", "object", "instance", "devspec")
 
 
@@ -42,7 +45,9 @@ def kind_of(value: dict | None) -> Kind:
     if k == "metric":
         return Kind.MODEL
     if k == "instance":
-        return Kind.CPU_MODEL if value.get("module") else Kind.UNKNOWN
+        if not value.get("module"):
+            return Kind.UNKNOWN
+        return Kind.MODEL if value.get("placed") else Kind.CPU_MODEL
     if k == "devspec":
         return Kind.HOST
     if k == "tuple":
@@ -57,7 +62,10 @@ def kind_of(value: dict | None) -> Kind:
         return {Kind.LOADER: Kind.HOST_TENSOR, Kind.DEVICE_LOADER: Kind.DEVICE, Kind.PREPARED: Kind.DEVICE}.get(
             inner, inner if inner in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
         )
-    if k in ("object", "param", "call", "sym"):
+    if k == "like":  # a tensor computed from another value: on its device
+        inner = kind_of(value["of"])
+        return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR) else Kind.UNKNOWN
+    if k in ("object", "param", "call", "sym", "elem"):
         return Kind(value.get("kind", "unknown")) if k == "call" else Kind.UNKNOWN
     try:
         return Kind(k)
@@ -84,6 +92,8 @@ def element(value: dict, position: int) -> dict:
     """Element ``position`` of a tuple value (what `a, b = f()` binds to `b`)."""
     if value.get("k") == "tuple" and 0 <= position < len(value["items"]):
         return value["items"][position]
+    if value.get("k") in SYMBOLIC:
+        return {"k": "elem", "of": value, "i": position}  # resolved by the view
     kind = kind_of(value)
     return of_kind(kind if kind in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN)
 

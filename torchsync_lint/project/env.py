@@ -44,6 +44,9 @@ class ModuleEnv(Env):
         return any(summary.get("accelerator") for summary in self.view.summaries.values())
 
     # -- values ---------------------------------------------------------------------------------
+    def star_import(self, name: str):
+        return self.view.star_binding(self.path, name)
+
     def symbol_kind(self, qualname: str):
         found = self.view.resolve_name(qualname, self.path)
         if found is None or found[0] != "value":
@@ -57,8 +60,29 @@ class ModuleEnv(Env):
         if found[0] == "class":
             return Kind.CPU_MODEL if self.view.class_flag(found[1], found[2], "module") else Kind.UNKNOWN
         if found[0] == "function":
+            own = self._own_argument(found, call)
+            if own is not None:
+                return values.kind(own)  # `reduce_tensor(loss)`: what it returns is this call's own argument
             return absval.kind_of(self.view.returns(found[1], found[2]))
         return None
+
+    def _own_argument(self, found: tuple, call: cst.Call) -> cst.BaseExpression | None:
+        """When a function returns (a tensor computed from) one of its parameters, the argument
+        this call passes for it: the answer for this call, not for every call joined."""
+        record = self.view.function(found[1], found[2])
+        returned = record["returns"] if record else None
+        while returned and returned.get("k") == "like":
+            returned = returned["of"]
+        if not returned or returned.get("k") != "param" or returned["fn"] != f"{found[1]}:{found[2]}":
+            return None
+        index = returned["i"]
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if any(a.star for a in call.args):
+            return None
+        if index < len(positional):
+            return positional[index]
+        name = record["params"][index] if index < len(record["params"]) else None
+        return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
     def call_element(self, qualname: str, call: cst.Call, position: int, values):
         found = self.view.resolve_name(qualname, self.path)

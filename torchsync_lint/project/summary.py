@@ -23,6 +23,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.analysis.loaders import loaders
 from torchsync_lint.analysis.metrics import metric_tracker
+from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
 from torchsync_lint.project.describe import describe_metric
 
@@ -37,6 +38,18 @@ _LIBRARY_ROOTS = frozenset(
 _WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "itertools.islice", "islice"})
 _HANDOFF_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit", "validate", "test", "predict"})
 _MAX_DEPTH = 6
+# Module methods returning the module itself (placed on the device by `to`/`cuda`).
+_PLACING_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16"})
+# Tensor methods whose result is a tensor where the receiver is.
+_TENSOR_METHODS = tk.TENSOR_METHODS - tk.HOST_RESULT_METHODS - tk.SHARED_METHODS
+
+
+def _like(value: dict) -> dict | None:
+    """A tensor computed from ``value`` when that is symbolic (a parameter, another module's
+    result): it lives where ``value`` does."""
+    if value.get("k") in absval.SYMBOLIC:
+        return value if value.get("k") == "like" else {"k": "like", "of": value}
+    return None
 
 
 def summarize(analysis, relpath: str) -> dict:
@@ -197,12 +210,14 @@ class _Summarizer:
         qn = self.values.qualname(func)
         if qn is None and isinstance(func, cst.Attribute):
             origin = self.values.origin_qualname(func.value)
-            qn = f"{origin}.{func.attr.value}" if origin else None
+            qn = f"{origin}.{func.attr.value}" if origin else self._param_receiver(func.value, func.attr.value)
         elif qn is None and isinstance(func, cst.Name):
             origin = self.values.origin_qualname(func)  # `compute_loss(p, t)`, an instance called
-            qn = f"{origin}.__call__" if origin else None
+            qn = f"{origin}.__call__" if origin else self._param_receiver(func, "__call__")
         if qn is None:
             return None
+        if qn.startswith("^"):
+            return qn
         root = qn.split(".", 1)[0]
         return qn if qn.startswith(".") or root not in _LIBRARY_ROOTS else None
 
@@ -231,7 +246,22 @@ class _Summarizer:
             )
         return out
 
+    def _param_receiver(self, receiver: cst.BaseExpression, method: str) -> str | None:
+        """`criterion(out, y)` / `model.detect(x)` where the object is a parameter: the view
+        looks up what callers pass for it (`^<function ref>#<index>.<method>`)."""
+        if not isinstance(receiver, cst.Name):
+            return None
+        defs = self.values.reaching_defs(receiver)
+        if len(defs) != 1 or defs[0].how != "param":
+            return None
+        ref = self.ref(defs[0].func)
+        params = [*defs[0].func.params.posonly_params, *defs[0].func.params.params]
+        index = next((i for i, p in enumerate(params) if p is defs[0].param), None)
+        return f"^{ref}#{index}.{method}" if ref is not None and index is not None else None
+
     def _bound(self, call: cst.Call, callee: str) -> bool:
+        if callee.startswith("^"):
+            return True  # a method of the object passed
         if callee.startswith(":"):
             target = self.index.target_of(call)
             return target is not None and self.index._bound_arguments(call, target) == 1  # noqa: SLF001
@@ -286,6 +316,11 @@ class _Summarizer:
             return self._name(expr, depth)
         if isinstance(expr, cst.Call):
             return self._call(expr, depth)
+        if isinstance(expr, cst.BinaryOperation):
+            sides = [self.abs_of(expr.left, depth + 1), self.abs_of(expr.right, depth + 1)]
+            symbolic = [v for v in sides if v.get("k") in absval.SYMBOLIC]
+            if len(symbolic) == 1 and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in sides):
+                return _like(symbolic[0])  # `x * scale` of a parameter
         if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(el, cst.StarredElement) for el in expr.elements):
             return {"k": "tuple", "items": [self.abs_of(el.value, depth + 1) for el in expr.elements]}
         if isinstance(expr, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in expr.elements):
@@ -336,6 +371,8 @@ class _Summarizer:
                 found.append(self.abs_of(d.value, depth + 1))
             elif d.how == "unpack" and d.value is not None and len(d.path) == 1:
                 found.append(absval.element(self.abs_of(d.value, depth + 1), d.path[0]))
+            elif d.how == "aug" and isinstance(d.stmt, cst.AugAssign):
+                found.append(_like(self.abs_of(d.stmt.target, depth + 1)) or self._kind_or_device(expr))  # `rt /= world_size`
             elif d.how == "for" and not d.path and d.value is not None:
                 inner = self.abs_of(self._unwrap(d.value), depth + 1)
                 batch = self.loaders._is_batch_loop(d.stmt)  # noqa: SLF001 - a per-step loop's items are batches
@@ -348,6 +385,15 @@ class _Summarizer:
         return absval.join_abs(found)
 
     def _call(self, expr: cst.Call, depth: int) -> dict:
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _PLACING_METHODS and self.values.qualname(func) is None:
+            receiver = self.abs_of(func.value, depth + 1)
+            if receiver.get("k") == "instance":
+                return {**receiver, "placed": receiver.get("placed") or func.attr.value in ("to", "cuda")}  # `model.to(device)`
+        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None:
+            derived = _like(self.abs_of(func.value, depth + 1))  # `tensor.clone()` of a parameter
+            if derived is not None:
+                return derived
         callee = self._callee(expr)
         if callee is not None and not callee.startswith(":"):
             return {"k": "call", "fn": callee, "kind": self.values.kind(expr).value}

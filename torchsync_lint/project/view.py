@@ -81,6 +81,31 @@ class ProjectView:
             return ("value", path, rest)
         return None
 
+    def star_binding(self, path: str, name: str, depth: int = 0) -> str | None:
+        """The import name ``name`` stands for in ``path`` through its `from m import *` of
+        project modules: an alias they import, or a function/class/value they define."""
+        summary = self.summaries.get(path)
+        if summary is None or depth > 4:
+            return None
+        for star in summary.get("stars", ()):
+            found = self.resolve_name(star, path)
+            if found is None or found[0] != "module":
+                continue
+            target = self.summaries[found[1]]
+            if name in target["aliases"]:
+                alias = target["aliases"][name]
+                if not alias.startswith("."):
+                    return alias
+                resolved = self.layout.resolve(alias, self.layout.root / found[1])
+                if resolved is not None:
+                    return f"{self.layout.module_name(resolved[0])}" + (f".{resolved[1]}" if resolved[1] else "")
+            if name in target["functions"] or name in target["classes"] or name in target["values"]:
+                return f"{self.layout.module_name(self.layout.root / found[1])}.{name}"
+            deeper = self.star_binding(found[1], name, depth + 1)
+            if deeper is not None:
+                return deeper
+        return None
+
     def _inherited_method(self, path: str, cls: str, method: str, depth: int) -> tuple | None:
         for base in self.summaries[path]["classes"][cls]["bases"]:
             found = self.class_of(base, path)
@@ -135,7 +160,32 @@ class ProjectView:
                         self._callers.setdefault(target[0], []).append((path, call, target[1]))
         return self._callers.get(ref, [])
 
+    def _param_method(self, callee: str) -> tuple[str, str] | None:
+        """`^<ref>#<i>.<method>`: the method of what callers pass for that parameter."""
+        ref, _, rest = callee[1:].partition("#")
+        index, _, method = rest.partition(".")
+        value = self.param_value(ref, int(index)) if index.isdigit() else None
+        if value is None:
+            return None
+        if value.get("k") == "instance":
+            path, cls = value["cls"].split(":", 1)
+        elif value.get("k") == "object":
+            found = self.resolve_name(value["origin"], ref.split(":", 1)[0])
+            if found is None or found[0] != "class":
+                return None
+            path, cls = found[1], found[2]
+        else:
+            return None
+        for name in (method, "forward") if method == "__call__" else (method,):
+            member = self._member(path, f"{cls}.{name}", 0)
+            if member is not None and member[0] == "function":
+                return member[1], member[2]
+        return None
+
     def _call_target(self, call: dict, path: str) -> tuple[str, int] | None:
+        if call["callee"].startswith("^"):
+            found = self._param_method(call["callee"])
+            return (f"{found[0]}:{found[1]}", 1) if found else None
         if call["callee"].startswith(":"):  # a function of the calling module itself
             qual = call["callee"][1:]
             record = self.function(path, qual)
@@ -143,6 +193,8 @@ class ProjectView:
                 return None
             return f"{path}:{qual}", (1 if call["bound"] else 0)
         found = self.resolve_name(call["callee"], path)
+        if found is None and call["callee"].endswith(".__call__"):  # a module instance called: its forward
+            found = self.resolve_name(call["callee"][: -len("__call__")] + "forward", path)
         if found is None:
             return None
         if found[0] == "class":
@@ -204,12 +256,15 @@ class ProjectView:
         """``value`` with its symbolic parts (parameters, calls and names of other modules)
         replaced by what the project says they are."""
         kind = value.get("k")
-        if kind in ("tuple", "dict", "item"):
+        if kind in ("tuple", "dict", "item", "like", "elem"):
             if kind == "tuple":
                 return {"k": "tuple", "items": [self.resolve(v, from_path, depth + 1) for v in value["items"]]}
             if kind == "dict":
                 return {"k": "dict", "items": {k: self.resolve(v, from_path, depth + 1) for k, v in value["items"].items()}}
-            return {**value, "of": self.resolve(value["of"], from_path, depth + 1)}
+            inner = self.resolve(value["of"], from_path, depth + 1)
+            if kind == "elem":
+                return absval.element(inner, value["i"]) if inner.get("k") not in absval.SYMBOLIC else absval.UNKNOWN
+            return {**value, "of": inner}
         if kind not in ("param", "call", "sym"):
             return value
         key = json.dumps([value, from_path], sort_keys=True)
@@ -242,7 +297,8 @@ class ProjectView:
             owner, _, method = value["fn"].rpartition(".")
             cls = self.resolve_name(owner, from_path) if method in _MODULE_SELF_METHODS else None
             if cls is not None and cls[0] == "class" and self.class_flag(cls[1], cls[2], "module"):
-                return {"k": "model"}  # `ConvNet().to(device)`: the module itself, placed
+                # `ConvNet().to(device)`: the module itself, placed
+                return {"k": "instance", "cls": f"{cls[1]}:{cls[2]}", "module": True, "placed": True}
             if value.get("kind", "unknown") == "unknown":
                 return {"k": "object", "origin": value["fn"]}  # a library's object
             return {"k": value["kind"]}

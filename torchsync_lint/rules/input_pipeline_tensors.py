@@ -402,8 +402,8 @@ class HostTensorInLoop(Rule):
         if not positional or self.analysis.kind(node.func.value) not in (Kind.DEVICE, Kind.MOVED):  # type: ignore[union-attr]
             return
         data = positional[0].value
-        if node.func.attr.value == "new" and isinstance(data, (cst.Integer, cst.Name)) and self.analysis.kind(data) is Kind.HOST and not isinstance(data, cst.List):  # type: ignore[union-attr]
-            return  # `t.new(n)`: an uninitialised tensor of that size, no data copied
+        if node.func.attr.value == "new" and not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):  # type: ignore[union-attr]
+            return  # `t.new(n)`, `t.new(x.shape)`: an uninitialised tensor of that size, no data copied
         if self.analysis.kind(data) is Kind.DEVICE:
             return
         hot = self.hot(node)
