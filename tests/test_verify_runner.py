@@ -239,3 +239,14 @@ def test_scale_reaches_the_fixtures(tmp_path, monkeypatch):
     assert SCALE_ENV not in os.environ  # the verifier's own environment is restored
     code, entries = _verify(tmp_path, str(script))
     assert script.with_suffix(".seen").read_text() == "small"
+
+
+def test_every_fixture_reads_the_scale():
+    """`verify --scale medium` only means something if each fixture sizes its model and
+    batches from TORCHSYNC_FIXTURE_SCALE (tests/test_verify_fixtures.py runs them at the
+    default scale; `verify fixtures/ --scale medium` confirms the same markers)."""
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    found, _, _ = scripts.discover([str(root)])
+    assert found
+    ignoring = [path for path in found if SCALE_ENV not in Path(path).read_text(encoding="utf-8")]
+    assert ignoring == []
