@@ -352,3 +352,28 @@ def test_one_scripts_internal_error_does_not_lose_the_others(tmp_path, monkeypat
     assert code == 1
     assert entries["broken"]["status"] == "internal-error" and "a bug in the verifier" in entries["broken"]["detail"]
     assert entries["fine"]["status"] == "confirmed"
+
+
+@pytest.mark.skipif(not LINUX, reason="signals the verifier from outside")
+@pytest.mark.parametrize("fork", LAUNCHERS)
+def test_nothing_outlives_a_killed_verifier(tmp_path, fork):
+    """SIGKILL gives the verifier no chance to clean up: its supervisors see the control pipe
+    close and stop the runs themselves."""
+    script = _write(tmp_path / "forever.py", """\
+        import os, pathlib, time
+        pathlib.Path(__file__).with_suffix(".pid").write_text(str(os.getpid()))
+        while True:
+            time.sleep(0.05)
+    """)
+    command = [*CLI, "verify", str(script), "--backend", "emulate"]
+    with subprocess.Popen(command, cwd=tmp_path, env=_env(fork), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL) as verify:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not script.with_suffix(".pid").exists():
+            time.sleep(0.1)
+        verify.kill()
+        verify.wait()
+    pid = int(script.with_suffix(".pid").read_text())
+    try:
+        assert _wait_dead(pid, 15), "the script kept running after the verifier was killed"
+    finally:
+        _kill(pid)
