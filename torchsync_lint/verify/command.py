@@ -200,26 +200,35 @@ def run_verify(args: argparse.Namespace) -> int:
         return 2
     observable, names = rule_metadata()
     context = RunContext(args, backend, observable, names, progress=Progress(sys.stderr, len(found)))
-    entries: list[Entry] = []
+    results: dict[str, list[Entry]] = {}
     interrupted: list[int] = []
     try:
         with _interrupt_handlers(context.cancel, interrupted), _fixture_scale(args), _launcher(context, found) as context.launcher:
-            entries = _verify_all(context, found)
+            _verify_all(context, found, results)
     finally:
         context.progress.close()
-        # The report is written whatever happened above (an interrupted run reports what it saw).
+        # The report is written whatever happened above: what was verified, and every script
+        # that was not (a second Ctrl-C, an error in the verifier itself) as interrupted.
+        entries = [entry for path in found for entry in (results[path] if path in results else [_not_run(path, backend)])]
         _write_reports(args, entries, found, backend)
     if interrupted:
         return 128 + interrupted[0]
     return 1 if any(e.failed for e in entries) else 0
 
 
-def _verify_all(context: RunContext, found: list[str]) -> list[Entry]:
+def _not_run(path: str, backend: str) -> Entry:
+    return _script_entry(path, backend, runner.INTERRUPTED, "not run: the verifier was interrupted", True)
+
+
+def _verify_all(context: RunContext, found: list[str], results: dict[str, list[Entry]]) -> None:
+    """Verify every script (``--jobs`` at a time), storing each one's entries in ``results``
+    as soon as it is done."""
     args = context.args
 
-    def verify_one(path: str) -> list[Entry]:
+    def verify_one(path: str) -> None:
         if context.cancel.is_set():
-            return [_script_entry(path, context.backend, runner.INTERRUPTED, "not run: the verifier was interrupted", True)]
+            results[path] = [_not_run(path, context.backend)]
+            return
         try:
             script = script_files.load_script(
                 path, args.steps, args.warmup, getattr(args, "script_args", None), getattr(args, "cwd", None), getattr(args, "sys_path", None)
@@ -229,13 +238,11 @@ def _verify_all(context: RunContext, found: list[str]) -> list[Entry]:
         except Exception as exc:  # noqa: BLE001 - one script's problem must not lose the others' results
             result = [_script_entry(path, context.backend, "internal-error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", True)]
         context.progress.finished(path, _outcome(result))
-        return result
+        results[path] = result
 
-    entries: list[Entry] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=_jobs(context)) as pool:
-        for result in pool.map(verify_one, found):
-            entries += result
-    return entries
+        for _ in pool.map(verify_one, found):
+            pass
 
 
 @contextlib.contextmanager
@@ -251,8 +258,12 @@ def _launcher(context: RunContext, found: list[str]) -> Iterator[launch.FreshLau
         env = {}
         if "OMP_NUM_THREADS" not in os.environ:
             env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // min(_jobs(context), len(found))))
-        use_fork = os.environ.get("TORCHSYNC_VERIFY_FORK", "1") != "0" and launch.ForkServer.available()
-        launcher = launch.ForkServer(EMULATE_PRELOAD, env) if use_fork else launch.FreshLauncher(env)
+        launcher = launch.FreshLauncher(env)
+        if os.environ.get("TORCHSYNC_VERIFY_FORK", "1") != "0" and launch.ForkServer.available():
+            try:
+                launcher = launch.ForkServer(EMULATE_PRELOAD, env)
+            except OSError:
+                pass  # runs start the slow way
     try:
         yield launcher
     finally:
