@@ -233,7 +233,7 @@ def _verify_all(context: RunContext, found: list[str], results: dict[str, list[E
             script = script_files.load_script(
                 path, args.steps, args.warmup, getattr(args, "script_args", None), getattr(args, "cwd", None), getattr(args, "sys_path", None)
             )
-            context.progress.started(path, script.total_steps)
+            context.progress.started(path, script.expected_steps)
             result = verify_script(script, context)
         except Exception as exc:  # noqa: BLE001 - one script's problem must not lose the others' results
             result = [_script_entry(path, context.backend, "internal-error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", True)]

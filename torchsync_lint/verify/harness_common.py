@@ -14,6 +14,7 @@ import os
 import runpy
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -230,8 +231,6 @@ GRACEFUL_STOP = getattr(signal, "SIGUSR2", None)
 
 
 def _main_thread() -> bool:
-    import threading
-
     return GRACEFUL_STOP is not None and threading.current_thread() is threading.main_thread()
 
 

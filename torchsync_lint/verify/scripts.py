@@ -36,7 +36,7 @@ class Script:
         return (["--steps", str(self.steps)] if self.is_fixture else []) + self.user_args
 
     @property
-    def total_steps(self) -> int:
+    def expected_steps(self) -> int:
         """Steps the run is expected to take (for progress): a fixture's own count, or where
         the step clock stops the script."""
         return self.steps if self.is_fixture else (self.options.stop_after or self.steps)
