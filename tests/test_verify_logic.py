@@ -201,8 +201,11 @@ def test_discovery_needs_the_pragma_and_skips_fixed_variants(tmp_path):
     (tmp_path / "a.py").write_text("# torchsync-fixture: steps=4 warmup=1 requires=surely_not_a_module_xyz\n")
     (tmp_path / "a.fixed.py").write_text("# torchsync-fixture: steps=4\n")
     (tmp_path / "helper.py").write_text("x = 1\n")
-    found, missing = scripts.discover([str(tmp_path), str(tmp_path / "nope.py")])
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "module.py").write_text("x = 1\n")  # no pragma: nothing to run in src/
+    found, missing, empty = scripts.discover([str(tmp_path), str(tmp_path / "nope.py"), str(tmp_path / "src"), str(tmp_path / "a.fixed.py")])
     assert found == [str(tmp_path / "a.py")] and missing == [str(tmp_path / "nope.py")]
+    assert empty == [str(tmp_path / "src"), str(tmp_path / "a.fixed.py")]
     script = scripts.load_script(found[0])
     assert (script.steps, script.warmup) == (4, 1)
     assert script.missing_requirements == ["surely_not_a_module_xyz"]

@@ -88,11 +88,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")
+    script_args: list[str] = []
+    if argv[0] == "verify":
+        from torchsync_lint.verify import split_script_args
+
+        argv, script_args = split_script_args(argv)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    args.script_args = script_args
     try:
         if args.command == "rules":
             return cmd_rules(args)
