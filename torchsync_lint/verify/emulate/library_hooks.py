@@ -117,14 +117,20 @@ def _remember_line(original_init: Callable, state: VirtualCudaState, built_at: w
         original_init(self, *args, **kwargs)
         line = state.user_line()
         if line:
-            built_at[self] = line
+            try:
+                built_at[self] = line
+            except TypeError:  # a subclass that is unhashable or not weak-referenceable
+                pass
 
     return init
 
 
 def _attribute_floats(original_call: Callable, state: VirtualCudaState, built_at: weakref.WeakKeyDictionary) -> Callable:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        line = built_at.get(self)
+        try:
+            line = built_at.get(self)
+        except TypeError:
+            line = None
         if line is None:
             return original_call(self, *args, **kwargs)
         state.transform_lines.append(line)
