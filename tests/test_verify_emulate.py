@@ -819,3 +819,22 @@ def test_ddp_metrics_fixtures_verify_with_their_process_group(tmp_path, ddp_fixt
     gated = {(Path(e["path"]).name, e["line"]) for e in entries if e["status"] == "gated"}
     assert gated == {(s.name, _line_of(s, "history.append({name: metric.compute()")) for s in scripts}
     assert not [e for e in entries if e["status"] == "runtime-only"]
+
+
+def test_an_unhashable_transform_subclass_still_runs(tmp_path, standin_torchvision):
+    # __eq__ without __hash__ makes instances unhashable: no provenance line, but no crash.
+    run = emulate(
+        tmp_path,
+        """
+        import numpy as np
+        from torchvision import transforms
+        class Comparable(transforms.ToTensor):
+            def __eq__(self, other):
+                return type(other) is type(self)
+        to_tensor = Comparable()
+        image = to_tensor(np.zeros((4, 4, 3), dtype=np.uint8))  # <-
+        x = image.to(device)  # <-
+        """,
+    )
+    assert run.kinds_at(0) == Counter({ev.HOST_NORMALIZED_H2D: 1})  # falls back to the user line
+    assert run.kinds_at(1) == Counter({ev.HOST_NORMALIZED_H2D: 1, ev.H2D_BLOCKING: 1})
