@@ -152,7 +152,7 @@ def summary_line(entries: list[Entry], scripts: list[str], backend: str | None =
     failed = sum(1 for e in entries if e.failed)
     backends = [backend] if backend else sorted({e.backend for e in entries}) or ["-"]
     parts = [f"{len(scripts)} script(s)", f"backend {'/'.join(backends)}"]
-    for status in ("confirmed", "unconfirmed", "not-observable", "runtime-only", *SCRIPT_STATUSES):
+    for status in ("confirmed", "unconfirmed", "not-observable", "runtime-only", "gated", "note", *SCRIPT_STATUSES):
         if counts.get(status):
             parts.append(f"{counts[status]} {status}")
     parts.append(f"{failed} failing" if failed else "OK")
