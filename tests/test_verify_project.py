@@ -58,7 +58,6 @@ def test_tensorboard_logging_runs_under_the_step_clock(tmp_path):
     assert list((tmp_path / "runs").glob("events.out.tfevents.*"))  # the writer was closed in `finally`
 
 
-@pytest.mark.xfail(reason="needs verify-emulate branch (torch.cuda.get_device_properties under emulate)", strict=False)
 def test_a_project_script_that_reads_device_properties_verifies(tmp_path):
     code, entries, elapsed = _verify(tmp_path, "--amp", "--show-device")
     _check(code, entries, elapsed)
