@@ -319,13 +319,16 @@ class _Summarizer:
         if expr is None or depth > _MAX_DEPTH:
             return []
         if isinstance(expr, cst.Name):
-            defs = self.values.reaching_defs(expr)
-            if len(defs) == 1 and defs[0].how == "param":
-                return [self.abs_of(expr)]
             out = []
-            for d in defs:
+            for d in self.values.reaching_defs(expr):
                 if d.how == "assign" and d.value is not None:
                     out += self._sources(d.value, depth + 1)
+                elif d.how == "param":  # `if transform is None: transform = ToTensor()` keeps the parameter too
+                    ref = self.ref(d.func)
+                    params = [*d.func.params.posonly_params, *d.func.params.params]
+                    position = next((i for i, p in enumerate(params) if p is d.param), None)
+                    if ref is not None and position is not None:
+                        out.append({"k": "param", "fn": ref, "i": position})
             return out
         if isinstance(expr, cst.Attribute):
             parts = dotted_parts(expr)

@@ -23,6 +23,7 @@ from torchsync_lint.types import Applicability, Invalid, Valid
 
 _MAX_WALK = 6
 _TF = "import torchvision.transforms.functional as TF\n"
+_PICK = "from torch.utils.data import DataLoader\n\n\ndef pick(values, device='cpu'):\n    return torch.tensor(values, device=device)\n"
 
 
 class HostFloatNormalization(Rule):
@@ -364,6 +365,8 @@ class HostTensorInLoop(Rule):
         Valid(pipeline(copy="cpu_scale = torch.tensor(0.5, device='cpu')\n    cpu_noise = torch.randn(3).to('cpu')")),
         Valid(pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)\nweights = torch.tensor([1.0, 2.0, 1.0, 1.0], device=device)")),  # hoisted
         Valid(pipeline(copy="half = torch.zeros(4).to(torch.float16)")),  # a dtype cast, stays on the CPU
+        # a helper whose device defaults to the CPU, and no call site passes another
+        Valid(pipeline(copy="c = pick([0, 3])\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)", imports=_PICK)),
     ]
     INVALID = [
         Invalid(
@@ -384,6 +387,7 @@ class HostTensorInLoop(Rule):
             expected_fix=pipeline(copy="mask = torch.ones(32, 4, device=device)"),
             applicability=Applicability.SAFE,
         ),
+        Invalid(pipeline(copy="c = pick([0, 3], device)\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)", imports=_PICK), line=7),
         Invalid(
             pipeline(copy="noise = torch.randn(32, 4).cuda()"),
             line=COPY_LINE,
