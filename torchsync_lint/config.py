@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from torchsync_lint import globs
@@ -102,13 +103,14 @@ class Config:
             base = "" if start == "." else start.rstrip("/") + "/"
             parts = Path(os.path.relpath(path, walked_from)).as_posix().split("/")
         candidates = [base + "/".join(parts[: i + 1]) for i in range(len(parts))]
-        patterns = [os.path.relpath(p, self.root) if os.path.isabs(p) else p for p in self.exclude_patterns]
-        return any(globs.matches(pattern, c) for pattern in patterns for c in candidates)
+        patterns = tuple(os.path.relpath(p, self.root) if os.path.isabs(p) else p for p in self.exclude_patterns)
+        return any(globs.matches_any(patterns, c) for c in candidates)
 
     def _relative(self, path: str) -> str:
         absolute = os.path.abspath(path)
+        root = _resolved_root(str(self.root))  # a walk asks this for every entry
         try:
-            return Path(absolute).relative_to(self.root.resolve()).as_posix()
+            return Path(absolute).relative_to(root).as_posix()
         except ValueError:
             return Path(absolute).as_posix()
 
@@ -267,3 +269,8 @@ def load_config(pyproject: Path | None) -> Config:
             raise typed.error("torchmetrics-version", 'a release number such as "1.6.2"', version)
     config.torchmetrics_version = version
     return config
+
+
+@lru_cache(maxsize=64)
+def _resolved_root(root: str) -> Path:
+    return Path(root).resolve()

@@ -18,6 +18,8 @@ import libcst as cst
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _IGNORE = re.compile(r"#\s*torchsync:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 
+_MAYBE_SUPPRESSED = re.compile(r"noqa|torchsync:", re.I)  # a cheap pre-check of the whole text
+
 ALL = "*"
 
 
@@ -28,6 +30,8 @@ def comment_codes(source: str, noqa: bool = True) -> dict[int, set[str]]:
     to flake8, which applies it itself (and honours `--disable-noqa`).
     """
     result: dict[int, set[str]] = {}
+    if not _MAYBE_SUPPRESSED.search(source):
+        return result  # no such comment anywhere: skip the tokenizer (most files)
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):

@@ -23,8 +23,15 @@ _STRAIGHT_LINE = (cst.Assign, cst.AnnAssign, cst.AugAssign)
 class Bindings:
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
+        self._memo: dict[cst.Name, list[Def]] = {}
 
     def reaching_defs(self, name: cst.Name) -> list[Def]:
+        found = self._memo.get(name)
+        if found is None:
+            found = self._memo[name] = self._reaching_defs(name)
+        return list(found)  # callers may extend their copy
+
+    def _reaching_defs(self, name: cst.Name) -> list[Def]:
         index = self.index
         scope = index.scope_of(name)
         anchor: cst.CSTNode | None = name  # where the read happens in the scope that binds it

@@ -58,10 +58,10 @@ def canonical(qualname: str) -> str:
 def dotted_parts(node: cst.BaseExpression) -> list[str] | None:
     """`a.b.c` -> ["a", "b", "c"]; None for anything that is not a plain dotted name."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:  # exact type tests: hot, and isinstance on ABCs is slow
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return parts[::-1]

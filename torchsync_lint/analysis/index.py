@@ -19,6 +19,8 @@ from torchsync_lint.analysis.tree import Tree
 Scope = cst.Module | cst.FunctionDef | cst.Lambda | cst.ListComp | cst.SetComp | cst.DictComp | cst.GeneratorExp
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _FRAMES = (cst.FunctionDef, cst.Lambda, cst.Module)
+_FRAME_TYPES = frozenset(_FRAMES)  # exact types: no subclasses of these node classes exist
+_COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class ModuleIndex:
     _call_targets: dict[cst.Call, cst.FunctionDef] | None = None
     _binding_resolver: object = None
     _call_sites: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict)
+    _scopes: dict[cst.CSTNode, Scope] = field(default_factory=dict)  # scope_of, memoised
 
     def call_targets(self) -> dict[cst.Call, cst.FunctionDef]:
         """Every call whose callee is a same-module function, resolved once."""
@@ -176,21 +179,34 @@ class ModuleIndex:
     def scope_of(self, node: cst.CSTNode) -> Scope:
         """The innermost scope ``node`` runs in: a function, lambda, comprehension or the module.
         A comprehension's first iterable belongs to the enclosing scope, as in Python."""
-        child = node
-        for anc in self.ancestors(node):
-            if isinstance(anc, _FRAMES):
+        found = self._scopes.get(node)
+        if found is None:
+            found = self._scopes[node] = self._scope_of(node)
+        return found
+
+    def _scope_of(self, node: cst.CSTNode) -> Scope:
+        # Exact type tests (libcst's classes are ABCs: isinstance is slow) and the memo of the
+        # first ancestor already answered: its scope is this node's too, unless that ancestor
+        # is a comprehension's `for_in`, whose iterable belongs to another scope than the rest.
+        parents, memo = self.tree.parents, self._scopes
+        child, anc = node, parents.get(node)
+        while anc is not None:
+            kind = type(anc)
+            if kind in _FRAME_TYPES:
                 return anc
-            if isinstance(anc, COMPREHENSIONS):
+            if kind in _COMPREHENSION_TYPES:
                 first_iter = anc.for_in.iter
                 if not (child is anc.for_in and (node is first_iter or self.tree.inside(node, first_iter))):
                     return anc
-            child = anc
+            elif kind is not cst.CompFor and anc in memo:
+                return memo[anc]
+            child, anc = anc, parents.get(anc)
         raise AssertionError("node outside the module")
 
     def frame_of(self, node: cst.CSTNode) -> cst.Module | cst.FunctionDef | cst.Lambda:
         """The function, lambda or module whose frame runs ``node`` (comprehensions run inline)."""
         for anc in self.ancestors(node):
-            if isinstance(anc, _FRAMES):
+            if type(anc) in _FRAME_TYPES:
                 return anc
         raise AssertionError("node outside the module")
 

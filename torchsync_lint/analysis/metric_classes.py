@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 
@@ -130,8 +131,10 @@ def parse_version(text: object) -> tuple[int, int, int] | None:
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
+@lru_cache(maxsize=1)
 def installed_torchmetrics_version() -> str | None:
-    """The installed distribution's version, read from its metadata (torchmetrics is not imported)."""
+    """The installed distribution's version, read from its metadata (torchmetrics is not
+    imported); once per process, as every file's cache key asks for it."""
     from importlib import metadata
 
     try:

@@ -97,18 +97,30 @@ def is_skipped(node_type: type) -> bool:
     return skipped
 
 
+def _kept_node_type(node_type: type) -> bool:
+    """Is a value of this type a syntax node the walk keeps? (Per type, cached: isinstance
+    against libcst's abstract base classes is slow, and this runs for every field.)"""
+    kept = _kept_cache.get(node_type)
+    if kept is None:
+        kept = _kept_cache[node_type] = issubclass(node_type, cst.CSTNode) and not is_skipped(node_type)
+    return kept
+
+
+_kept_cache: dict[type, bool] = {}
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The syntax children of ``node`` in source order (skipped node types left out)."""
     out: list[cst.CSTNode] = []
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not is_skipped(type(value)):
-                out.append(value)
-        elif type(value) in (list, tuple):
+        value_type = type(value)
+        if value_type is list or value_type is tuple:
             for item in value:
-                if isinstance(item, cst.CSTNode) and not is_skipped(type(item)):
+                if _kept_node_type(type(item)):
                     out.append(item)
+        elif _kept_node_type(value_type):
+            out.append(value)
     return out
 
 

@@ -58,6 +58,9 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         self._uses_accelerator: bool | None = None
         self._memo: dict[object, Kind | None] = {}
         self._active: dict[object, int] = {}  # key -> its depth on the evaluation stack
+        self._rounds: list[int] = []  # per depth: the round its node is in (a unique number)
+        self._round_counter = 0
+        self._provisional: dict[object, tuple] = {}  # key -> (result, cut, rounds it relied on)
         self._approx: dict[object, Kind | None] = {}  # a cycle head's value in the current round
         self._lowest_cut = _NO_CUT  # the shallowest in-progress node the current frame leaned on
         self._param_depth = 0
@@ -175,11 +178,23 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         if depth is not None:
             self._lowest_cut = min(self._lowest_cut, depth)
             return self._approx.get(key)
+        provisional = self._provisional.get(key)
+        if provisional is not None:
+            # Computed on top of unfinished nodes: still valid while every one of them is in
+            # the same round of its fixed-point iteration (else recomputing it on every path
+            # through a cycle is exponential in the cycle's fan-out).
+            result, cut, rounds = provisional
+            if tuple(self._rounds[cut : cut + len(rounds)]) == rounds:
+                self._lowest_cut = min(self._lowest_cut, cut)
+                return result
         depth = len(self._active)
         self._active[key] = depth
+        self._rounds.append(0)
         outer_cut = self._lowest_cut
         try:
             for _ in range(MAX_ROUNDS):
+                self._round_counter += 1
+                self._rounds[depth] = self._round_counter
                 self._lowest_cut = _NO_CUT
                 result = compute()
                 if result is Kind.DEVICE and not self.uses_accelerator:
@@ -189,9 +204,13 @@ class ValueAnalysis(CallKinds, DeviceArguments):
                 self._approx[key] = result
         finally:
             del self._active[key]
+            self._rounds.pop()
             self._approx.pop(key, None)
         if self._lowest_cut >= depth:
             self._memo[key] = result
+        elif self._lowest_cut >= 0:
+            cut = self._lowest_cut
+            self._provisional[key] = (result, cut, tuple(self._rounds[cut:depth]))
         self._lowest_cut = min(outer_cut, self._lowest_cut if self._lowest_cut < depth else _NO_CUT)
         return result
 

@@ -44,13 +44,24 @@ class Layout:
         if src.is_dir() and src.resolve() not in roots and any((src / d / "__init__.py").is_file() for d in os.listdir(src)):
             roots.append(src.resolve())
         self.roots = roots
+        # Memos: a run resolves thousands of import names (most of them torch's) from a few
+        # hundred files, and pathlib's resolve() is a filesystem walk each time.
+        self._real: dict[str, str] = {}
+        self._resolved: dict[tuple[str, str], tuple[Path, str] | None] = {}
+
+    def _realpath(self, path: str | Path) -> str:
+        key = str(path)
+        found = self._real.get(key)
+        if found is None:
+            found = self._real[key] = os.path.realpath(key)
+        return found
 
     def relpath(self, path: str | Path) -> str:
         """``path`` relative to the root, with `/` separators: the key of a project file."""
-        return Path(os.path.relpath(Path(path).resolve(), self.root)).as_posix()
+        return Path(os.path.relpath(self._realpath(path), self.root)).as_posix()
 
     def contains(self, path: str | Path) -> bool:
-        rel = os.path.relpath(Path(path).resolve(), self.root)
+        rel = os.path.relpath(self._realpath(path), self.root)
         return not rel.startswith("..")
 
     def module_name(self, path: str | Path) -> str:
@@ -72,15 +83,21 @@ class Layout:
 
         Relative names (`.engine.f`, `..pkg.f`) resolve against the importer's package.
         None when no file of the project defines the module (a library, a missing module)."""
-        importer_path = Path(importer).resolve()
+        importer_dir = os.path.dirname(self._realpath(importer))
+        key = (dotted, importer_dir)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(dotted, Path(importer_dir))
+        return self._resolved[key]
+
+    def _resolve(self, dotted: str, importer_dir: Path) -> tuple[Path, str] | None:
         if dotted.startswith("."):
             level = len(dotted) - len(dotted.lstrip("."))
-            base = importer_path.parent
+            base = importer_dir
             for _ in range(level - 1):
                 base = base.parent
             return _longest_module(base, dotted.lstrip(".").split(".") if dotted.strip(".") else [])
         parts = dotted.split(".")
-        for directory in (importer_path.parent, *self.roots):
+        for directory in (importer_dir, *self.roots):
             found = _longest_module(directory, parts)
             if found is not None and self.contains(found[0]):
                 return found
@@ -101,10 +118,10 @@ def _longest_module(directory: Path, parts: list[str]) -> tuple[Path, str] | Non
 
 @lru_cache(maxsize=4096)
 def _module_file(directory: str, parts: tuple[str, ...]) -> Path | None:
-    base = Path(directory).joinpath(*parts)
-    for candidate in (base.with_name(base.name + ".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate.resolve()
+    base = os.path.join(directory, *parts)  # strings, not pathlib: this runs for every import name
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return Path(os.path.realpath(candidate))
     return None
 
 

@@ -57,6 +57,7 @@ class Session:
         self.files = {self.layout.relpath(f): f for f in files if self.layout.contains(f)}
         self._sources: dict[str, tuple[str, str]] = {}  # relpath -> (text, sha)
         self._graph: dict[str, set[str]] | None = None
+        self._files_digest = ""
         self._reverse: dict[str, set[str]] = {}
         self._summaries: dict[str, dict] = {}
         self._digests: dict[str, str] = {}
@@ -84,9 +85,19 @@ class Session:
     def graph(self) -> dict[str, set[str]]:
         """Project module -> the project modules it imports."""
         if self._graph is None:
-            self._graph = {}
-            for rel in self._project_files():
-                self._graph[rel] = self._imports_of(rel)
+            files = self._project_files()
+            # Which module an import name resolves to depends on the set of project files: a
+            # file added or removed re-resolves every file's imports, an edit only its own.
+            self._files_digest = digest("files", [str(r) for r in self.layout.roots], files)
+            # A warm run over an unchanged tree reads the whole graph in one go: keyed by every
+            # project file's size and mtime.
+            key = digest("graph", self._files_digest, [self._stamp(rel) for rel in files])
+            cached = self.cache.get("graph", key)
+            if isinstance(cached, dict):
+                self._graph = {rel: set(targets) for rel, targets in cached.items()}
+            else:
+                self._graph = {rel: self._imports_of(rel) for rel in files}
+                self.cache.put("graph", key, {rel: sorted(targets) for rel, targets in self._graph.items()})
             for rel, targets in self._graph.items():
                 for target in targets:
                     self._reverse.setdefault(target, set()).add(rel)
@@ -97,25 +108,32 @@ class Session:
             return sorted(self.files)
         return sorted({self.layout.relpath(f) for f in self.walk(str(self.layout.root)) if f.endswith(".py")})
 
+    def _stamp(self, rel: str) -> tuple:
+        try:
+            st = os.stat(self.layout.root / rel)
+        except OSError:
+            return (rel, None, None)
+        return (rel, st.st_size, st.st_mtime_ns)
+
     def _imports_of(self, rel: str) -> set[str]:
         # Keyed by size and mtime, so that a warm run reads no file just to learn its imports.
         try:
             st = os.stat(self.layout.root / rel)
         except OSError:
             return set()
-        key = digest("imports", rel, st.st_size, st.st_mtime_ns)
-        names = self.cache.get("imports", key)
-        if names is None:
-            loaded = self.source(rel)
-            names = import_names(loaded[0]) if loaded is not None else []
-            self.cache.put("imports", key, names)
+        key = digest("imports", rel, st.st_size, st.st_mtime_ns, self._files_digest)
+        cached = self.cache.get("imports", key)
+        if isinstance(cached, list):
+            return set(cached)
+        loaded = self.source(rel)
         out = set()
-        for name in names:
+        for name in import_names(loaded[0]) if loaded is not None else []:
             found = self.layout.resolve(name, self.layout.root / rel)
             if found is not None:
                 target = self.layout.relpath(found[0])
                 if target != rel:
                     out.add(target)
+        self.cache.put("imports", key, sorted(out))
         return out
 
     def neighbourhood(self, rel: str) -> set[str]:
