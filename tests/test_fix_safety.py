@@ -305,6 +305,13 @@ def test_tsl301_writes_to_the_new_binding_keep_the_fix():
     assert fixes(src, "TSL301") == {"yd = y.to(device)": ("safe", ", non_blocking=True")}
 
 
+def test_tsl301_no_fix_in_a_module_with_its_own_streams():
+    # A blocking copy made on a side stream is complete before the default stream reads it;
+    # an asynchronous one is not, unless the user adds `wait_stream`.
+    src = loop("with torch.cuda.stream(side):", "    yd = y.to(device)", "model(yd)", before="side = torch.cuda.Stream()\n")
+    assert fixes(src, "TSL301") == {"yd = y.to(device)": None}
+
+
 def test_tsl301_whole_batch_of_a_custom_collate_fn():
     src = """\
     import torch
@@ -334,6 +341,12 @@ def test_tsl202_only_for_calls_that_return_one_number():
     src = metric_case("import time\nm = MeanMetric().to(device)", "m.update(time.localtime())\nm.update(time.perf_counter())")
     got = {f.line: f.fix is not None for f in findings(src, "TSL202")}
     assert list(got.values()) == [False, True]
+
+
+def test_tsl202_no_fix_for_a_metric_collection():
+    src = metric_case('coll = MetricCollection({"a": MeanMetric(), "b": SumMetric()}).to(device)\nm = MeanMetric().to(device)', "coll.update(0.5)\nm.update(0.5)")
+    got = {f.line: f.fix is not None for f in findings(src, "TSL202")}
+    assert list(got.values()) == [False, True]  # `coll.dtype` is an AttributeError
 
 
 def test_tsl202_no_torch_fix_where_torch_is_rebound():

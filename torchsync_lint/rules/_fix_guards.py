@@ -13,6 +13,8 @@ fix); a withheld fix leaves the finding in place, so precision is unaffected.
   may read after the overwrite (TSL301);
 - ``custom_batch``: a loader's whole batch built by a user `collate_fn`, whose `.to()` may not
   take `non_blocking` (TSL301);
+- ``uses_streams``: a module with streams of its own, where an asynchronous copy may be read
+  from another stream before it lands (TSL301);
 - ``shadowed``: a name a fix's added import would bind, rebound where the edit lands.
 """
 
@@ -352,6 +354,24 @@ class _InPlaceWrites(cst.CSTVisitor):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if self._is_ours(node.target):
             self.writes.append(node)
+
+
+_STREAM_APIS = frozenset(
+    {
+        "torch.cuda.stream", "torch.cuda.Stream", "torch.cuda.StreamContext", "torch.cuda.set_stream",
+        "torch.cuda.streams.Stream", "torch.Stream", "torch.accelerator.set_stream", "torch.xpu.stream", "torch.xpu.Stream",
+    }
+)
+
+
+def uses_streams(analysis) -> bool:
+    """The module works with CUDA streams of its own: a copy made asynchronous on the current
+    stream may then be read by a kernel on another one before it lands (a blocking copy was
+    complete before the host went on)."""
+    def compute(a) -> bool:
+        return any((a.qualname(call.func) or "") in _STREAM_APIS for call in a.index.calls)
+
+    return analysis.extension("fix-guards:streams", compute)
 
 
 def custom_batch(analysis, receiver: cst.BaseExpression) -> bool:

@@ -15,7 +15,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker, literal_value, loaders
 from torchsync_lint.rule import Rule
-from torchsync_lint.rules._fix_guards import custom_batch, serves_device_tensors, shadowed, written_in_place, yields_per_worker
+from torchsync_lint.rules._fix_guards import custom_batch, serves_device_tensors, shadowed, uses_streams, written_in_place, yields_per_worker
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, DEVICE_DATASET, LOADER_LINE, pipeline
 from torchsync_lint.types import Applicability, Edit, Invalid, Valid
 
@@ -122,7 +122,10 @@ class BlockingHostToDeviceCopy(Rule):
     the copy, or is a buffer reused across steps and written in the loop (`staging.copy_(x)`
     then `staging.to(device)`: the next write could land before the asynchronous copy has read
     it); and when the receiver is the whole batch of a loader with its own `collate_fn` (a
-    user batch class or an older `BatchEncoding` whose `.to()` takes no `non_blocking`).
+    user batch class or an older `BatchEncoding` whose `.to()` takes no `non_blocking`); and
+    in a module that works with CUDA streams of its own (`torch.cuda.stream(s)`,
+    `torch.cuda.Stream()`), where a kernel on another stream could read the copy before it
+    lands unless that stream waits for this one.
 
     ## Known problems
     A batch read on the host right after an asynchronous copy to the device is fine, but a
@@ -197,8 +200,8 @@ class BlockingHostToDeviceCopy(Rule):
         if sources and all(tracker.dataset_on_device(info) for info in sources):
             return  # `DataLoader(TensorDataset(x.cuda()))` yields device tensors: `.to` is a no-op
         fix = None
-        if custom_batch(self.analysis, receiver) or written_in_place(self.analysis, node):
-            pass  # a user batch's `.to()` may not take `non_blocking`; a reused buffer would race
+        if custom_batch(self.analysis, receiver) or written_in_place(self.analysis, node) or uses_streams(self.analysis):
+            pass  # a user batch's `.to()` may not take `non_blocking`; a reused buffer or another stream would race
         elif arg is not None:
             fix = self.make_fix(self.edit(arg.value, "True"))
         else:

@@ -279,7 +279,8 @@ class MetricScalarUpdate(_MetricRule):
     Safe: the tensor has the metric's own dtype and device, which is exactly what
     torchmetrics' `torch.as_tensor(value, dtype=self.dtype, device=self.device)` builds, minus
     the blocking copy. Offered only when the argument is plainly a Python number and the metric
-    expression can be repeated (`m`, `self.m`, `metrics["name"]`).
+    expression can be repeated (`m`, `self.m`, `metrics["name"]`) and is one metric (a
+    `MetricCollection` has no `.dtype` or `.device`).
     """
 
     code = "TSL202"
@@ -322,7 +323,8 @@ class MetricScalarUpdate(_MetricRule):
         if hot is None:
             return
         fix = None
-        if _is_simple(use.receiver) and all(self._is_plain_scalar(a.value) for a in scalars) and not shadowed(self.analysis, node, "torch"):
+        single = all(site.cls.family != "collection" for site in use.sites)  # a MetricCollection has no `.dtype`
+        if single and _is_simple(use.receiver) and all(self._is_plain_scalar(a.value) for a in scalars) and not shadowed(self.analysis, node, "torch"):
             recv = self.code_for(use.receiver)
             edits = [self.edit(a.value, f"torch.full((), {self.code_for(a.value)}, dtype={recv}.dtype, device={recv}.device)") for a in scalars]
             fix = self.make_fix(*edits, applicability=Applicability.SAFE, imports=("torch",))
