@@ -187,6 +187,7 @@ def test_tsl303_fix_stays_when_worker_init_fn_shards():
         ("class Base(IterableDataset):\n    pass\n\n\nclass Lines(Base):\n    def __iter__(self):\n        yield from range(3)\n\n\n", "DataLoader(Lines(), pin_memory=True)"),
         # a base the rule cannot see, `__iter__` and no `__getitem__`: it may be one
         ("from webdata import Source\n\n\nclass Lines(Source):\n    def __iter__(self):\n        yield from range(3)\n\n\n", "DataLoader(Lines(), pin_memory=True)"),
+        ("from webdata import *\n\n\nclass Lines(Source):\n    def __iter__(self):\n        yield from range(3)\n\n\n", "DataLoader(Lines(), pin_memory=True)"),
         # either branch may run
         ("", "DataLoader(Stream(100) if streaming else data, pin_memory=True)"),
         ("", "DataLoader(torch.utils.data.ChainDataset([Stream(10), Stream(10)]), pin_memory=True)"),

@@ -203,8 +203,9 @@ def _iterable_class(analysis, name: str, depth: int) -> bool:
             qn = analysis.qualname(value)
             if qn in _ITERABLE_BASES:
                 return True
-            if not (isinstance(value, cst.Name) and value.value in analysis.index.classes) and qn not in (None, "object"):
-                unseen_base = unseen_base or not qn.startswith("torch.utils.data.")
+            local = isinstance(value, cst.Name) and value.value in analysis.index.classes
+            if not local and qn != "object" and not (qn or "").startswith("torch.utils.data."):
+                unseen_base = True  # an import, or a name from `import *`: it may be an IterableDataset
     methods = {m for info in chain for m in info.methods}
     return unseen_base and "__iter__" in methods and "__getitem__" not in methods
 
