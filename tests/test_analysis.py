@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchsync_lint.analysis import Kind, ModuleAnalysis
 from torchsync_lint.analysis.imports import canonical
@@ -12,8 +11,7 @@ from torchsync_lint.analysis.imports import canonical
 
 def analyse(source: str) -> ModuleAnalysis:
     module = cst.parse_module(source)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    return ModuleAnalysis(module, source, wrapper.resolve(PositionProvider))
+    return ModuleAnalysis(module, source)
 
 
 def kind_of_last(source: str, name: str) -> Kind:

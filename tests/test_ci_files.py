@@ -27,7 +27,7 @@ def test_pre_commit_hooks():
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"torchsync-lint", "torchsync-lint-fix"}
     for hook in hooks.values():
-        assert hook["language"] == "python" and hook["types"] == ["python"] and hook["require_serial"] is True
+        assert hook["language"] == "python" and hook["types_or"] == ["python", "jupyter"] and "types" not in hook and hook["require_serial"] is True
         args = _parse_cli([*shlex.split(hook["entry"]), *hook.get("args", []), "a.py", "b.py"])
         assert args.command == "check" and args.paths == ["a.py", "b.py"] and args.force_exclude
     assert not _parse_cli(shlex.split(hooks["torchsync-lint"]["entry"])).fix

@@ -16,7 +16,7 @@ import torch
 device = torch.device("cuda")
 model = torch.nn.Linear(2, 2).to(device)
 for x, y in loader:
-    loss = model(x.to(device)).sum()
+    loss = model(x.to(device, non_blocking=True)).sum()
     loss.backward()
     total += loss.item()
 """
@@ -92,7 +92,7 @@ def test_directory_walk_skips_default_excludes(project, capsys):
         (project / skipped).mkdir()
         (project / skipped / "x.py").write_text(HAZARD)
     code, out, _ = run(capsys, "--format", "json", ".")
-    assert sorted({d["path"] for d in json.loads(out)}) == ["./bad.py"]
+    assert sorted({d["path"] for d in json.loads(out)}) == ["bad.py"]
 
 
 def test_config_file_selects_ignores_and_excludes(project, capsys):
@@ -105,11 +105,11 @@ def test_config_file_selects_ignores_and_excludes(project, capsys):
     (project / "scripts").mkdir()
     (project / "scripts" / "s.py").write_text(HAZARD + "    print(loss)\n")
     code, out, _ = run(capsys, "--format", "json", ".")
-    assert [(d["path"], d["code"]) for d in json.loads(out)] == [("./bad.py", "TSL101")]
+    assert [(d["path"], d["code"]) for d in json.loads(out)] == [("bad.py", "TSL101")]
     # --isolated ignores the file
     code, out, _ = run(capsys, "--isolated", "--format", "json", ".")
     paths = {d["path"] for d in json.loads(out)}
-    assert "./legacy/old.py" in paths and "./scripts/s.py" in paths
+    assert "legacy/old.py" in paths and "scripts/s.py" in paths
 
 
 def test_bad_config_is_a_usage_error(project, capsys):

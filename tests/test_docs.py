@@ -101,6 +101,22 @@ def test_readme_documents_every_config_key_format_and_integration(tmp_path):
     assert readme.startswith("# torchsync-lint") and "## Set-up (two commands, from a fresh clone)" in readme
 
 
+def test_readme_pre_commit_rev_exists():
+    """The snippet's `rev` must be a tag this repository has or, while none is tagged, a
+    placeholder that `pre-commit autoupdate` replaces (never a tag that does not exist)."""
+    import subprocess
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    snippet = readme.split("## pre-commit", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    line = next(line for line in snippet.splitlines() if line.strip().startswith("rev:"))
+    rev = line.split("rev:", 1)[1].split("#", 1)[0].strip()
+    proc = subprocess.run(["git", "tag", "--list"], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip("not a git checkout")
+    tags = proc.stdout.split()
+    assert rev in tags or (not tags and rev == "<commit-sha>" and "`pre-commit autoupdate` fills it in" in line), (rev, tags)
+
+
 # -- fix availability ----------------------------------------------------------------------
 def _fake(fix_title, cases=(), safety_text=""):
     return SimpleNamespace(fix_title=fix_title, INVALID=list(cases), section=lambda title: safety_text)

@@ -335,7 +335,9 @@ def _args(**kw):
     return types.SimpleNamespace(**base)
 
 
-def test_suggestions_appear_only_in_diff(tmp_path, capsys):
+def test_suggestions_are_in_neither_fix_nor_diff(tmp_path, capsys):
+    # --diff is exactly what --fix writes (issue 15: `patch -p0` applied a suggestion); the
+    # summary points at --show-suggestions instead.
     from torchsync_lint.config import Config
 
     target = _write(tmp_path / "train.py", "x = f(1)\n")
@@ -343,9 +345,11 @@ def test_suggestions_appear_only_in_diff(tmp_path, capsys):
     assert run_fix_command(_args(fix=True), Config(unsafe_fixes=True), [str(target)], lint_factory=factory) == 1
     assert target.read_text() == "x = f(1)\n"
     capsys.readouterr()
-    assert run_fix_command(_args(diff=True), Config(), [str(target)], lint_factory=factory) == 1
-    out = capsys.readouterr().out
-    assert f"+++ {target} (suggested; --fix does not apply it)" in out and "+x = g(1)" in out
+    for config in (Config(), Config(unsafe_fixes=True)):
+        assert run_fix_command(_args(diff=True), config, [str(target)], lint_factory=factory) == 0
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert "1 suggestion not in the diff" in captured.err and "--show-suggestions" in captured.err
     assert target.read_text() == "x = f(1)\n"
 
 

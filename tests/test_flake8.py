@@ -114,7 +114,7 @@ def test_multiline_statement_noqa_follows_flake8_semantics(tmp_path):
         device = torch.device("cuda")
         model = torch.nn.Linear(2, 2).to(device)
         for x in loader:
-            loss = model(x.to(device)).sum()
+            loss = model(x.to(device, non_blocking=True)).sum()
             loss.backward()
             a = float(
                 loss
@@ -234,3 +234,70 @@ def test_torchmetrics_version_setting(tmp_path):
     finally:
         os.chdir(old)
         Plugin.settings = {}
+
+
+# -- cost: flake8 builds every plugin for every file, whatever --select says ---------------------
+_RECORDING_RUNNER = textwrap.dedent(
+    '''
+    import sys
+    import torchsync_lint.flake8  # what flake8 imports at start-up, before any selection is known
+
+    heavy = sorted(m for m in ("libcst", "torchsync_lint.engine", "torchsync_lint.rule") if m in sys.modules)
+    calls = []
+    try:
+        from flake8.main.cli import main
+        import torchsync_lint.engine as engine
+
+        real = engine.lint_source
+        engine.lint_source = lambda source, path, codes=None, *a, **k: calls.append(sorted(codes)) or real(source, path, codes, *a, **k)
+        code = main(sys.argv[1:])
+    finally:
+        print("HEAVY_AT_IMPORT", heavy, file=sys.stderr)
+        print("LINT_CALLS", calls, file=sys.stderr)
+    raise SystemExit(code)
+    '''
+)
+
+
+def _recorded(tmp_path, *args) -> tuple[list[str], list[list[str]], subprocess.CompletedProcess]:
+    runner = tmp_path / "record_flake8.py"
+    runner.write_text(_RECORDING_RUNNER)
+    proc = _run([str(runner), "--isolated", "-j", "1", *args, str(HAZARDS.relative_to(ROOT))])
+    assert proc.returncode in (0, 1), proc.stderr
+    lines = dict(line.split(" ", 1) for line in proc.stderr.splitlines() if line.startswith(("HEAVY_AT_IMPORT", "LINT_CALLS")))
+    return eval(lines["HEAVY_AT_IMPORT"]), eval(lines["LINT_CALLS"]), proc  # noqa: S307 - our own repr
+
+
+def test_plugin_import_loads_no_engine():
+    # flake8 imports the plugin on every run; libcst and the rules load only when needed.
+    proc = _run(["-c", "import sys, torchsync_lint.flake8; print(sorted(m for m in ('libcst', 'torchsync_lint.engine', 'torchsync_lint.rule') if m in sys.modules))"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_no_tsl_code_selected_means_no_lint(tmp_path):
+    heavy, calls, proc = _recorded(tmp_path, "--select", "E,W")
+    assert heavy == [] and calls == []
+    assert "TSL" not in proc.stdout
+    heavy, calls, _ = _recorded(tmp_path, "--select", "TSL", "--extend-ignore", "TSL")
+    assert calls == []  # every TSL code ignored again
+
+
+def test_only_the_selected_rules_run(tmp_path):
+    _, calls, proc = _recorded(tmp_path, "--select", "TSL101,E")
+    assert calls == [["TSL101"]]
+    assert {row[3] for row in _parse(proc.stdout) if row[3].startswith("TSL")} == {"TSL101"}
+    from torchsync_lint.rule import load_rules
+
+    rules = load_rules()
+    _, calls, _ = _recorded(tmp_path, "--select", "TSL1", "--extend-ignore", "TSL105")
+    assert calls == [sorted(c for c in rules if c.startswith("TSL1") and c != "TSL105")]
+    _, calls, _ = _recorded(tmp_path)  # flake8's default selection: every rule on by default
+    assert calls == [sorted(c for c, r in rules.items() if r.default_enabled)]
+
+
+def test_off_by_default_list_matches_the_registry():
+    from torchsync_lint.flake8 import OFF_BY_DEFAULT
+    from torchsync_lint.rule import load_rules
+
+    assert sorted(OFF_BY_DEFAULT) == sorted(c for c, r in load_rules().items() if not r.default_enabled)

@@ -227,9 +227,11 @@ def test_loader_on_self_and_from_a_factory_function():
             for x, y in self.train_loader:
                 self.model(x.cuda(non_blocking=True)).sum().backward()
     """
-    # Tuple-returning factories behind `self` attributes are beyond the tracker: no finding
-    # (never a false one). The simpler `self.loader = DataLoader(...)` form is tracked:
-    assert found(src) == set()
+    # Tuple-returning factories behind `self` attributes are followed position by position:
+    # the first loader (unpinned, no workers) feeds the GPU; the configured second one is fine.
+    assert found(src) == {(5, "TSL302"), (5, "TSL303")}
+    assert found(src.replace("self.train_loader, self.val_loader", "self.val_loader, self.train_loader")) == set()
+    # The simpler `self.loader = DataLoader(...)` form is tracked too:
     src2 = """\
     import torch
     from torch.utils.data import DataLoader
@@ -430,7 +432,9 @@ def test_tsl304_normalize_only_reported_without_a_converter():
     assert found(src.replace("v2.ToDtype(torch.uint8), v2.Normalize(MEAN, STD)", "v2.ToDtype(torch.uint8)")) == set()
 
 
-def test_tsl304_getitem_suggestion_parses():
+def test_tsl304_getitem_suggestion_is_text_naming_both_halves():
+    # Issue 15: the old suggestion edited the host half only (`return (x - 0.5) / 0.25`),
+    # which feeds the model uint8 values 255x too large. A suggestion is text, never an edit.
     src = """\
     import torch
     from torch.utils.data import DataLoader, Dataset
@@ -446,11 +450,36 @@ def test_tsl304_getitem_suggestion_parses():
     """
     f = lint(src, {"TSL304"})
     assert [x.line for x in f] == [7]
-    assert f[0].fix.applicability is Applicability.SUGGESTION
-    fixed = apply_fixes(textwrap.dedent(src), f, Applicability.SUGGESTION)
-    ast.parse(fixed)
-    assert "return (x - 0.5) / 0.25" in fixed
-    assert apply_fixes(textwrap.dedent(src), f, Applicability.UNSAFE) == textwrap.dedent(src)  # never applied
+    assert f[0].fix.applicability is Applicability.SUGGESTION and f[0].fix.edits == ()
+    title = f[0].fix.title
+    assert "return the uint8 `x`" in title and "`x.float() / 255.0`" in title
+    assert "after the copy" in title and "`x = x.to(device, non_blocking=True).float().div_(255)`" in title
+    for level in Applicability:
+        assert apply_fixes(textwrap.dedent(src), f, level) == textwrap.dedent(src)  # nothing to apply, ever
+
+
+def test_tsl304_transform_suggestion_moves_normalize_to_the_device():
+    src = """\
+    import torch
+    import torchvision
+    from torchvision import transforms
+    from torch.utils.data import DataLoader
+    tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize(mean=MEAN, std=(0.2, 0.2, 0.2))])
+    loader = DataLoader(torchvision.datasets.CIFAR10("d", transform=tf), num_workers=2, pin_memory=True)
+    for x, y in loader:
+        model(x.cuda(non_blocking=True)).sum().backward()
+    """
+    (finding,) = lint(src, {"TSL304"})
+    title = finding.fix.title
+    assert finding.fix.edits == ()
+    assert "replace `transforms.ToTensor()` with `transforms.PILToTensor()`" in title
+    assert "remove `transforms.Normalize(mean=MEAN, std=(0.2, 0.2, 0.2))`" in title
+    assert "`x = x.to(device, non_blocking=True).float().div_(255)`" in title
+    assert "mean = torch.tensor(MEAN, device=device)" in title and "std = torch.tensor((0.2, 0.2, 0.2), device=device)" in title
+    # Normalize alone (uint8 in, float out on the host): remove it, normalise on the device.
+    only = src.replace("transforms.ToTensor(), ", "transforms.PILToTensor(), ")
+    (finding,) = lint(only, {"TSL304"})
+    assert finding.fix.title.count("remove `transforms.Normalize(") == 1 and "PILToTensor()` (uint8)" not in finding.fix.title
 
 
 # -- TSL305 ---------------------------------------------------------------------------------------------

@@ -179,13 +179,11 @@ def test_user_configured_or_disabled_nan_strategy_is_silent(setup):
 
 def test_class_defaults_read_from_torchmetrics_source():
     code = "import torchmetrics as tm\nfrom torchmetrics.classification import MulticlassAccuracy\n" "a = tm.MeanMetric()\nb = MulticlassAccuracy(5)\nc = tm.Accuracy(task='multiclass', num_classes=5)\nd = tm.aggregation.CatMetric(0.0)\n"
-    from libcst.metadata import MetadataWrapper, PositionProvider
 
     from torchsync_lint.analysis import ModuleAnalysis
 
     module = cst.parse_module(code)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = ModuleAnalysis(module, code, wrapper.resolve(PositionProvider))
+    analysis = ModuleAnalysis(module, code)
     tracker = metrics_analysis.metric_tracker(analysis)
     by_class = {site.cls.name: site for site in tracker.sites.values()}
     assert by_class["MeanMetric"].setting("nan_strategy") == "warn"

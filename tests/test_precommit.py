@@ -9,6 +9,7 @@ points try-repo at that.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -96,9 +97,17 @@ def _expected_lines(path: str, text: str, tmp_path: Path) -> set[str]:
     return {f"{path}:{f.line}:{f.column}: {f.code}" for f in lint_text(text, path)}
 
 
+def _notebook(code: str) -> str:
+    cells = [{"cell_type": "markdown", "id": "m", "metadata": {}, "source": ["# Train"]},
+             {"cell_type": "code", "execution_count": None, "id": "c", "metadata": {}, "outputs": [], "source": code.splitlines(keepends=True)}]
+    nb = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(nb, indent=1) + "\n"
+
+
 def test_check_hook_fails_on_hazards_and_passes_clean_files(hook_repo, pre_commit_home, tmp_path):
     hazard_text = HAZARDS.read_text(encoding="utf-8")
     repo = _target_repo(tmp_path, {
+        "notebooks/train.ipynb": _notebook(hazard_text),  # `types_or: [python, jupyter]`
         "train.py": hazard_text,
         "clean.py": CLEAN,
         "third_party/vendored.py": hazard_text,  # excluded by config, though named by pre-commit
@@ -111,6 +120,8 @@ def test_check_hook_fails_on_hazards_and_passes_clean_files(hook_repo, pre_commi
     assert "torchsync-lint" in out and "Failed" in out
     expected = _expected_lines("train.py", hazard_text, tmp_path)
     assert expected and all(line in out for line in expected), out
+    in_notebook = {line.replace("train.py:", "notebooks/train.ipynb:cell 2:", 1) for line in expected}
+    assert all(line in out for line in in_notebook), out
     assert "clean.py:" not in out and "vendored.py" not in out and "notes.txt" not in out
 
     only_clean = _try_repo(hook_repo, pre_commit_home, repo, "torchsync-lint", "--files", "clean.py", "third_party/vendored.py")

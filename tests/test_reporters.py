@@ -83,7 +83,11 @@ def test_sarif_rule_descriptors_come_from_the_registry():
         assert descriptor["helpUri"] == rule.docs_url()
         assert descriptor["help"]["markdown"] == rule.docs() and "## Why is this bad?" in descriptor["help"]["text"]
         assert descriptor["fullDescription"]["text"] == " ".join(rule.section("Why is this bad?").split())
-        assert "{" not in descriptor["shortDescription"]["text"]  # placeholders are not shown raw
+        # The title viewers show: the rule's one-sentence summary, not its message template
+        # (whose placeholders read as `…`).
+        short = descriptor["shortDescription"]["text"]
+        assert "…" not in short and short.startswith("Flags ") and short.endswith(".")
+        assert short in rule.summary() and short != rule.message
         assert descriptor["properties"]["fixable"] is bool(rule.fix_title)
         assert descriptor["defaultConfiguration"]["enabled"] is rule.default_enabled
     assert log["runs"][0]["results"] == []

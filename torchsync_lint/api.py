@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -11,7 +12,8 @@ from pathlib import Path
 from torchsync_lint.config import Config, find_pyproject, load_config
 from torchsync_lint.engine import lint_source
 from torchsync_lint.errors import file_error
-from torchsync_lint.files import ReadError, SourceFile, discover, read_source
+from torchsync_lint.files import ReadError, SourceFile, discover, read_source, read_stdin
+from torchsync_lint.notebook import is_notebook, lint_notebook
 from torchsync_lint.parallel import map_files
 from torchsync_lint.rule import load_rules
 from torchsync_lint.types import Finding
@@ -54,12 +56,13 @@ def lint_file(path: str, config: Config | None = None, *, stdin_filename: str | 
     """Lint one file; ``-`` reads stdin, linted (and reported) as ``stdin_filename`` when
     given, so per-file settings apply to it as they do to the file itself."""
     config = config or Config()
+    if is_notebook(stdin_filename if path == "-" else path):
+        return lint_notebook(path, config, text=sys.stdin.read() if path == "-" else None, report_as=stdin_filename)
+    reading, path = path, (stdin_filename or path) if path == "-" else path
     try:
-        source = SourceFile(sys.stdin.read(), "utf-8", "\n") if path == "-" else read_source(path)
+        source = read_stdin() if reading == "-" else read_source(reading)
     except ReadError as exc:
         return FileResult(path, errors=[file_error(path, exc.code, exc.message)])
-    if path == "-" and stdin_filename:
-        path = stdin_filename
     findings = lint_text(source.text, path, config)
     errors = [f for f in findings if f.severity == "error"]
     return FileResult(path, [f for f in findings if f.severity != "error"], errors, source)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 from torchsync_lint import __version__
+from torchsync_lint.output import write_report
 
 SUBCOMMANDS = ("check", "rules", "explain", "verify")
 
@@ -32,11 +34,17 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="read this pyproject.toml instead of discovering one")
     p.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     p.add_argument("--force-exclude", action="store_true", default=None, help="apply exclude/extend-exclude to paths named on the command line too (for pre-commit)")
-    p.add_argument("--stdin-filename", help="the path to report for `-`")
+    p.add_argument("--stdin-filename", help="lint stdin, reported (and configured) as this path")
+    p.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None, help="skip files that .gitignore/.ignore exclude in directory walks (default: on)")
+    p.add_argument("--show-settings", action="store_true", help="print the settings in force for the first file and exit")
+    p.add_argument("--show-files", action="store_true", help="print the files that would be linted and exit")
     p.add_argument(
         "--jobs", "-j", type=int, default=None, metavar="N",
         help="worker processes for 16 or more files (default: $TORCHSYNC_JOBS, else one per core, at most 8)",
     )
+    # Modes that replace the report (torchsync_lint/add_noqa.py, suggestions.py).
+    p.add_argument("--add-noqa", action="store_true", help="add `# noqa: TSLxxx` to the line of every finding (adopting on an existing codebase)")
+    p.add_argument("--show-suggestions", action="store_true", help="list the rewrites --fix never applies, as text (not a patch)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,8 +69,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_subcommand(first: str) -> bool:
+    """`torchsync-lint chek src` is a typo, not a path: a first argument that is no
+    subcommand, no option and no existing path, and looks like a word (no `.`, `/` or `-`
+    prefix: `train.py`, `src/` and `../x` stay paths, reported as TSL902 when missing)."""
+    return bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", first)) and not os.path.exists(first)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in SUBCOMMANDS and _unknown_subcommand(argv[0]):
+        import difflib
+
+        close = difflib.get_close_matches(argv[0], SUBCOMMANDS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else f" (and no file or directory of that name exists; subcommands: {', '.join(SUBCOMMANDS)})"
+        print(f"torchsync-lint: error: unrecognized subcommand '{argv[0]}'{hint}", file=sys.stderr)
+        return 2
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")
     parser = build_parser()
@@ -89,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except Exception as exc:  # noqa: BLE001 - a clear one-line error, never a traceback
         from torchsync_lint.config import ConfigError
+        from torchsync_lint.output import OutputError
 
-        if isinstance(exc, ConfigError):
+        if isinstance(exc, (ConfigError, OutputError)):
             print(f"torchsync-lint: error: {exc}", file=sys.stderr)
             return 2
         if os.environ.get("TORCHSYNC_DEBUG"):
@@ -107,7 +130,12 @@ def _resolve_config(args):
     from torchsync_lint.api import config_for
 
     paths = args.paths or ["."]
-    config = config_for(paths, args.config, args.isolated)
+    if args.stdin_filename:  # as ruff: --stdin-filename always means stdin
+        for path in args.paths:
+            if path != "-":
+                print(f"torchsync-lint: warning: ignoring file {path} in favor of standard input", file=sys.stderr)
+        paths = ["-"]
+    config = config_for([args.stdin_filename] if args.stdin_filename else paths, args.config, args.isolated)
     if args.select:
         config.select = _split(args.select)
     if args.extend_select:
@@ -118,6 +146,8 @@ def _resolve_config(args):
         config.unsafe_fixes = args.unsafe_fixes
     if args.force_exclude is not None:
         config.force_exclude = args.force_exclude
+    if args.respect_gitignore is not None:
+        config.respect_gitignore = args.respect_gitignore
     from torchsync_lint.rule import load_rules
 
     config.enabled_codes(load_rules())  # validates selectors early (ConfigError -> exit 2)
@@ -133,6 +163,19 @@ def cmd_check(args) -> int:
     if args.format not in formats:
         print(f"torchsync-lint: error: unknown format {args.format!r} (choose from {', '.join(sorted(formats))})", file=sys.stderr)
         return 2
+    if args.show_settings or args.show_files:
+        return _show(args, config, paths)
+    if args.statistics and args.format not in ("text", "json"):
+        print("torchsync-lint: error: --statistics prints a table (--format text) or JSON (--format json)", file=sys.stderr)
+        return 2
+    modes = [flag for flag, on in (("--fix", args.fix), ("--diff", args.diff), ("--add-noqa", args.add_noqa), ("--show-suggestions", args.show_suggestions)) if on]
+    if len(modes) > 1 and modes != ["--fix", "--diff"]:
+        print(f"torchsync-lint: error: {' and '.join(modes)} cannot be combined", file=sys.stderr)
+        return 2
+    if args.add_noqa:
+        from torchsync_lint.add_noqa import run_add_noqa
+
+        return run_add_noqa(args, config, paths)
     if args.fix or args.diff:
         try:
             from torchsync_lint.fixer import run_fix_command
@@ -147,20 +190,28 @@ def cmd_check(args) -> int:
     options = {
         "color": _use_color(args.output_file),
         "quiet": args.quiet,
-        "statistics": args.statistics,
         "unsafe_fixes": config.unsafe_fixes,
     }
-    report = formats[args.format](results, options)
-    _emit(report, args.output_file)
+    if args.show_suggestions:
+        from torchsync_lint import suggestions
+
+        report = suggestions.render(results)
+    elif args.statistics:  # as ruff: the table (or its JSON) instead of the findings
+        from torchsync_lint.reporters.statistics import render_statistics
+
+        report = render_statistics(results, args.format, options)
+    else:
+        report = formats[args.format](results, options)
+    write_report(report, args.output_file)
     findings = sum(len(r.findings) for r in results)
     errors = sum(len(r.errors) for r in results)
     for r in results:
         for e in r.errors:
-            if args.format != "text":  # text already prints them inline
-                print(f"{e.path}: {e.code} {e.message}", file=sys.stderr)
+            if args.format != "text" or args.show_suggestions:  # text already prints them inline
+                print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
     if args.exit_zero:
         return 0
-    if findings:
+    if findings and not args.show_suggestions:  # suggestions are advice: 0 unless a file failed
         return 1
     return 2 if errors else 0
 
@@ -173,12 +224,23 @@ def _use_color(output_file: str | None) -> bool:
     return sys.stdout.isatty()
 
 
-def _emit(text: str, output_file: str | None) -> None:
-    if output_file:
-        with open(output_file, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
+def _show(args, config, paths: list[str]) -> int:
+    """`--show-files`: the files a run would lint; `--show-settings`: the settings in force for
+    the first of them (ruff's flags of the same names)."""
+    from torchsync_lint.files import discover
+    from torchsync_lint.rule import load_rules
+
+    files, bad = discover(paths, config) if paths != ["-"] else ([args.stdin_filename or "-"], [])
+    for path, error in bad:
+        print(f"{path}: {error.code} {error.message}", file=sys.stderr)
+    if args.show_files:
+        write_report("".join(f"{path}\n" for path in sorted(files)), args.output_file)
+        return 0
+    if not files:
+        print("torchsync-lint: error: no files found to show the settings for", file=sys.stderr)
+        return 2
+    write_report(config.describe(load_rules(), files[0]), args.output_file)
+    return 0
 
 
 def cmd_rules(args) -> int:

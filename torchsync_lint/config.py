@@ -2,15 +2,19 @@
 
 Selectors accept a code (`TSL101`), a prefix (`TSL1`, `TSL`), a kebab name
 (`host-read-in-loop`) or `ALL`, in `select`, `extend-select`, `ignore` and per-file ignores.
+Every value is type-checked as ruff does: a wrong type (`unsafe-fixes = "false"`), a TOML
+file that does not parse, or an unknown key is a ConfigError naming the file and the key
+(exit 2), never a silent default.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from torchsync_lint import globs
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -19,6 +23,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 SECTION = "torchsync-lint"
 
+# Replaced by `exclude`, extended by `extend-exclude` (ruff's defaults, plus a few build dirs).
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", "build", "dist", "__pycache__",
     "node_modules", ".eggs", "*.egg-info", "site-packages", ".mypy_cache", ".pytest_cache",
@@ -26,7 +31,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "unsafe-fixes", "torchmetrics-version", "force-exclude",
+    "unsafe-fixes", "torchmetrics-version", "force-exclude", "respect-gitignore",
 }
 
 
@@ -39,11 +44,12 @@ class Config:
     select: list[str] | None = None  # None: every rule that is on by default
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=list)
+    exclude: list[str] | None = None  # None: DEFAULT_EXCLUDE
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
     force_exclude: bool = False  # apply excludes to paths named explicitly too (pre-commit)
+    respect_gitignore: bool = True  # skip what .gitignore / .ignore exclude during walks
     torchmetrics_version: str | None = None
     root: Path = field(default_factory=Path.cwd)  # where relative patterns are anchored
     source: Path | None = None  # the pyproject.toml read, if any
@@ -59,10 +65,17 @@ class Config:
         return chosen
 
     def codes_for_path(self, path: str, rules: dict) -> set[str]:
+        """The enabled codes minus the per-file ignores whose pattern matches ``path``.
+
+        As in ruff, a pattern matches the path relative to the project root or the file's
+        basename (`"engine.py"` matches `src/proj/engine.py`); `"!pattern"` applies to every
+        file the pattern does not match.
+        """
         codes = self.enabled_codes(rules)
         rel = self._relative(path)
         for pattern, selectors in self.per_file_ignores.items():
-            if _glob_match(rel, pattern):
+            negated = pattern.startswith("!")
+            if globs.matches(pattern[1:] if negated else pattern, rel) != negated:
                 codes -= expand(selectors, rules)
         return codes
 
@@ -70,25 +83,26 @@ class Config:
         return {"torchmetrics-version": self.torchmetrics_version}
 
     # -- files ----------------------------------------------------------------------------
+    @property
+    def exclude_patterns(self) -> list[str]:
+        return [*(DEFAULT_EXCLUDE if self.exclude is None else self.exclude), *self.extend_exclude]
+
     def is_excluded(self, path: str, walked_from: str | None = None) -> bool:
-        """Does an exclude pattern match ``path``?
+        """Does an exclude pattern match ``path`` or a directory above it?
 
         During a directory walk (``walked_from`` is the directory the user named), only what
         lies below that directory is matched: `torchsync-lint .venv/lib/.../torch` lints torch
         although `.venv` and `site-packages` are excluded by default.
         """
-        patterns = [*DEFAULT_EXCLUDE, *self.exclude, *self.extend_exclude]
-        rel = self._relative(path)
         if walked_from is None:
-            below, start = Path(rel).parts, None
+            base, parts = "", self._relative(path).split("/")
         else:
-            below, start = Path(os.path.relpath(path, walked_from)).parts, self._relative(walked_from)
-        for pattern in patterns:
-            if any(fnmatch.fnmatch(part, pattern) for part in below):
-                return True
-            if _glob_match(rel, pattern) and not (start is not None and start != "." and _glob_match(start, pattern)):
-                return True
-        return False
+            start = self._relative(walked_from)
+            base = "" if start == "." else start.rstrip("/") + "/"
+            parts = Path(os.path.relpath(path, walked_from)).as_posix().split("/")
+        candidates = [base + "/".join(parts[: i + 1]) for i in range(len(parts))]
+        patterns = [os.path.relpath(p, self.root) if os.path.isabs(p) else p for p in self.exclude_patterns]
+        return any(globs.matches(pattern, c) for pattern in patterns for c in candidates)
 
     def _relative(self, path: str) -> str:
         absolute = os.path.abspath(path)
@@ -97,10 +111,35 @@ class Config:
         except ValueError:
             return Path(absolute).as_posix()
 
+    def describe(self, rules: dict, path: str) -> str:
+        """The resolved settings for ``path``, for `--show-settings` (TOML-like, one key a line)."""
+        import json
 
-def _glob_match(rel: str, pattern: str) -> bool:
-    pattern = pattern.rstrip("/")
-    return fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*") or rel == pattern
+        lines = [
+            f"# Resolved settings for: {path}",
+            f"# Settings path: {self.source if self.source else '(none: built-in defaults)'}",
+            f"# Project root (patterns are relative to it): {self.root}",
+            f"[tool.{SECTION}]",
+        ]
+        values = {
+            "select": self.select,
+            "extend-select": self.extend_select,
+            "ignore": self.ignore,
+            "exclude": list(DEFAULT_EXCLUDE) if self.exclude is None else self.exclude,
+            "extend-exclude": self.extend_exclude,
+            "per-file-ignores": self.per_file_ignores,
+            "unsafe-fixes": self.unsafe_fixes,
+            "force-exclude": self.force_exclude,
+            "respect-gitignore": self.respect_gitignore,
+            "torchmetrics-version": self.torchmetrics_version,
+        }
+        for key, value in values.items():
+            shown = "(unset: every rule that is on by default)" if key == "select" and value is None else None
+            if key == "torchmetrics-version" and value is None:
+                shown = "(unset: the installed torchmetrics)"
+            lines.append(f"{key} = {shown or json.dumps(value)}")
+        lines.append(f"# Rules enabled for this file: {', '.join(sorted(self.codes_for_path(path, rules))) or '(none)'}")
+        return "\n".join(lines) + "\n"
 
 
 def expand(selectors: list[str], rules: dict) -> set[str]:
@@ -124,59 +163,105 @@ def expand(selectors: list[str], rules: dict) -> set[str]:
     return codes
 
 
-def _as_list(value, key: str) -> list[str]:
-    if isinstance(value, str):
-        return [s for s in value.replace(",", " ").split()]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+# -- reading pyproject.toml -----------------------------------------------------------------
+
+def _type_name(value) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array", dict: "a table"}
+    return next((name for kind, name in names.items() if type(value) is kind), type(value).__name__)
+
+
+class _Table:
+    """Typed access to [tool.torchsync-lint]: every error names the file and the key."""
+
+    def __init__(self, table: dict, source: Path) -> None:
+        self.table, self.source = table, source
+
+    def error(self, key: str, expected: str, value) -> ConfigError:
+        return ConfigError(f"{self.source}: [tool.{SECTION}] {key}: expected {expected}, got {_type_name(value)} ({_show(value)})")
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.table.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, "a boolean (true or false)", value)
         return value
-    raise ConfigError(f"`{key}` must be a list of strings")
+
+    def strings(self, key: str, value=None) -> list[str]:
+        value = self.table.get(key, []) if value is None else value
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(key, "an array of strings", value)
+        return value
+
+
+def _show(value) -> str:
+    text = repr(value) if not isinstance(value, str) else '"' + value + '"'
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def read_toml(path: Path) -> dict:
+    """Parse ``path``; a file that is not valid UTF-8 TOML is a ConfigError naming it."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise ConfigError(f"{path}: cannot parse: the file starts with a UTF-8 byte-order mark (BOM); save it without one")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot parse: not valid UTF-8 (byte {exc.start})") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: cannot parse: {exc}") from exc
 
 
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above ``start`` that has a [tool.torchsync-lint] table."""
+    """The nearest pyproject.toml at or above ``start`` that has a [tool.torchsync-lint] table.
+
+    A pyproject.toml on the way that cannot be parsed is an error (as in ruff): skipping it
+    would silently apply a parent's settings, or none.
+    """
     start = start.resolve()
     if start.is_file():
         start = start.parent
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            if SECTION in data.get("tool", {}):
-                return candidate
+        if candidate.is_file() and SECTION in read_toml(candidate).get("tool", {}):
+            return candidate
     return None
 
 
 def load_config(pyproject: Path | None) -> Config:
     if pyproject is None:
         return Config()
-    try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{pyproject}: cannot read config: {exc}") from exc
-    table = data.get("tool", {}).get(SECTION, {})
+    tool = read_toml(pyproject).get("tool", {})
+    table = tool.get(SECTION, {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: [tool.{SECTION}] must be a table")
     unknown = set(table) - KNOWN_KEYS
     if unknown:
         raise ConfigError(f"{pyproject}: unknown key(s) in [tool.{SECTION}]: {', '.join(sorted(unknown))}")
+    typed = _Table(table, pyproject)
     config = Config(root=pyproject.parent, source=pyproject)
     if "select" in table:
-        config.select = _as_list(table["select"], "select")
-    config.extend_select = _as_list(table.get("extend-select", []), "extend-select")
-    config.ignore = _as_list(table.get("ignore", []), "ignore")
-    config.exclude = _as_list(table.get("exclude", []), "exclude")
-    config.extend_exclude = _as_list(table.get("extend-exclude", []), "extend-exclude")
+        config.select = typed.strings("select")
+    config.extend_select = typed.strings("extend-select")
+    config.ignore = typed.strings("ignore")
+    if "exclude" in table:
+        config.exclude = typed.strings("exclude")
+    config.extend_exclude = typed.strings("extend-exclude")
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
-        raise ConfigError("`per-file-ignores` must be a table of glob = [codes]")
-    config.per_file_ignores = {k: _as_list(v, f"per-file-ignores.{k}") for k, v in pfi.items()}
-    config.unsafe_fixes = bool(table.get("unsafe-fixes", False))
-    config.force_exclude = bool(table.get("force-exclude", False))
+        raise typed.error("per-file-ignores", "a table of glob = [codes]", pfi)
+    config.per_file_ignores = {k: typed.strings(f"per-file-ignores.{k}", v) for k, v in pfi.items()}
+    config.unsafe_fixes = typed.boolean("unsafe-fixes", False)
+    config.force_exclude = typed.boolean("force-exclude", False)
+    config.respect_gitignore = typed.boolean("respect-gitignore", True)
     version = table.get("torchmetrics-version")
-    if version is not None and not isinstance(version, str):
-        raise ConfigError("`torchmetrics-version` must be a string such as \"1.6.0\"")
+    if version is not None:
+        from torchsync_lint.analysis.metric_classes import parse_version
+
+        if not isinstance(version, str) or parse_version(version) is None:
+            raise typed.error("torchmetrics-version", 'a release number such as "1.6.2"', version)
     config.torchmetrics_version = version
     return config

@@ -1,14 +1,18 @@
-"""The pure lint engine: source text in, findings out. No I/O, no printing, no global state."""
+"""The pure lint engine: source text in, findings out. No I/O, no printing, no global state.
+
+One file's failure never spreads: parsing, the analysis, each rule and each finding's position
+run inside their own error boundary, so a pathological file (a 400-term expression, 1,000
+`elif`s) costs at most its own TSL900/TSL903 and every other finding of the run stands.
+"""
 
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchsync_lint import suppress
 from torchsync_lint.analysis import ModuleAnalysis
-from torchsync_lint.errors import file_error
-from torchsync_lint.rule import RuleContext, load_rules
+from torchsync_lint.errors import describe_exception, file_error, syntax_error
+from torchsync_lint.rule import PositionError, Rule, RuleContext, load_rules
 from torchsync_lint.types import Finding
 
 # Files without any of these words cannot hold a finding; skipping them keeps pre-commit fast.
@@ -30,38 +34,55 @@ def lint_source(source: str, path: str = "<string>", codes: set[str] | None = No
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        return [file_error(path, "TSL900", f"cannot parse: {exc.message}", exc.raw_line, exc.raw_column + 1)]
+        return [syntax_error(path, source, exc)]
     except (RecursionError, MemoryError) as exc:  # pathological nesting
-        return [file_error(path, "TSL900", f"cannot parse: {type(exc).__name__}")]
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    analysis = ModuleAnalysis(module, source, positions)
-    parents = analysis.index.parents
-    context = RuleContext(path, module, analysis, settings or {})
-
-    reported: list[tuple[cst.CSTNode, Finding]] = []
-    errors: list[Finding] = []
-    visitors = [rule(context) for rule in active]
+        return [file_error(path, "TSL900", f"cannot parse: {type(exc).__name__} (nested too deeply)")]
     try:
-        cst.visit_batched(module, visitors)
-        for v in visitors:
-            reported += v.reported
-    except Exception:  # noqa: BLE001 - isolate the crashing rule, keep the others' findings
-        for rule in active:
-            visitor = rule(context)
-            try:
-                cst.visit_batched(module, [visitor])
-            except Exception as exc:  # noqa: BLE001
-                errors.append(file_error(path, "TSL903", f"rule {rule.code} crashed: {type(exc).__name__}: {exc}"))
-                continue
-            reported += visitor.reported
-
+        analysis = ModuleAnalysis(module, source)
+    except Exception as exc:  # noqa: BLE001 - a RecursionError on a pathological file, say
+        return [file_error(path, "TSL903", f"the analysis failed on this file: {describe_exception(exc)}")]
+    context = RuleContext(path, module, analysis, settings or {})
+    instances = [rule(context) for rule in active]
+    errors = _run_rules(instances, analysis, path)
+    reported = [pair for rule in instances if not rule.crashed for pair in rule.reported]
+    if not reported:
+        return errors
     suppressed = suppress.comment_codes(source, noqa=noqa)
-    findings = {}
+    findings: dict[tuple, Finding] = {}
     for node, finding in reported:
-        lines = suppress.statement_lines(node, parents, positions)
-        if any(suppress.matches(finding.code, suppressed.get(line, set())) for line in lines):
-            continue
+        if suppressed:
+            try:
+                lines = suppress.statement_lines(node, analysis.tree.parents, analysis.positions)
+            except (RecursionError, MemoryError):
+                lines = range(finding.line, finding.end_line + 1)
+            if any(suppress.matches(finding.code, suppressed.get(line, set())) for line in lines):
+                continue
         findings.setdefault((finding.line, finding.column, finding.code), finding)
     return sorted([*findings.values(), *errors], key=lambda f: f.sort_key)
 
+
+def _run_rules(rules: list[Rule], analysis: ModuleAnalysis, path: str) -> list[Finding]:
+    """Call every rule's ``visit_<Type>`` methods on the walked nodes, in source order.
+
+    A rule that raises is stopped and dropped for this file (one TSL903 naming it); the
+    other rules go on. A finding whose position cannot be computed is one TSL903 too.
+    """
+    errors: list[Finding] = []
+    handlers: dict[type, list[tuple[Rule, object]]] = {}
+    for node in analysis.tree.nodes:
+        node_type = type(node)
+        calls = handlers.get(node_type)
+        if calls is None:
+            type_name = node_type.__name__
+            calls = handlers[node_type] = [(r, getattr(r, r.visited_types()[type_name])) for r in rules if type_name in r.visited_types()]
+        for rule, method in calls:
+            if rule.crashed:
+                continue
+            try:
+                method(node)
+            except PositionError as exc:
+                errors.append(file_error(path, "TSL903", f"{rule.code}: a finding's position could not be computed: {exc}"))
+            except Exception as exc:  # noqa: BLE001 - isolate the crashing rule, keep the others' findings
+                rule.crashed = True
+                errors.append(file_error(path, "TSL903", f"rule {rule.code} crashed: {describe_exception(exc)}"))
+    return errors

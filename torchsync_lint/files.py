@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
+import stat
+import sys
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torchsync_lint.config import Config
+
+SUFFIXES = (".py", ".pyi", ".ipynb")  # what a directory walk lints (notebooks: notebook.py)
 
 
 @dataclass(frozen=True)
@@ -17,6 +22,9 @@ class SourceFile:
     text: str
     encoding: str  # as detected from a BOM or coding cookie; "utf-8-sig" keeps a BOM
     newline: str  # the file's first line ending ("\n", "\r\n" or "\r")
+    # (device, inode, size, mtime, sha256) when read from disk: `--fix` checks that the file
+    # is unchanged before it writes.
+    fingerprint: tuple | None = None
 
 
 class ReadError(Exception):
@@ -26,13 +34,54 @@ class ReadError(Exception):
         self.message = message
 
 
+# At most this much is read from one file: the largest real training or library module we
+# have seen is about 1 MB, and libcst needs several hundred MB of memory per MB of source, so
+# anything bigger is generated code or not code at all (a log renamed .py, /dev/zero).
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+
+
 def read_source(path: str) -> SourceFile:
-    """Read and decode ``path`` per PEP 263; ReadError(TSL901/TSL902) when we cannot."""
+    """Read and decode ``path`` per PEP 263; ReadError(TSL901/TSL902) when we cannot.
+
+    Only a regular file is read: the file is opened without blocking (a FIFO would wait for
+    a writer forever) and checked with fstat before a byte is read, and at most
+    MAX_SOURCE_BYTES are read (a symlink to /dev/zero would otherwise fill the memory).
+    """
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        with open(path, "rb", opener=_open_nonblocking) as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ReadError("TSL902", f"not a regular file ({_kind(st.st_mode)})")
+            data = fh.read(MAX_SOURCE_BYTES + 1)
     except OSError as exc:
         raise ReadError("TSL902", f"cannot read: {exc.strerror or exc}") from exc
+    if len(data) > MAX_SOURCE_BYTES:
+        raise ReadError("TSL902", f"too large to lint: more than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB")
+    return replace(decode_source(data), fingerprint=fingerprint(st, data))
+
+
+def fingerprint(st: os.stat_result, data: bytes) -> tuple:
+    """What `--fix` compares just before it writes, to leave a file edited meanwhile alone."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+
+
+def read_stdin() -> SourceFile:
+    """Standard input as a SourceFile, decoded like a file: bytes that are not valid in the
+    declared encoding are a TSL901 ReadError, not a crash."""
+    return decode_source(read_stdin_bytes())
+
+
+def read_stdin_bytes() -> bytes:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream (tests replace sys.stdin with a StringIO)
+        return sys.stdin.read().encode("utf-8")
+    data = stream.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise ReadError("TSL902", f"too large to lint: more than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB")
+    return data
+
+
+def decode_source(data: bytes) -> SourceFile:
     if b"\x00" in data:
         raise ReadError("TSL901", "binary file (contains NUL bytes)")
     try:
@@ -43,20 +92,41 @@ def read_source(path: str) -> SourceFile:
         raise ReadError("TSL901", f"cannot decode: {reason}") from exc
     if text.startswith("\ufeff"):
         text = text[1:]
-    newline = "\r\n" if "\r\n" in text[:100000] else ("\r" if "\r" in text[:100000] else "\n")
-    return SourceFile(text, encoding, newline)
+    return SourceFile(text, encoding, _newline(text))
 
 
-def discover(paths: list[str], config: Config) -> tuple[list[str], list[tuple[str, ReadError]]]:
-    """Expand directories to their *.py files (sorted), honouring excludes.
+def _newline(text: str) -> str:
+    head = text[:100000]
+    return "\r\n" if "\r\n" in head else ("\r" if "\r" in head else "\n")
+
+
+def _open_nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def is_source_name(name: str) -> bool:
+    return name.endswith(SUFFIXES)
+
+
+def discover(paths: list[str], config: Config, notes: list[str] | None = None) -> tuple[list[str], list[tuple[str, ReadError]]]:
+    """Expand directories to their source files (sorted), honouring excludes and ignore files.
 
     Paths named explicitly are always linted, as in ruff; excludes apply to what a
     directory walk finds, and to explicit paths too under ``config.force_exclude`` (pre-commit
-    passes every staged file by name). Symlinked directories are not followed, which also makes
-    symlink loops harmless.
+    passes every staged file by name). `.gitignore`/`.ignore` apply to walks unless
+    ``config.respect_gitignore`` is off. A walk lints regular files only: a FIFO, socket or
+    device (or a symlink to one) is skipped with a note in ``notes`` (printed to stderr when
+    None), never opened. Symlinked directories are not followed, which also makes symlink
+    loops harmless.
     """
     files: list[str] = []
     errors: list[tuple[str, ReadError]] = []
+    skipped: list[str] = []
     for given in paths:
         if given == "-":
             files.append(given)
@@ -64,24 +134,64 @@ def discover(paths: list[str], config: Config) -> tuple[list[str], list[tuple[st
         if config.force_exclude and config.is_excluded(given):
             continue
         if os.path.isdir(given):
-            for root, dirs, names in os.walk(given, followlinks=False):
-                dirs[:] = sorted(d for d in dirs if not config.is_excluded(os.path.join(root, d), given))
-                for name in sorted(names):
-                    full = os.path.join(root, name)
-                    if name.endswith((".py", ".pyi")) and not config.is_excluded(full, given):
-                        files.append(_tidy(full, given))
+            files += _walk(given, config, skipped)
         elif os.path.isfile(given):
             files.append(given)
         else:
             errors.append((given, _path_error(given)))
+    if notes is None:
+        for note in skipped:
+            print(f"torchsync-lint: warning: {note}", file=sys.stderr)
+    else:
+        notes += skipped
     seen: set[str] = set()
     unique = [f for f in files if not (f in seen or seen.add(f))]
     return unique, errors
 
 
+def _walk(given: str, config: Config, skipped: list[str]) -> list[str]:
+    from torchsync_lint.gitignore import Matcher, matcher_for_walk
+
+    found: list[str] = []
+    ignore = matcher_for_walk(given) if config.respect_gitignore else Matcher()
+    matchers = {os.path.abspath(given): ignore}
+    for root, dirs, names in os.walk(given, followlinks=False):
+        matcher = matchers.pop(os.path.abspath(root))
+        kept = []
+        for d in sorted(dirs):
+            full = os.path.join(root, d)
+            if config.is_excluded(full, given) or matcher.ignored(os.path.abspath(full), True):
+                continue
+            kept.append(d)
+            if config.respect_gitignore:
+                matchers[os.path.abspath(full)] = matcher.descend(os.path.abspath(full))
+            else:
+                matchers[os.path.abspath(full)] = matcher
+        dirs[:] = kept
+        for name in sorted(names):
+            full = os.path.join(root, name)
+            if not is_source_name(name) or config.is_excluded(full, given) or matcher.ignored(os.path.abspath(full), False):
+                continue
+            shown = _tidy(full, given)
+            try:
+                mode = os.stat(full).st_mode
+            except OSError:
+                found.append(shown)  # a dangling symlink: reading it reports TSL902
+                continue
+            if stat.S_ISREG(mode):
+                found.append(shown)
+            else:
+                skipped.append(f"skipped {shown}: {_kind(mode)}, not a regular file")
+    return found
+
+
 def _tidy(full: str, given: str) -> str:
-    # Keep the path as the user spelled it: `fixtures/` + `a.py` -> `fixtures/a.py`.
-    return full.replace("//", "/") if given.endswith("/") else full
+    # Keep the path as the user spelled it (`fixtures/` + `a.py` -> `fixtures/a.py`), without
+    # the `./` a walk of `.` puts in front (ruff prints `a.py`, not `./a.py`).
+    path = full.replace("//", "/") if given.endswith("/") else full
+    while path.startswith("./"):
+        path = path[2:]
+    return path
 
 
 def _path_error(path: str) -> ReadError:
@@ -90,4 +200,3 @@ def _path_error(path: str) -> ReadError:
     except OSError as exc:
         return ReadError("TSL902", f"cannot read: {exc.strerror or exc}")
     return ReadError("TSL902", "not a regular file or directory")
-

@@ -18,22 +18,69 @@ Choices (README, "flake8"):
   `torchmetrics-version =` in flake8's config) overrides it.
 * **Columns:** ours are 1-based, flake8 adds 1 to what a plugin yields, so we yield col - 1
   and flake8 prints the column our CLI prints.
+* **Cost:** flake8 imports every installed plugin at start-up and builds it for every file,
+  whatever `--select` says, then filters the results. So this module imports nothing heavy,
+  `parse_options` works out which TSL codes flake8 would show (flake8's own `DecisionEngine`),
+  and `run` returns at once when there are none: `flake8 --select E` costs what it costs
+  without the plugin. When some are selected, only those rules run (benchmarks/README.md,
+  "flake8 plugin").
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from torchsync_lint import __version__
-from torchsync_lint.engine import lint_source
-from torchsync_lint.rule import load_rules
+
+# The rules with `default_enabled = False`, as data: flake8 calls `add_options` on every run,
+# and reading them from the registry would import libcst and every rule (~0.2 s of CPU) even
+# when no TSL code is selected. tests/test_flake8.py keeps this equal to the registry.
+OFF_BY_DEFAULT: tuple[str, ...] = ()
+PREFIX = "TSL"
 
 
 def off_by_default() -> list[str]:
-    return [code for code, rule in load_rules().items() if not rule.default_enabled]
+    codes = set(OFF_BY_DEFAULT)
+    rule = sys.modules.get("torchsync_lint.rule")
+    if rule is not None:  # rules already registered in this process (an embedding tool's own)
+        codes |= {code for code, r in rule.registry.items() if not r.default_enabled}
+    return sorted(codes)
+
+
+def _may_select_prefix(options) -> bool:
+    """Cheap pre-check, no rule loaded: could flake8's selection include any TSL code?
+
+    flake8 (DecisionEngine) selects `select + extend-select` when `select` is given, else its
+    extended default select (every plugin's entry-point prefix) + `extend-select`; a code is
+    selected when it starts with one of them. None of those overlapping `TSL` means no TSL
+    code can be shown, whatever the ignore lists say.
+    """
+    try:
+        select = options.select
+        chosen = [*(select if select is not None else options.extended_default_select), *(options.extend_select or ())]
+    except AttributeError:
+        return True  # a flake8 we do not know: assume selected and let it filter
+    return any(PREFIX.startswith(s) or s.startswith(PREFIX) for s in chosen)
+
+
+def selected_codes(options) -> frozenset[str]:
+    """The TSL codes flake8 would show under ``options``; empty when none can be."""
+    if not _may_select_prefix(options):
+        return frozenset()
+    from torchsync_lint.rule import load_rules
+
+    codes = load_rules()
+    try:
+        from flake8.style_guide import Decision, DecisionEngine
+
+        engine = DecisionEngine(options)
+        return frozenset(c for c in codes if engine.decision_for(c) is Decision.Selected)
+    except Exception:  # noqa: BLE001 - flake8 internals moved: run every rule, flake8 filters
+        return frozenset(codes)
 
 
 def _config_torchmetrics_version() -> str | None:
@@ -49,6 +96,8 @@ class Plugin:
     name = "torchsync-lint"
     version = __version__
     settings: ClassVar[dict[str, Any]] = {}
+    # The codes to run, from flake8's selection (None until parse_options: every rule).
+    codes: ClassVar[frozenset[str] | None] = None
 
     def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
         # flake8 needs a `tree` parameter to treat us as an AST plugin; libcst parses `lines`.
@@ -68,13 +117,21 @@ class Plugin:
 
     @classmethod
     def parse_options(cls, options) -> None:
+        cls.codes = selected_codes(options)
+        if not cls.codes:
+            return  # nothing to run: no config to read either
         version = getattr(options, "torchmetrics_version", None)
         if version is None and not getattr(options, "isolated", False):
             version = _config_torchmetrics_version()
         cls.settings = {"torchmetrics-version": version}
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
+        if self.codes is not None and not self.codes:
+            return  # no TSL code selected: flake8 would drop whatever we found
+        from torchsync_lint.engine import lint_source
+        from torchsync_lint.rule import load_rules
+
+        codes = set(load_rules() if self.codes is None else self.codes)
         source = "".join(self.lines)
-        codes = set(load_rules())  # all of them: flake8 filters by its own select/ignore
         for f in lint_source(source, self.filename, codes, dict(self.settings), noqa=False):
             yield f.line, f.column - 1, f"{f.code} {f.message}", type(self)

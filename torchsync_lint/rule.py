@@ -1,9 +1,11 @@
 """The rule base class and the registry every entry point reads.
 
-A rule is a small libcst ``BatchableCSTVisitor``: all enabled rules share one traversal per
-file. Defining a subclass with a ``code`` registers it; ``__init_subclass__`` checks that the
-code, the kebab name, the message and the documentation sections are all there, so a rule
-cannot be half-registered (TorchFix kept three hand-maintained lists).
+A rule is a small class with ``visit_<NodeType>(node)`` methods, as in a libcst visitor; the
+engine calls them for every node of that type, in source order, from the one walk it makes of
+each file (analysis/tree.py), so enabled rules add no traversal of their own. Defining a
+subclass with a ``code`` registers it; ``__init_subclass__`` checks that the code, the kebab
+name, the message and the documentation sections are all there, so a rule cannot be
+half-registered (TorchFix kept three hand-maintained lists).
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from torchsync_lint.analysis import HotContext, ModuleAnalysis
 from torchsync_lint.types import Applicability, Edit, Finding, Fix, Invalid, Valid
 
 registry: dict[str, type[Rule]] = {}
+
+
+class PositionError(Exception):
+    """A reported node's position could not be computed (a pathologically deep statement)."""
 
 _CODE = re.compile(r"^TSL[1-8]\d\d$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
@@ -35,7 +41,7 @@ class RuleContext:
     settings: dict  # rule-relevant config values (e.g. "torchmetrics-version")
 
 
-class Rule(cst.BatchableCSTVisitor):
+class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     message: ClassVar[str]  # one sentence, code terms in backticks; may use {placeholders}
@@ -68,18 +74,31 @@ class Rule(cst.BatchableCSTVisitor):
             raise TypeError(f"{cls.__name__}: " + "; ".join(problems))
         registry[cls.code] = cls
 
+    @classmethod
+    def visited_types(cls) -> dict[str, str]:
+        """Node type name -> the name of the method that visits it (read once per class:
+        looking the methods up per file cost more than some rules' work)."""
+        table = cls.__dict__.get("_visited_types")
+        if table is None:
+            table = {name[len("visit_") :]: name for name in dir(cls) if name.startswith("visit_") and callable(getattr(cls, name))}
+            cls._visited_types = table
+        return table
+
     def __init__(self, context: RuleContext) -> None:
-        super().__init__()
         self.context = context
         self.analysis = context.analysis
         self.reported: list[tuple[cst.CSTNode, Finding]] = []
+        self.crashed = False  # set by the engine when a visit raised: its findings are dropped
 
     # -- helpers for rule authors ----------------------------------------------------------
     def hot(self, node: cst.CSTNode) -> HotContext | None:
         return self.analysis.hot_context(node)
 
     def position(self, node: cst.CSTNode):
-        return self.analysis.index.positions[node]
+        try:
+            return self.analysis.positions[node]
+        except (RecursionError, MemoryError) as exc:
+            raise PositionError(f"{type(exc).__name__} (nested too deeply)") from None
 
     def code_for(self, node: cst.CSTNode) -> str:
         return self.context.module.code_for_node(node)

@@ -13,7 +13,9 @@ import tokenize
 
 import libcst as cst
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?", re.I)
+# Codes are letters then digits (`E501`, `TSL1`), as flake8 and ruff read them: the words after
+# them (`# noqa: E501 t is fine`) are a comment, not codes (`t` would match every TSL code).
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _IGNORE = re.compile(r"#\s*torchsync:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 
 ALL = "*"
@@ -48,8 +50,11 @@ def matches(code: str, suppressed: set[str]) -> bool:
     return ALL in suppressed or any(code.startswith(s) for s in suppressed)
 
 
-def statement_lines(node: cst.CSTNode, parents: dict, positions: dict) -> range:
-    """The lines of the statement (or compound-statement header) that contains ``node``."""
+def statement_lines(node: cst.CSTNode, parents: dict, positions) -> range:
+    """The lines of the statement (or compound-statement header) that contains ``node``.
+
+    ``positions`` is the analysis's LazyPositions: a header's lines come from its start and the
+    end of its test, without generating the statement's body."""
     child = node
     current = parents.get(node)
     while current is not None:
@@ -58,7 +63,7 @@ def statement_lines(node: cst.CSTNode, parents: dict, positions: dict) -> range:
             return range(rng.start.line, rng.end.line + 1)
         if isinstance(current, (cst.If, cst.While, cst.For, cst.With, cst.FunctionDef, cst.ClassDef, cst.Try, cst.Match)):
             if child is not getattr(current, "body", None) and child is not getattr(current, "orelse", None):
-                start = positions[current].start.line
+                start = positions.start(current).line
                 return range(start, _header_end(current, positions, start) + 1)
         if isinstance(current, cst.Module):
             break
@@ -78,4 +83,5 @@ def _header_end(stmt: cst.CSTNode, positions: dict, start: int) -> int:
         part = stmt.items[-1]
     else:
         return start
-    return positions[part].end.line if part in positions else start
+    found = positions.get(part)
+    return found.end.line if found is not None else start

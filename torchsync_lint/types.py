@@ -23,15 +23,19 @@ class Edit:
     end_line: int
     end_column: int
     content: str
+    cell: int | None = None  # notebooks: the cell the lines count in (1-based, all cells)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "line": self.line,
             "column": self.column,
             "end_line": self.end_line,
             "end_column": self.end_column,
             "content": self.content,
         }
+        if self.cell is not None:
+            out["cell"] = self.cell
+        return out
 
 
 @dataclass(frozen=True)
@@ -66,10 +70,17 @@ class Finding:
     message: str
     severity: str = "warning"  # "warning" for rules, "error" for files we could not lint
     fix: Fix | None = None
+    cell: int | None = None  # notebooks: line and end_line count in this cell (1-based, all cells)
 
     @property
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.column, self.code)
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
+
+    @property
+    def location(self) -> str:
+        """`path:line:col`, or ruff's `path:cell N:line:col` in a notebook."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.column}"
 
     def to_dict(self) -> dict:
         return {
@@ -83,6 +94,7 @@ class Finding:
             "message": self.message,
             "severity": self.severity,
             "fix": self.fix.to_dict() if self.fix else None,
+            "cell": self.cell,
         }
 
 

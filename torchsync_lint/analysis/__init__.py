@@ -1,6 +1,8 @@
 """Shared semantic analysis used by every rule family.
 
-- ``index``: one pass that records imports, bindings, classes, calls and loops;
+- ``tree``: one iterative walk numbering every syntax node in source order;
+- ``positions``: line/column of the nodes a rule reports, computed on demand;
+- ``index``: one pass over the walk that records imports, bindings, classes, calls and loops;
 - ``values``: what an expression holds (device tensor, host value, model, loader...);
 - ``hotloops``: which code runs per training step and whether a step interval gates it.
 
@@ -12,11 +14,12 @@ from __future__ import annotations
 from functools import cached_property
 
 import libcst as cst
-from libcst.metadata import CodeRange
 
 from torchsync_lint.analysis.hotloops import HotContext, HotLoopAnalysis
 from torchsync_lint.analysis.imports import ImportMap, canonical, dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex, build_index
+from torchsync_lint.analysis.positions import LazyPositions
+from torchsync_lint.analysis.tree import walk
 from torchsync_lint.analysis.values import Kind, ValueAnalysis, source_names_accelerator, source_uses_accelerator
 
 __all__ = ["HotContext", "ImportMap", "Kind", "ModuleAnalysis", "canonical", "dotted_parts"]
@@ -25,10 +28,12 @@ __all__ = ["HotContext", "ImportMap", "Kind", "ModuleAnalysis", "canonical", "do
 class ModuleAnalysis:
     """Everything the rules may ask about one module, computed lazily and at most once."""
 
-    def __init__(self, module: cst.Module, source: str, positions: dict[cst.CSTNode, CodeRange]) -> None:
+    def __init__(self, module: cst.Module, source: str) -> None:
         self.module = module
         self.source = source
-        self.index: ModuleIndex = build_index(module, positions)
+        self.tree = walk(module)
+        self.positions = LazyPositions(module, source, self.tree)
+        self.index: ModuleIndex = build_index(self.tree, self.positions)
         self.values = ValueAnalysis(self.index, source_uses_accelerator(source), source_names_accelerator(source))
         self._extensions: dict[str, object] = {}
 
@@ -38,7 +43,7 @@ class ModuleAnalysis:
 
     # Convenience pass-throughs used by most rules.
     def qualname(self, node: cst.BaseExpression) -> str | None:
-        return self.index.imports.qualname(node)
+        return self.values.qualname(node)
 
     def kind(self, node: cst.BaseExpression) -> Kind:
         return self.values.kind(node)

@@ -1,10 +1,14 @@
 """Which code runs once per training step ("hot"), and whether a step-interval `if` gates it.
 
 A loop is hot when it iterates a DataLoader-like object, or when its own body (not a nested
-loop's) runs `backward()`, `optimizer.step()`, a model forward, or calls a same-module function
-that does. A function is hot when a hot region calls it, or when it is a per-step hook of a
-LightningModule. An epoch loop that only calls `train_one_epoch()` is not hot: the step work
+loop's) runs `backward()`, `optimizer.step()`, a model forward, an environment step next to a
+policy call (an RL rollout), or calls a function that does. A function is hot when a hot region
+calls it (in this module, or, with a project view, in another), or when it is a per-step hook of
+a LightningModule. An epoch loop that only calls `train_one_epoch()` is not hot: the step work
 happens inside that function's own loop.
+
+Not per step, although inside a hot loop: a branch that leaves the loop (`print(x);
+sys.exit(1)`, `raise`, `break`), and a branch a module-level constant turns off.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
-from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS, Kind, ValueAnalysis
+from torchsync_lint.analysis.kinds import CALLABLE_MODELS, LOADER_KINDS, Kind
+from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS, ValueAnalysis
+from torchsync_lint.knowledge import gym, registry
 
 _LOADER_NAME = re.compile(r"(^|_)(data)?loaders?$|^dl$|_dl$|dataloader", re.I)
 _OPTIMIZER_NAME = re.compile(r"optim|^opt$|_opt$|^opt_", re.I)
@@ -25,6 +31,15 @@ _STEP_WORK = "runs a training step"
 _LOADER = "iterates a data loader"
 # Calls that wrap an iterable and yield its items (or tuples of them): `enumerate(loader)`.
 ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "islice", "track", "chain", "cycle"})
+# Calls that run a function they are given before returning: the closure of
+# `optimizer.step(closure)`, `torch.utils.checkpoint.checkpoint(fn, x)`, `map(fn, xs)`.
+_IMMEDIATE_CALLERS = frozenset(
+    {"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential", "torch.func.vmap", "torch.func.grad", "torch.vmap", "functools.reduce"}
+)
+_IMMEDIATE_BUILTINS = frozenset({"map", "filter", "sorted", "min", "max"})
+# Statements after which the loop does not go on: the branch holding them runs once.
+_EXIT_FUNCTIONS = frozenset({"sys.exit", "os._exit", "os.abort"})
+_EXIT_BUILTINS = frozenset({"exit", "quit"})
 
 
 @dataclass(frozen=True)
@@ -59,15 +74,24 @@ class HotLoopAnalysis:
         for func, info in self.index.class_of_method.items():
             if func.name.value in LIGHTNING_BATCH_HOOKS and self.values.is_lightning_class(info.node):
                 self.hot_functions[func] = HotContext(f"`{func.name.value}` runs every step")
+        # Functions another module calls every step.
+        for func in self.index.returns:
+            remote = self.values.env.hot_caller(func)
+            if remote is not None and func not in self.hot_functions:
+                self.hot_functions[func] = HotContext(remote[0], remote[1])
         # Functions called from hot regions are hot, transitively (a fixed point). So are
-        # functions handed to a call there, like the closure in `optimizer.step(closure)`.
+        # functions handed to a call that runs them at once, like the closure in
+        # `optimizer.step(closure)`.
         edges = list(self.index.call_targets().items())
         for call in self.index.calls:
+            if not self._runs_callbacks(call):
+                continue
             for arg in call.args:
                 if isinstance(arg.value, cst.Name):
                     target = self.index.resolve_function(arg.value, call)
                     if target is not None:
                         edges.append((call, target))
+        edges += self._implicit_dunder_calls()
         changed = True
         while changed:
             changed = False
@@ -76,9 +100,37 @@ class HotLoopAnalysis:
                     continue
                 ctx = self.hot_context(call)
                 if ctx is not None and not self.index.inside(call, target):
-                    gate = ctx.gate
-                    self.hot_functions[target] = HotContext(f"`{target.name.value}` is called every step", gate)
+                    self.hot_functions[target] = HotContext(f"`{target.name.value}` is called every step", ctx.gate)
                     changed = True
+
+    def _implicit_dunder_calls(self) -> list[tuple[cst.CSTNode, cst.FunctionDef]]:
+        """`str(meter)`, `print(meter)`, `f"{meter}"` run the class's `__str__` (or `__repr__`,
+        `__format__`) when `meter` is an instance of a class of this module."""
+        edges = []
+        for call in self.index.calls:
+            func = call.func
+            if isinstance(func, cst.Name) and func.value in ("str", "repr", "print", "format") and not self.index.binds_locally(func.value, call):
+                names = ("__repr__", "__str__") if func.value == "repr" else ("__str__", "__repr__")
+                for arg in call.args:
+                    if arg.keyword is None and not arg.star:
+                        method = self.index.instance_method(arg.value, names)
+                        if method is not None:
+                            edges.append((call, method))
+        for part in self.index.nodes_of(cst.FormattedStringExpression):
+            method = self.index.instance_method(part.expression, ("__format__", "__str__", "__repr__"))
+            if method is not None:
+                edges.append((part, method))
+        return edges
+
+    def _runs_callbacks(self, call: cst.Call) -> bool:
+        """Does ``call`` invoke the functions it is given before it returns?"""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "step":
+            return self._is_optimizer_step(call)
+        qn = self.values.qualname(func) or ""
+        if qn in _IMMEDIATE_CALLERS:
+            return True
+        return isinstance(func, cst.Name) and func.value in _IMMEDIATE_BUILTINS and not self.index.binds_locally(func.value, call)
 
     def _drop_epoch_loops(self) -> None:
         """A loop around a pass over a data loader runs once per epoch, even with a forward.
@@ -107,10 +159,11 @@ class HotLoopAnalysis:
                     epoch_functions.add(caller)
                     changed = True
         for loop in step_loops:
-            if any(self._is_update_call(c) for c in self.index.calls_by_owner.get(loop, ())):
+            own_calls = self.index.calls_by_owner.get(loop, ())
+            if any(self._is_update_call(c) for c in own_calls):
                 continue  # it steps the optimizer itself: the outer loop of gradient accumulation
             nested = any(self.index.inside(other, loop) for other in loader_loops)
-            calls_epoch = any(self.index.call_targets().get(c) in epoch_functions for c in self.index.calls_by_owner.get(loop, ()))
+            calls_epoch = any(self.index.call_targets().get(c) in epoch_functions or self.values.env.runs_epoch(c, self.values) for c in own_calls)
             if nested or calls_epoch:
                 del self.hot_loops[loop]
 
@@ -132,25 +185,56 @@ class HotLoopAnalysis:
     def _loop_reason(self, loop: cst.For | cst.While) -> str | None:
         if isinstance(loop, cst.For) and self._is_loader_like(loop.iter):
             return _LOADER
-        if self._runs_step_work(loop):
+        if self._runs_step_work(loop) or self._is_rollout(loop):
             return _STEP_WORK
         return None
 
-    def _is_loader_like(self, node: cst.BaseExpression) -> bool:
+    def _is_loader_like(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        if depth > 4:
+            return False
         if isinstance(node, cst.Call):
             parts = dotted_parts(node.func)
             name = parts[-1] if parts else ""
-            if name in ITER_WRAPPERS:
-                return any(self._is_loader_like(a.value) for a in node.args if a.keyword is None)
+            if name in ITER_WRAPPERS or registry.is_item_wrapper(self.values.qualname(node.func) or ""):
+                return any(self._is_loader_like(a.value, depth + 1) for a in node.args if a.keyword is None)
+            if self.values.kind(node) in LOADER_KINDS:
+                return True
             return bool(_LOADER_NAME.search(name))  # `trainer.train_dataloader()`
-        if self.values.kind(node) is Kind.LOADER:
+        if self.values.kind(node) in (*LOADER_KINDS, Kind.PREPARED):
             return True
+        if isinstance(node, cst.Name):
+            defs = self.values.reaching_defs(node)
+            if len(defs) == 1 and defs[0].how == "assign" and isinstance(defs[0].value, cst.Call):
+                if self._is_loader_like(defs[0].value, depth + 1):
+                    return True  # `pbar = tqdm(loader)`; `for x in pbar`
         parts = dotted_parts(node)
         return bool(parts and _LOADER_NAME.search(parts[-1]))
 
     def _runs_step_work(self, owner: cst.CSTNode) -> bool:
         """Step work in a loop's or function's own code, not in nested loops or definitions."""
         return any(self.is_step_call(call) for call in self.index.calls_by_owner.get(owner, ()))
+
+    def _is_rollout(self, loop: cst.For | cst.While) -> bool:
+        """An RL rollout: the loop's own body steps an environment and calls a policy
+        (a method or forward of a model) on the observations, every iteration."""
+        calls = self.index.calls_by_owner.get(loop, ())
+        steps_env = any(self._is_env_step(c) for c in calls)
+        return steps_env and any(self._is_policy_call(c) for c in calls)
+
+    def _is_env_step(self, call: cst.Call) -> bool:
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+            return False
+        origin = self.values.origin_qualname(func.value)
+        if origin is not None and registry.is_environment(origin):
+            return True
+        parent = self.index.parent(call)
+        return isinstance(parent, cst.Assign) and any(isinstance(t.target, (cst.Tuple, cst.List)) and len(t.target.elements) in gym.ENV_STEP_ARITIES for t in parent.targets)
+
+    def _is_policy_call(self, call: cst.Call) -> bool:
+        func = call.func
+        receiver = func.value if isinstance(func, cst.Attribute) else func
+        return self.values.kind(receiver) in CALLABLE_MODELS
 
     def is_step_call(self, call: cst.Call) -> bool:
         """`loss.backward()`, `optimizer.step()`, `model(x)`, or a call of a step-like function."""
@@ -160,27 +244,42 @@ class HotLoopAnalysis:
             if method == "backward":
                 return True
             if method == "step":
-                receiver = func.value
-                parts = dotted_parts(receiver)
-                if self.values.kind(receiver) is Kind.OPTIMIZER or (parts and _OPTIMIZER_NAME.search(parts[-1])):
-                    return True
-                if parts and parts[-1] == "scaler" and call.args:
-                    return True
-                return False
+                return self._is_optimizer_step(call)
+            origin = self.values.origin_qualname(func.value)
+            if origin is not None and registry.is_step_method(origin, method):
+                return True  # `accelerator.backward(loss)`
         target = self.index.target_of(call)
         if target is not None:
             return self.is_step_like(target)
-        if (self.values.qualname(func) or "") == "torch.autograd.backward":
+        qn = self.values.qualname(func)
+        if qn == "torch.autograd.backward":
             return True
+        if qn is not None and self.values.env.is_step_like(qn):
+            return True  # a step-like function of another module of the project
         if call.args:
-            if self.values.kind(func) is Kind.MODEL:
+            if self.values.kind(func) in CALLABLE_MODELS:
                 return True
             parts = dotted_parts(func)
-            if parts and _MODEL_NAME.search(parts[-1]) and not isinstance(func, cst.Attribute) or parts == ["self"]:
+            if isinstance(func, cst.Name) and _MODEL_NAME.search(func.value) and self._is_variable(func):
                 return True
-            if parts and len(parts) == 2 and parts[0] == "self" and _MODEL_NAME.search(parts[1]):
+            if parts == ["self"] or (parts and len(parts) == 2 and parts[0] == "self" and _MODEL_NAME.search(parts[1])):
                 return True
         return False
+
+    def _is_optimizer_step(self, call: cst.Call) -> bool:
+        receiver = call.func.value  # type: ignore[union-attr]
+        parts = dotted_parts(receiver)
+        if self.values.kind(receiver) is Kind.OPTIMIZER or (parts and _OPTIMIZER_NAME.search(parts[-1])):
+            return True
+        return bool(parts and parts[-1] == "scaler" and call.args)
+
+    def _is_variable(self, name: cst.Name) -> bool:
+        """Is ``name`` a value (a parameter or an assigned variable), not an imported or
+        defined class or function? `Model(cfg)` builds a model; `model(x)` runs one."""
+        defs = self.values.reaching_defs(name)
+        if not defs:
+            return self.values.qualname(name) is None and name.value not in self.index.classes and name.value not in self.index.functions
+        return all(d.how in ("param", "assign", "unpack", "for", "aug", "module-move") for d in defs)
 
     def is_step_like(self, func: cst.FunctionDef) -> bool:
         """A function whose own body (outside its loops) does step work: it runs per step."""
@@ -196,9 +295,15 @@ class HotLoopAnalysis:
         """Why ``node`` runs per step, or None when it does not."""
         gate: cst.BaseExpression | None = None
         child = node
+        tree = self.index.tree
         for anc in self.index.ancestors(node):
-            if isinstance(anc, cst.If) and gate is None and child is anc.body and _is_step_interval(anc.test):
-                gate = anc.test
+            if isinstance(anc, cst.If):
+                if self._never_taken(anc, child):
+                    return None
+                if gate is None and child is anc.body and _is_step_interval(anc.test, tree):
+                    gate = anc.test
+            if isinstance(anc, cst.IndentedBlock) and self._leaves_loop(anc):
+                return None  # a failure branch: it runs once, then the loop is over
             if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops and child is anc.body:
                 return HotContext(f"this loop {self.hot_loops[anc]}", gate)
             if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
@@ -209,51 +314,83 @@ class HotLoopAnalysis:
             child = anc
         return None
 
+    def _leaves_loop(self, block: cst.IndentedBlock) -> bool:
+        """Does the branch ``block`` (an `if`/`else` body) end by leaving the per-step loop:
+        `raise`, `sys.exit()`, or a `break`/`return` out of a loop in the same function?"""
+        owner = self.index.parent(block)
+        if not isinstance(owner, (cst.If, cst.Else)) or not block.body:
+            return False
+        last = block.body[-1]
+        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+            return False
+        stmt = last.body[-1]
+        if isinstance(stmt, cst.Raise):
+            return True
+        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+            func = stmt.value.func
+            qn = self.values.qualname(func) or ""
+            return qn in _EXIT_FUNCTIONS or (isinstance(func, cst.Name) and func.value in _EXIT_BUILTINS and not self.index.binds_locally(func.value, func))
+        if isinstance(stmt, (cst.Break, cst.Return)):
+            loop = next((a for a in self.index.ancestors(block) if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.Lambda))), None)
+            return isinstance(loop, (cst.For, cst.While)) and loop in self.hot_loops
+        return False
+
+    def _never_taken(self, stmt: cst.If, child: cst.CSTNode) -> bool:
+        """Is ``child`` (the `if` body or its `else`) a branch a module-level constant turns off
+        (`capture = True` ... `if not capture:`)?"""
+        value = self._constant_test(stmt.test)
+        if value is None:
+            return False
+        if child is stmt.body:
+            return not value
+        return value and child is stmt.orelse
+
+    def _constant_test(self, test: cst.BaseExpression) -> bool | None:
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._constant_test(test.expression)
+            return None if inner is None else not inner
+        if not isinstance(test, cst.Name):
+            return None
+        defs = self.values.reaching_defs(test)
+        values = set()
+        for d in defs:
+            if d.how != "assign" or not isinstance(self.index.scope_of(d.stmt), cst.Module) or not isinstance(d.value, cst.Name) or d.value.value not in ("True", "False"):
+                return None
+            values.add(d.value.value == "True")
+        if len(values) != 1 or self._rebound_elsewhere(test.value):
+            return None
+        return values.pop()
+
+    def _rebound_elsewhere(self, name: str) -> bool:
+        """`global name` anywhere: a function may change the module constant."""
+        return any(any(n.name.value == name for n in g.names) for g in self.index.nodes_of(cst.Global))
+
 
 _COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
+# Process identities: `if rank == 0:` / `global_rank == 0` hold on every step of one process.
+_NOT_A_COUNTER = re.compile(r"rank|world|gpu|device|proc|node|master|main", re.I)
 
 
-def _is_step_interval(test: cst.BaseExpression) -> bool:
+def _is_step_interval(test: cst.BaseExpression, tree) -> bool:
     """A test that holds on some steps only, judged by a step counter in it.
 
     `step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and it % n == 0`, and
-    `i == 0` / `batch_idx == last` (once per epoch). `args.rank % ngpus == 0` is no gate:
-    it holds on every step of the rank that runs it.
+    `i == 0` / `batch_idx == last` (once per epoch). `args.rank % ngpus == 0` and
+    `global_rank == 0` are no gates: they hold on every step of the process that runs them.
     """
-    finder = _GateFinder()
-    test.visit(finder)
-    return finder.found
-
-
-def _mentions_counter(node: cst.CSTNode) -> bool:
-    finder = _CounterFinder()
-    node.visit(finder)
-    return finder.found
-
-
-class _CounterFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found = self.found or bool(_COUNTER.search(node.value))
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.found = self.found or bool(_COUNTER.search(node.attr.value))
-
-
-class _GateFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
-        if isinstance(node.operator, cst.Modulo) and not isinstance(node.left, (cst.SimpleString, cst.FormattedString)):
-            self.found = self.found or _mentions_counter(node.left)
-        return not self.found
-
-    def visit_Comparison(self, node: cst.Comparison) -> bool:
-        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
+    for node in tree.walk_subtree(test):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            if not isinstance(node.left, (cst.SimpleString, cst.FormattedString)) and _mentions_counter(node.left, tree):
+                return True
+        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
             sides = (node.left, node.comparisons[0].comparator)
-            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s) for s in sides):
-                self.found = True
-        return not self.found
+            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s, tree) for s in sides):
+                return True
+    return False
+
+
+def _mentions_counter(node: cst.CSTNode, tree) -> bool:
+    names = [n.value for n in tree.walk_subtree(node) if isinstance(n, cst.Name)]
+    if any(_NOT_A_COUNTER.search(n) for n in names):
+        return False
+    return any(_COUNTER.search(n) for n in names)

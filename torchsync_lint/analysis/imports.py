@@ -30,6 +30,8 @@ CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
     ("lightning.pytorch.core.module.", "lightning."),
     ("lightning.pytorch.", "lightning."),
     ("pytorch_lightning.", "lightning."),
+    ("lightning_fabric.", "lightning.fabric."),
+    ("accelerate.accelerator.", "accelerate."),
 )
 
 

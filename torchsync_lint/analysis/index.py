@@ -1,7 +1,11 @@
-"""One pass over a module that indexes what the semantic analyses need.
+"""One pass over the walked module (analysis/tree.py) that indexes what the analyses need.
 
-Scopes are functions (and lambdas) plus the module; comprehensions and class bodies fold into
-the enclosing scope, which is precise enough for "where did this name come from?".
+Scopes are functions, lambdas, comprehensions and the module, as in Python (a comprehension's
+first iterable is evaluated in the enclosing scope); class bodies fold into the enclosing scope,
+which is precise enough for "where did this name come from?".
+
+Order and nesting come from the walk's preorder numbering, never from source positions:
+positions are computed only for the nodes a rule reports (analysis/positions.py).
 """
 
 from __future__ import annotations
@@ -9,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange
-
 from torchsync_lint.analysis.imports import ImportMap, dotted_parts
+from torchsync_lint.analysis.tree import Tree
 
-Scope = cst.Module | cst.FunctionDef | cst.Lambda
+Scope = cst.Module | cst.FunctionDef | cst.Lambda | cst.ListComp | cst.SetComp | cst.DictComp | cst.GeneratorExp
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_FRAMES = (cst.FunctionDef, cst.Lambda, cst.Module)
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class Def:
     """
 
     name: str
-    line: int
+    seq: int  # the binding statement's place in source order (Tree.order)
     how: str
     stmt: cst.CSTNode
     value: cst.BaseExpression | None = None
@@ -50,8 +55,8 @@ class ClassInfo:
 @dataclass
 class ModuleIndex:
     imports: ImportMap
-    parents: dict[cst.CSTNode, cst.CSTNode]
-    positions: dict[cst.CSTNode, CodeRange]
+    tree: Tree
+    positions: object  # analysis.positions.LazyPositions: node -> CodeRange, on demand
     defs: dict[Scope, dict[str, list[Def]]] = field(default_factory=dict)
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)  # module-level functions
     classes: dict[str, ClassInfo] = field(default_factory=dict)
@@ -60,8 +65,19 @@ class ModuleIndex:
     calls_by_owner: dict[cst.CSTNode, list[cst.Call]] = field(default_factory=dict)
     loops: list[cst.For | cst.While] = field(default_factory=list)
     returns: dict[cst.FunctionDef, list[cst.BaseExpression]] = field(default_factory=dict)
+    by_type: dict[type, list[cst.CSTNode]] = field(default_factory=dict)  # every node, per node type
+    class_infos: dict[cst.ClassDef, ClassInfo] = field(default_factory=dict)  # nested classes too
+
+    @property
+    def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        return self.tree.parents
+
+    def nodes_of(self, node_type: type) -> list:
+        """Every node of exactly this type, in source order."""
+        return self.by_type.get(node_type, [])
 
     _call_targets: dict[cst.Call, cst.FunctionDef] | None = None
+    _binding_resolver: object = None
     _call_sites: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict)
 
     def call_targets(self) -> dict[cst.Call, cst.FunctionDef]:
@@ -135,27 +151,58 @@ class ModuleIndex:
         return None
 
     # -- navigation -------------------------------------------------------------------------
+    def seq(self, node: cst.CSTNode) -> int:
+        """``node``'s place in source order (preorder of the walk)."""
+        return self.tree.order[node]
+
     def line(self, node: cst.CSTNode) -> int:
-        return self.positions[node].start.line
+        """The line ``node`` starts on (computes its position: for messages, not for ordering)."""
+        return self.positions.start(node).line
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self.parents.get(node)
+        return self.tree.parents.get(node)
 
     def inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
         """Is ``ancestor`` a strict ancestor of ``node``?"""
-        return any(a is ancestor for a in self.ancestors(node))
+        return self.tree.inside(node, ancestor)
 
     def ancestors(self, node: cst.CSTNode):
-        node = self.parents.get(node)
+        parents = self.tree.parents
+        node = parents.get(node)
         while node is not None:
             yield node
-            node = self.parents.get(node)
+            node = parents.get(node)
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
+        """The innermost scope ``node`` runs in: a function, lambda, comprehension or the module.
+        A comprehension's first iterable belongs to the enclosing scope, as in Python."""
+        child = node
         for anc in self.ancestors(node):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.Module)):
+            if isinstance(anc, _FRAMES):
+                return anc
+            if isinstance(anc, COMPREHENSIONS):
+                first_iter = anc.for_in.iter
+                if not (child is anc.for_in and (node is first_iter or self.tree.inside(node, first_iter))):
+                    return anc
+            child = anc
+        raise AssertionError("node outside the module")
+
+    def frame_of(self, node: cst.CSTNode) -> cst.Module | cst.FunctionDef | cst.Lambda:
+        """The function, lambda or module whose frame runs ``node`` (comprehensions run inline)."""
+        for anc in self.ancestors(node):
+            if isinstance(anc, _FRAMES):
                 return anc
         raise AssertionError("node outside the module")
+
+    def binds_locally(self, name: str, at: cst.CSTNode) -> bool:
+        """Does a scope around ``at``, up to its function, bind ``name`` (shadowing a builtin)?"""
+        scope = self.scope_of(at)
+        while True:
+            if self.defs.get(scope, {}).get(name):
+                return True
+            if not isinstance(scope, COMPREHENSIONS):
+                return False
+            scope = self.scope_of(scope)
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         for anc in self.ancestors(node):
@@ -164,17 +211,21 @@ class ModuleIndex:
         return None
 
     def resolve_function(self, func: cst.BaseExpression, at: cst.CSTNode) -> cst.FunctionDef | None:
-        """The same-module function a call's callee names: `f(...)` or `self.f(...)`."""
+        """The same-module function a call's callee names: `f(...)`, `self.f(...)`, or an
+        instance of a class of this module called like a function (its `__call__`, or the
+        `forward` that `nn.Module.__call__` runs)."""
         if isinstance(func, cst.Name):
             found = self._nested_function(func.value, at) or self.functions.get(func.value)
             if found is None and func.value in self.classes:
                 found = self.classes[func.value].methods.get("__init__")  # `Trainer(model, ...)`
+            if found is None:
+                found = self._instance_call(self._bindings().reaching_defs(func))
             return found
         parts = dotted_parts(func)
         if parts and len(parts) == 2 and parts[0] in ("self", "cls"):
             info = self.class_of(at)
             if info is not None:
-                return info.methods.get(parts[1])
+                return info.methods.get(parts[1]) or self._instance_call(info.self_attrs.get(parts[1], []))
         if isinstance(func, cst.Attribute) and not func.attr.value.startswith("__"):
             # `module.training_step(batch)`: a method name only one class of this module
             # defines. Receivers rooted at an import (`torch.x`) are never ours.
@@ -184,6 +235,44 @@ class ModuleIndex:
             if len(owners) == 1:
                 return owners[0]
         return None
+
+    def instance_method(self, expr: cst.BaseExpression, names: tuple[str, ...]) -> cst.FunctionDef | None:
+        """The first of ``names`` defined by the class of this module every binding of
+        ``expr`` (a name or `self.x`) is an instance of: what `str(meter)` runs."""
+        if isinstance(expr, cst.Name):
+            defs = self._bindings().reaching_defs(expr)
+        else:
+            parts = dotted_parts(expr)
+            info = self.class_of(expr) if parts and len(parts) == 2 and parts[0] == "self" else None
+            defs = info.self_attrs.get(parts[1], []) if info is not None else []
+        cls = self._instance_class(defs)
+        if cls is None:
+            return None
+        return next((cls.methods[n] for n in names if n in cls.methods), None)
+
+    def _instance_class(self, defs: list[Def]) -> ClassInfo | None:
+        classes = set()
+        for d in defs:
+            value = d.value.func if d.how == "assign" and isinstance(d.value, cst.Call) else None
+            if not isinstance(value, cst.Name) or value.value not in self.classes:
+                return None
+            classes.add(value.value)
+        return self.classes[classes.pop()] if len(classes) == 1 else None
+
+    def _instance_call(self, defs: list[Def]) -> cst.FunctionDef | None:
+        """`loss_fn(pred, y)` where every binding of `loss_fn` is `ComputeLoss(...)`, a class of
+        this module: the method the call runs."""
+        cls = self._instance_class(defs) if defs else None
+        if cls is None:
+            return None
+        return cls.methods.get("__call__") or cls.methods.get("forward")
+
+    def _bindings(self):
+        if self._binding_resolver is None:
+            from torchsync_lint.analysis.bindings import Bindings  # bindings builds on this module
+
+            self._binding_resolver = Bindings(self)
+        return self._binding_resolver
 
 
 def _target_names(target: cst.BaseExpression, path: tuple[int, ...] = ()):
@@ -199,23 +288,40 @@ def _target_names(target: cst.BaseExpression, path: tuple[int, ...] = ()):
                 yield from _target_names(value, (*path, i))
 
 
-class _Indexer(cst.CSTVisitor):
+def _self_attribute_targets(target: cst.BaseExpression, path: tuple[int, ...] = ()):
+    """Yield (attribute, path) for every `self.x` inside a tuple/list assignment target."""
+    for i, el in enumerate(target.elements):
+        value = el.value
+        if isinstance(el, cst.StarredElement):
+            continue
+        parts = dotted_parts(value) if isinstance(value, cst.Attribute) else None
+        if parts and len(parts) == 2 and parts[0] == "self":
+            yield parts[1], (*path, i)
+        elif isinstance(value, (cst.Tuple, cst.List)):
+            yield from _self_attribute_targets(value, (*path, i))
+
+
+class _Indexer:
+    """Fills a ModuleIndex from the walked nodes, in source order: ``handle_<Type>`` methods,
+    looked up once per node type."""
+
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
-        self.class_stack: list[ClassInfo] = []
-        self.stack: list[cst.CSTNode] = []
+        self._handlers: dict[type, object] = {}
 
-    # Parents are recorded here rather than with ParentNodeProvider, which rebuilds every
-    # node's children list and costs several times a plain traversal.
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.stack:
-            self.index.parents[node] = self.stack[-1]
-        self.stack.append(node)
-        return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        self.stack.pop()
+    def run(self) -> None:
+        by_type = self.index.by_type
+        handlers = self._handlers
+        for node in self.index.tree.nodes:
+            node_type = type(node)
+            nodes = by_type.get(node_type)
+            if nodes is None:
+                nodes = by_type[node_type] = []
+                handlers[node_type] = getattr(self, f"handle_{node_type.__name__}", None)
+            nodes.append(node)
+            handler = handlers[node_type]
+            if handler is not None:
+                handler(node)
 
     # helpers
     def _add(self, scope: Scope, d: Def) -> None:
@@ -223,114 +329,130 @@ class _Indexer(cst.CSTVisitor):
 
     def _bind(self, stmt: cst.CSTNode, target: cst.BaseExpression, value, how: str) -> None:
         scope = self.index.scope_of(stmt)
-        line = self.index.line(stmt)
+        seq = self.index.seq(stmt)
         if how == "assign" and isinstance(target, (cst.Tuple, cst.List)):
             for name, path in _target_names(target):
-                self._add(scope, Def(name, line, "unpack", stmt, value, path))
+                self._add(scope, Def(name, seq, "unpack", stmt, value, path))
+            for attr, path in _self_attribute_targets(target):  # `self.a, self.b = a, b`
+                self._add_self_attr(stmt, Def(attr, seq, "unpack", stmt, value, path))
             return
         for name, path in _target_names(target):
-            self._add(scope, Def(name, line, how, stmt, value, path))
+            self._add(scope, Def(name, seq, how, stmt, value, path))
         # `self.x = value` inside a method: remember it on the class.
         parts = dotted_parts(target) if isinstance(target, cst.Attribute) else None
         if parts and len(parts) == 2 and parts[0] == "self":
-            func = self.index.enclosing_function(stmt)
-            info = self.index.class_of_method.get(func) if func is not None else None
-            if info is not None:
-                info.self_attrs.setdefault(parts[1], []).append(Def(parts[1], line, how, stmt, value))
+            self._add_self_attr(stmt, Def(parts[1], seq, how, stmt, value))
+
+    def _add_self_attr(self, stmt: cst.CSTNode, d: Def) -> None:
+        func = self.index.enclosing_function(stmt)
+        info = self.index.class_of_method.get(func) if func is not None else None
+        if info is not None:
+            info.self_attrs.setdefault(d.name, []).append(d)
+
+    def _enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        """The class whose body holds ``node`` directly (not through a function)."""
+        parent = self.index.parent(node)
+        holder = self.index.parent(parent) if isinstance(parent, cst.IndentedBlock) else None
+        return holder if isinstance(holder, cst.ClassDef) else None
+
+    def _in_class(self, node: cst.CSTNode) -> bool:
+        return any(isinstance(a, cst.ClassDef) for a in self.index.ancestors(node))
 
     # imports
-    def visit_Import(self, node: cst.Import) -> None:
+    def handle_Import(self, node: cst.Import) -> None:
         self.index.imports.add(node)
         for alias in node.names:
             local = alias.asname.name if alias.asname else alias.name
             if isinstance(local, cst.Name):
-                self._add(self.index.scope_of(node), Def(local.value, self.index.line(node), "opaque", node))
+                self._add(self.index.scope_of(node), Def(local.value, self.index.seq(node), "opaque", node))
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+    def handle_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.index.imports.add(node)
 
     # definitions
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+    def handle_ClassDef(self, node: cst.ClassDef) -> None:
         info = ClassInfo(node, [arg.value for arg in node.bases])
+        self.index.class_infos[node] = info
         if isinstance(self.index.parent(node), cst.Module):
             self.index.classes[node.name.value] = info
-        self.class_stack.append(info)
 
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.class_stack.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        parent = self.index.parent(node)
-        if isinstance(self.index.scope_of(node), cst.Module) and not self.class_stack:
+    def handle_FunctionDef(self, node: cst.FunctionDef) -> None:
+        index = self.index
+        owner = self._enclosing_class(node)
+        if owner is not None:
+            info = index.class_infos[owner]
+            info.methods[node.name.value] = node
+            index.class_of_method[node] = info
+        elif isinstance(index.scope_of(node), cst.Module) and not self._in_class(node):
             # Module-level, also under `if real_data:` or `try:` (nanoGPT's bench.py).
-            self.index.functions.setdefault(node.name.value, node)
-        elif self.class_stack and isinstance(parent, cst.IndentedBlock) and self.index.parent(parent) is self.class_stack[-1].node:
-            self.class_stack[-1].methods[node.name.value] = node
-            self.index.class_of_method[node] = self.class_stack[-1]
-        self._add(self.index.scope_of(node), Def(node.name.value, self.index.line(node), "opaque", node))
-        line = self.index.line(node)
+            index.functions.setdefault(node.name.value, node)
+        seq = index.seq(node)
+        self._add(index.scope_of(node), Def(node.name.value, seq, "opaque", node))
         params = node.params
         for p in (*params.posonly_params, *params.params, *params.kwonly_params):
-            self._add(node, Def(p.name.value, line, "param", node, func=node, param=p))
+            self._add(node, Def(p.name.value, seq, "param", node, func=node, param=p))
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
-                self._add(node, Def(star.name.value, line, "opaque", node))
-        self.index.returns.setdefault(node, [])
+                self._add(node, Def(star.name.value, seq, "opaque", node))
+        index.returns.setdefault(node, [])
 
-    def visit_Lambda(self, node: cst.Lambda) -> None:
+    def handle_Lambda(self, node: cst.Lambda) -> None:
         # A lambda's parameters shadow the enclosing names; we never know what they hold
         # (lambdas are not resolved as call targets), so they are opaque, not the outer binding.
-        line = self.index.line(node)
+        seq = self.index.seq(node)
         params = node.params
         for p in (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg):
             if isinstance(p, cst.Param):
-                self._add(node, Def(p.name.value, line, "opaque", node))
+                self._add(node, Def(p.name.value, seq, "opaque", node))
 
-    def visit_Return(self, node: cst.Return) -> None:
+    def handle_Return(self, node: cst.Return) -> None:
         func = self.index.enclosing_function(node)
         if func is not None and node.value is not None:
             self.index.returns.setdefault(func, []).append(node.value)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def handle_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             self._bind(node, t.target, node.value, "assign")
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+    def handle_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             self._bind(node, node.target, node.value, "assign")
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+    def handle_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name):
             self._bind(node, node.target, node.value, "aug")
 
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind(node, node.target, node.value, "assign")
+    def handle_NamedExpr(self, node: cst.NamedExpr) -> None:
+        # PEP 572: `:=` in a comprehension binds in the enclosing function, not the comprehension.
+        if isinstance(node.target, cst.Name):
+            scope = self.index.frame_of(node)
+            self._add(scope, Def(node.target.value, self.index.seq(node), "assign", node, node.value))
 
-    def visit_For(self, node: cst.For) -> None:
+    def handle_For(self, node: cst.For) -> None:
         self.index.loops.append(node)
         self._bind(node, node.target, node.iter, "for")
 
-    def visit_While(self, node: cst.While) -> None:
+    def handle_While(self, node: cst.While) -> None:
         self.index.loops.append(node)
 
-    def visit_CompFor(self, node: cst.CompFor) -> None:
+    def handle_CompFor(self, node: cst.CompFor) -> None:
         self._bind(node, node.target, node.iter, "for")
 
-    def visit_WithItem(self, node: cst.WithItem) -> None:
+    def handle_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._bind(node, node.asname.name, node.item, "opaque")
 
-    def visit_Expr(self, node: cst.Expr) -> None:
+    def handle_Expr(self, node: cst.Expr) -> None:
         # `model.to(device)` / `model.cuda()` as a statement only makes sense for a module,
         # which moves in place (a tensor's `.to()` result would be thrown away).
         call = node.value
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda"):
             if isinstance(call.func.value, cst.Name):
-                self._add(self.index.scope_of(node), Def(call.func.value.value, self.index.line(node), "module-move", node))
+                self._add(self.index.scope_of(node), Def(call.func.value.value, self.index.seq(node), "module-move", node))
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def handle_Call(self, node: cst.Call) -> None:
         self.index.calls.append(node)
-        for anc in reversed(self.stack[:-1]):
+        for anc in self.index.ancestors(node):
             if isinstance(anc, _OWNERS):
                 self.index.calls_by_owner.setdefault(anc, []).append(node)
                 break
@@ -340,8 +462,8 @@ class _Indexer(cst.CSTVisitor):
 _OWNERS = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)
 
 
-def build_index(module: cst.Module, positions) -> ModuleIndex:
-    index = ModuleIndex(ImportMap(), {}, positions)
-    index.defs[module] = {}
-    module.visit(_Indexer(index))
+def build_index(tree: Tree, positions) -> ModuleIndex:
+    index = ModuleIndex(ImportMap(), tree, positions)
+    index.defs[tree.module] = {}
+    _Indexer(index).run()
     return index

@@ -20,7 +20,9 @@ import libcst as cst
 
 from torchsync_lint.analysis.hotloops import ITER_WRAPPERS
 from torchsync_lint.analysis.imports import dotted_parts
-from torchsync_lint.analysis.values import HOST_RESULT_METHODS, Kind, join
+from torchsync_lint.analysis.kinds import LOADER_KINDS, MODEL_KINDS, Kind, join
+from torchsync_lint.analysis.values import HOST_RESULT_METHODS
+from torchsync_lint.knowledge import lightning
 
 DATALOADER = "torch.utils.data.DataLoader"
 # `DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
@@ -31,8 +33,8 @@ DEFAULTS = {"num_workers": 0, "pin_memory": False}
 
 # Calls that hand a loader to something that moves its batches to the accelerator itself.
 _PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
-_TRAINER_METHODS = frozenset({"fit", "validate", "test", "predict"})
-_LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
+_TRAINER_METHODS = lightning.TRAINER_METHODS
+_LIGHTNING_LOADER_HOOKS = lightning.LOADER_HOOKS
 _MAX_DEPTH = 8
 _RUNNERS = frozenset({"lightning.Trainer", "lightning.pytorch.Trainer", "lightning.Fabric", "lightning.fabric.Fabric"})
 
@@ -351,13 +353,25 @@ class LoaderTracker:
         """A binding's kind, evaluating a loop's iterable in statement order too."""
         if depth <= _MAX_DEPTH and d.how == "for" and d.value is not None:
             iterable = d.value
-            if isinstance(iterable, cst.Call) and self.analysis.qualname(iterable.func) is None and isinstance(iterable.func, cst.Name):
-                return self.values._def(d)  # noqa: SLF001 - `enumerate`/`zip`/`tqdm` wrappers: the shared logic knows them
-            k = self.batch_kind(iterable, depth)
-            if k in (Kind.HOST_TENSOR, Kind.DEVICE):
-                return k  # iterating a batch (a tuple or dict of tensors) yields its tensors
+            wrapper = isinstance(iterable, cst.Call) and self.analysis.qualname(iterable.func) is None and isinstance(iterable.func, cst.Name)
+            if not wrapper:  # `enumerate`/`zip` wrappers: the shared logic knows them
+                k = self.batch_kind(iterable, depth)
+                if k in (Kind.HOST_TENSOR, Kind.DEVICE):
+                    return k  # iterating a batch (a tuple or dict of tensors) yields its tensors
         k = self.values._def(d)  # noqa: SLF001 - same package
+        if k in (None, Kind.UNKNOWN) and d.how == "for" and self._is_batch_loop(d.stmt):
+            return Kind.HOST_TENSOR
         return k if k is not None else Kind.UNKNOWN
+
+    def _is_batch_loop(self, loop: cst.CSTNode) -> bool:
+        """A per-step loop over an iterable we cannot place (a loader built elsewhere, a
+        parameter): what it yields are batches from the host, which the loop moves to the
+        device itself. Iterables known to yield device values (an accelerate-prepared loader,
+        device tensors, a model) are not."""
+        if not isinstance(loop, cst.For) or loop not in self.analysis.hot.hot_loops:
+            return False
+        kind = self.values.kind(loop.iter)
+        return kind in (Kind.UNKNOWN, Kind.LOADER)
 
     def feeds_accelerator(self, info: LoaderInfo) -> bool:
         """The loader's batches go to an accelerator (and the module uses one)."""
@@ -370,19 +384,31 @@ class LoaderTracker:
             return False
         if info.handed_to_trainer:
             return True
+        # Does a loop over it copy something to the accelerator, or run a model that is not
+        # provably on the CPU? (A CPU model trained in a script that merely mentions cuda
+        # feeds nothing.)
         for loop in info.loops:
-            finder = _CopyOrStepFinder(self)
-            loop.body.visit(finder)
-            if finder.found:
-                return True
+            for node in self.analysis.tree.walk_subtree(loop.body):
+                if isinstance(node, cst.Call) and (self.is_h2d_call(node, any_receiver=True) or self._runs_device_model(node)):
+                    return True
         return False
+
+    def _runs_device_model(self, call: cst.Call) -> bool:
+        hot = self.analysis.hot
+        if not hot.is_step_call(call):
+            return False
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "step"):
+            return False  # says nothing about where the model runs
+        receiver = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+        return self.values.kind(receiver) is not Kind.CPU_MODEL
 
     def dataset_on_device(self, info: LoaderInfo) -> bool:
         """`DataLoader(TensorDataset(x.cuda(), ...))`: nothing to pin or load in workers."""
         call = self._dataset_call(info.dataset)
         if call is None or (self.analysis.qualname(call.func) or "") != "torch.utils.data.TensorDataset":
             return False
-        return any(self.values.kind(a.value) is Kind.DEVICE for a in call.args)
+        return any(self.values.kind(a.value) in (Kind.DEVICE, Kind.MOVED) for a in call.args)  # tensors, moved
 
     def dataset_in_memory(self, info: LoaderInfo) -> bool:
         """A `TensorDataset`: batches are tensor slices, so worker processes add IPC, not speed."""
@@ -426,10 +452,17 @@ class LoaderTracker:
         return out
 
     def _dataset_call_candidates(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[cst.Call]:
-        """Every constructor call the dataset may come from (`if a: ds = A(...) else: ds = B(...)`)."""
+        """Every constructor call the dataset may come from (`if a: ds = A(...) else: ds = B(...)`),
+        through same-module helpers that build it (`DataLoader(prepare(ds))`)."""
         if expr is None or depth > _MAX_DEPTH:
             return []
         if isinstance(expr, cst.Call):
+            target = self.index.target_of(expr)
+            if target is not None and target not in self.index.class_of_method:
+                out: list[cst.Call] = []
+                for r in self.index.returns.get(target, []):
+                    out += self._dataset_call_candidates(r, depth + 1)
+                return out or [expr]
             return [expr]
         if isinstance(expr, cst.Name):
             out: list[cst.Call] = []
@@ -451,21 +484,6 @@ class LoaderTracker:
             else:
                 todo.append(a.value)
         return todo
-
-
-class _CopyOrStepFinder(cst.CSTVisitor):
-    """Does a loop body copy something to the accelerator or run a training/forward step?"""
-
-    def __init__(self, tracker: LoaderTracker) -> None:
-        self.tracker = tracker
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> bool:
-        if self.found:
-            return False
-        if self.tracker.is_h2d_call(node, any_receiver=True) or self.tracker.analysis.hot.is_step_call(node):
-            self.found = True
-        return not self.found
 
 
 def loaders(analysis) -> LoaderTracker:

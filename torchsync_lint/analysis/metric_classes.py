@@ -34,10 +34,18 @@ class MetricClass:
     task: str | None = None  # "multiclass"... ; None for the `task=` wrappers (read the argument)
     weighted: bool = False  # `update(value, weight)`: MeanMetric and RunningMean
     bincount_always: bool = False  # confusion matrices bincount whatever `average` is
-    overrides: frozenset[str] = frozenset()  # methods a user subclass redefines
+    overrides: frozenset[str] = frozenset()  # methods a user subclass redefines ("*": any may be)
+    preset: tuple = ()  # (keyword, expression) bound by `functools.partial(MeanMetric, ...)`
 
     def default(self, key: str) -> object:
         return dict(self.defaults).get(key, _MISSING)
+
+    def redefines(self, method: str) -> bool:
+        """Does a user subclass (or a factory we cannot read) replace ``method``?"""
+        return method in self.overrides or ANY_METHOD in self.overrides
+
+
+ANY_METHOD = "*"  # a class made by code we cannot read: any method may be replaced
 
 
 _MISSING = object()

@@ -20,13 +20,14 @@ Constructor arguments are read as literals; a value the user configures (`nan_st
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import Def
 from torchsync_lint.analysis.metric_classes import (
+    ANY_METHOD,
     _DIST_DEFAULTS,
     _MISSING,
     _ITEM_VIEWS,
@@ -53,6 +54,9 @@ class MetricSite:
         for arg in self.call.args:
             if arg.keyword is not None and arg.keyword.value == key:
                 return arg
+        for preset_key, arg in self.cls.preset:  # `functools.partial(MeanMetric, nan_strategy=...)`
+            if preset_key == key:
+                return arg
         if key in self.cls.params:
             i = self.cls.params.index(key)
             if i < len(positional):
@@ -66,7 +70,7 @@ class MetricSite:
             return literal(arg.value)
         if any(a.star for a in self.call.args):
             return UNKNOWN  # `**kwargs` may set it
-        if key == "nan_strategy" and "__init__" in self.cls.overrides:
+        if key == "nan_strategy" and self.cls.redefines("__init__"):
             return UNKNOWN  # a user subclass may pass its own default
         default = self.cls.default(key)
         return UNKNOWN if default is _MISSING else default
@@ -146,6 +150,40 @@ class MetricTracker:
             return KNOWN_CLASSES.get(qn.rsplit(".", 1)[-1])
         if isinstance(func, cst.Name) and func.value in self.index.classes:
             return self._local_class(func.value)
+        if isinstance(func, cst.Name):
+            return self._factory_class(func)
+        return None
+
+    def _factory_class(self, name: cst.Name, depth: int = 0) -> MetricClass | None:
+        """A metric class made by a call: `Fast = functools.partial(MeanMetric, nan_strategy=...)`,
+        `type("Fast", (MeanMetric,), {...})`, or a class decorator `NoNan = f(MeanMetric)`."""
+        defs = self.values.reaching_defs(name)
+        if len(defs) != 1 or defs[0].how != "assign" or not isinstance(defs[0].value, cst.Call) or depth > 3:
+            return None
+        call = defs[0].value
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        qn = self.analysis.qualname(call.func) or ""
+        if qn == "functools.partial" and positional:
+            base = self.metric_class(positional[0])
+            if base is None or len(positional) > 1 or any(a.star for a in call.args):
+                return None if base is None else replace(base, overrides=base.overrides | {"__init__"})
+            preset = tuple((a.keyword.value, a) for a in call.args if a.keyword is not None)
+            return replace(base, preset=base.preset + preset)
+        if isinstance(call.func, cst.Name) and call.func.value == "type" and len(positional) == 3 and not self.index.binds_locally("type", call):
+            bases = [el.value for el in positional[1].elements] if isinstance(positional[1], cst.Tuple) else []
+            base = self.metric_class(bases[0]) if bases else None
+            if base is None:
+                return None
+            body = positional[2]
+            if isinstance(body, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in body.elements):
+                methods = frozenset(el.key.evaluated_value for el in body.elements)
+            else:
+                methods = frozenset({ANY_METHOD})
+            return replace(base, name=f"{literal(positional[0]) if literal(positional[0]) is not UNKNOWN else 'type'}({base.name})", overrides=base.overrides | methods)
+        for arg in positional:  # `NoNan = suppress_nan_check(MeanMetric)`: a class decorator
+            base = self.metric_class(arg)
+            if base is not None:
+                return replace(base, overrides=base.overrides | {ANY_METHOD})
         return None
 
     def _local_class(self, name: str, depth: int = 0) -> MetricClass | None:
@@ -533,7 +571,7 @@ class MetricTracker:
                     for k, v in part.items():
                         merged.setdefault(k, []).extend(v)
             for assign, target in self._subscript_assigns:
-                if isinstance(target.value, cst.Name) and target.value.value == expr.value and self.index.scope_of(assign) is self.index.scope_of(expr) and self.index.line(assign) <= self.index.line(expr):
+                if isinstance(target.value, cst.Name) and target.value.value == expr.value and self.index.frame_of(assign) is self.index.frame_of(expr) and self.index.seq(assign) <= self.index.seq(expr):
                     key = _subscript_key(target)
                     if key is not UNKNOWN:
                         merged[key] = self.sites_of(assign.value)  # `metrics["avg_loss"] = Other()` replaces
@@ -650,57 +688,39 @@ class MetricTracker:
         return "cpu"
 
     def _scan_module(self) -> None:
-        tracker = self
-
-        class _Scan(cst.CSTVisitor):
-            def __init__(self) -> None:
-                self.callees: set[int] = set()
-                self.not_references: set[int] = set()  # names that define or label, not read
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for t in node.targets:
-                    if isinstance(t.target, cst.Subscript):
-                        tracker._subscript_assigns.append((node, t.target))
-
-            # A function referenced other than as a callee (`optimizer.step(closure)`,
-            # `partial(f, m)`, `hook = self.step`) may be called with arguments we cannot see.
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                self.not_references.add(id(node.name))
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> None:
-                self.not_references.add(id(node.name))
-
-            def visit_Param(self, node: cst.Param) -> None:
-                self.not_references.add(id(node.name))
-
-            def visit_Arg(self, node: cst.Arg) -> None:
-                if node.keyword is not None:
-                    self.not_references.add(id(node.keyword))
-
-            def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-                return False
-
-            def visit_Import(self, node: cst.Import) -> bool:
-                return False
-
-            def visit_Name(self, node: cst.Name) -> None:
-                if id(node) not in self.callees and id(node) not in self.not_references:
-                    tracker._escaped_names.add(node.value)
-
-            def visit_Attribute(self, node: cst.Attribute) -> None:
-                self.not_references.add(id(node.attr))
-                if id(node) not in self.callees:
-                    tracker._escaped_attrs.add(node.attr.value)
-
-            def visit_Call(self, node: cst.Call) -> None:
-                self.callees.add(id(node.func))
-                qn = tracker.analysis.qualname(node.func) or ""
-                if qn == "torch.use_deterministic_algorithms" and node.args and literal(node.args[0].value) is True:
-                    tracker.deterministic = True
-                if qn == "torch.distributed.init_process_group" and _backend_is_nccl(node):
-                    tracker.nccl_inits.append(node)
-
-        self.analysis.module.visit(_Scan())
+        """One look at the module's nodes (from the index, no traversal of its own): subscript
+        stores, functions referenced other than as a callee, determinism and NCCL set-up."""
+        index = self.index
+        for node in index.nodes_of(cst.Assign):
+            for t in node.targets:
+                if isinstance(t.target, cst.Subscript):
+                    self._subscript_assigns.append((node, t.target))
+        callees: set[int] = set()
+        for node in index.calls:
+            callees.add(id(node.func))
+            qn = self.analysis.qualname(node.func) or ""
+            if qn == "torch.use_deterministic_algorithms" and node.args and literal(node.args[0].value) is True:
+                self.deterministic = True
+            if qn == "torch.distributed.init_process_group" and _backend_is_nccl(node):
+                self.nccl_inits.append(node)
+        # A function referenced other than as a callee (`optimizer.step(closure)`,
+        # `partial(f, m)`, `hook = self.step`) may be called with arguments we cannot see.
+        # Names that define or label (def/class/parameter names, keywords, attribute names,
+        # anything in an import) are not references.
+        not_references: set[int] = set()
+        for node_type in (cst.FunctionDef, cst.ClassDef, cst.Param):
+            not_references.update(id(n.name) for n in index.nodes_of(node_type))
+        not_references.update(id(n.keyword) for n in index.nodes_of(cst.Arg) if n.keyword is not None)
+        for node in index.nodes_of(cst.Attribute):
+            not_references.add(id(node.attr))
+            if id(node) not in callees:
+                self._escaped_attrs.add(node.attr.value)
+        for node_type in (cst.Import, cst.ImportFrom):
+            for stmt in index.nodes_of(node_type):
+                not_references.update(id(n) for n in index.tree.walk_subtree(stmt) if isinstance(n, cst.Name))
+        for node in index.nodes_of(cst.Name):
+            if id(node) not in callees and id(node) not in not_references:
+                self._escaped_names.add(node.value)
 
     def computed_sites(self) -> set[int]:
         """Ids of sites whose `compute()` runs somewhere (directly or through a collection),

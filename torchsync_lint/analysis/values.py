@@ -3,146 +3,68 @@
 The question every TSL1xx rule asks is "is this plausibly a torch tensor on an accelerator?".
 We answer it from the code, never from names: values of torch factories with a device,
 `.to(device)`/`.cuda()`, model and criterion calls, tensor methods of such values, through
-assignments, unpacking, augmented assignment and same-module calls. Anything we cannot place
-is UNKNOWN, and UNKNOWN never produces a finding.
+assignments, unpacking (position by position), dict literals (key by key), augmented
+assignment, same-module calls and, with a project view, calls and call sites in other modules
+(``self.env``). Anything we cannot place is UNKNOWN, and UNKNOWN never produces a finding.
+
+Calls are evaluated in analysis/calls.py and device arguments in analysis/devices.py; this
+module holds the evaluation loop, names, attributes and containers.
+
+Cycles (`x = x + y` in a loop, mutually recursive helpers) are solved to a fixed point at the
+node where the cycle was entered, and nothing computed on top of an unfinished node is
+memoised, so an answer never depends on which rule asked first.
 """
 
 from __future__ import annotations
 
-import enum
-import re
-
 import libcst as cst
 
+from torchsync_lint.analysis.bindings import Bindings
+from torchsync_lint.analysis.calls import CallKinds
+from torchsync_lint.analysis.devices import DeviceArguments, source_names_accelerator, source_uses_accelerator
+from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex
+from torchsync_lint.analysis.kinds import HOST_KINDS, MODEL_KINDS, Kind, combine, join
+from torchsync_lint.knowledge import lightning, registry
+from torchsync_lint.knowledge import torch as torch_knowledge
 
+# Kept importable from here: rules and trackers read them.
+HOST_RESULT_METHODS = torch_knowledge.HOST_RESULT_METHODS
+LIGHTNING_MODULES = lightning.LIGHTNING_MODULES
+LIGHTNING_BATCH_HOOKS = lightning.BATCH_HOOKS
+__all__ = ["HOST_KINDS", "HOST_RESULT_METHODS", "Kind", "ValueAnalysis", "combine", "join", "source_names_accelerator", "source_uses_accelerator"]
 
-class Kind(str, enum.Enum):
-    DEVICE = "device"  # plausibly a tensor (or a container of tensors) on an accelerator
-    HOST_TENSOR = "host-tensor"  # a torch tensor that provably lives on the CPU
-    HOST = "host"  # a Python value, numpy value, string, device object...: never a device tensor
-    MODEL = "model"  # a torch.nn.Module
-    LOADER = "loader"  # a torch.utils.data.DataLoader
-    OPTIMIZER = "optimizer"  # a torch.optim.Optimizer (or an AMP GradScaler)
-    UNKNOWN = "unknown"
-
-
-HOST_KINDS = frozenset({Kind.HOST, Kind.HOST_TENSOR})
 # Parameters resolved inside one another (a call chain forwarding a value) before giving up:
 # each level costs about ten Python frames, and the default stack holds 1,000.
 MAX_PARAM_DEPTH = 40
+# Rounds of a cycle's fixed point before settling on what it has (kinds form a short lattice:
+# three rounds reach the fixed point in practice).
+MAX_ROUNDS = 4
 
 
-def join(kinds) -> Kind:
-    """Combine the kinds a name may hold: "may be on the device" wins (ignores None = no info)."""
-    seen = {k for k in kinds if k is not None}
-    if not seen:
-        return Kind.UNKNOWN
-    if Kind.DEVICE in seen:
-        return Kind.DEVICE
-    if len(seen) == 1:
-        return seen.pop()
-    if seen <= HOST_KINDS:
-        return Kind.HOST_TENSOR
-    return Kind.UNKNOWN
-
-
-# Tensor methods whose result is a host value (the read itself is what TSL101 flags).
-HOST_RESULT_METHODS = frozenset(
-    "item tolist numpy cpu size dim numel nelement element_size is_contiguous data_ptr "
-    "get_device stride storage_offset is_floating_point is_complex is_pinned is_shared "
-    "__len__ __repr__ __str__ __format__ dim_order".split()
-)
-HOST_ATTRIBUTES = frozenset("shape dtype device ndim is_cuda requires_grad is_leaf layout names itemsize nbytes".split())
-SAME_VALUE_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
-MODEL_METHODS_RETURNING_MODEL = frozenset("to cuda cpu train eval half float double bfloat16 requires_grad_ share_memory".split())
-# A model's tensors live where the model does (the same assumption as its forward's output):
-# `model.parameters()` is a container of device tensors; `named_parameters()` yields
-# (host name, device tensor) pairs, so only its second element is a device tensor.
-MODEL_TENSOR_ITERATORS = frozenset({"parameters", "buffers"})
-MODEL_NAMED_TENSOR_ITERATORS = frozenset({"named_parameters", "named_buffers"})
-
-# Builtins and modules whose results are host values whatever they are given.
-HOST_BUILTINS = frozenset(
-    "len int float bool str repr format isinstance issubclass type range id hash print "
-    "open round chr ord hex oct bin callable hasattr getattr setattr dir vars input".split()
-)
-SAME_KIND_BUILTINS = frozenset("abs min max sum sorted reversed list tuple iter next".split())
-HOST_MODULE_PREFIXES = ("numpy.", "math.", "random.", "time.", "os.", "sys.", "json.", "pandas.", "statistics.", "np.")
-
-TORCH_FACTORIES = frozenset(
-    "zeros ones empty full rand randn randint randperm arange linspace logspace eye tensor "
-    "as_tensor asarray zeros_like ones_like empty_like full_like rand_like randn_like "
-    "randint_like from_numpy frombuffer scalar_tensor empty_strided normal".split()
-)
-TORCH_HOST_RESULTS = frozenset(
-    "is_tensor is_floating_point numel manual_seed seed initial_seed set_grad_enabled "
-    "is_grad_enabled get_default_dtype no_grad enable_grad inference_mode autocast device "
-    "set_default_dtype save load compile".split()
-)
-ACCELERATOR_WORDS = re.compile(r"cuda|mps|xla|xpu|hpu|npu|meta|gpu|accelerat", re.I)
-CPU_WORDS = re.compile(r"^cpu(:\d+)?$")
-
-# A module that never mentions an accelerator keeps every tensor on the CPU.
-_ACCELERATOR_SOURCE = re.compile(r"cuda|device|accelerat|\bxla\b|\bmps\b|lightning|Lightning|Fabric|\.to\(")
-# Words that name an accelerator (or a framework that picks one): a module that says one of
-# them may run on it, whatever its `device` variables hold.
-_ACCELERATOR_NAMES = re.compile(r"cuda|accelerat|\bxla\b|\bmps\b|\bxpu\b|\bnpu\b|\bhpu\b|lightning|Lightning|Fabric")
-
-
-def source_uses_accelerator(source: str) -> bool:
-    return bool(_ACCELERATOR_SOURCE.search(source))
-
-
-def source_names_accelerator(source: str) -> bool:
-    return bool(_ACCELERATOR_NAMES.search(source))
-
-
-class ValueAnalysis:
+class ValueAnalysis(CallKinds, DeviceArguments):
     """Lazily evaluates and memoises the Kind of expressions in one module."""
 
-    def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None) -> None:
+    def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None, env: Env = NULL_ENV) -> None:
         """``mentions_device``: the source mentions a device at all (source_uses_accelerator);
         ``names_accelerator``: it names an accelerator (source_names_accelerator); None when
-        unknown, which counts as yes."""
+        unknown, which counts as yes. ``env``: what other modules of the project say."""
         self.index = index
+        self.env = env
+        self.bindings = Bindings(index)
         self._mentions_device = mentions_device
         self._names_accelerator = mentions_device if names_accelerator is None else names_accelerator
         self._uses_accelerator: bool | None = None
-        self._memo: dict[int, Kind | None] = {}
-        self._in_progress: set[int] = set()
-        self._param_memo: dict[int, Kind] = {}
-        self._param_depth = 0  # parameters being resolved inside one another
-        self._param_cuts = 0  # times MAX_PARAM_DEPTH cut a resolution short
+        self._memo: dict[object, Kind | None] = {}
+        self._active: dict[object, int] = {}  # key -> its depth on the evaluation stack
+        self._approx: dict[object, Kind | None] = {}  # a cycle head's value in the current round
+        self._lowest_cut = _NO_CUT  # the shallowest in-progress node the current frame leaned on
+        self._param_depth = 0
+        self._placements: dict[tuple[int, str], bool] = {}
+        self._shadowed_roots: dict[int, bool] = {}
 
     # -- public ---------------------------------------------------------------------------
-    @property
-    def uses_accelerator(self) -> bool:
-        """May this module's tensors be on an accelerator?
-
-        No when the source never mentions a device, and no when its only device words are
-        `device`/`.to(` and every device it passes is the CPU (`device = "cpu"`, then
-        `.to(device)`): the user configured the CPU. A device the code cannot resolve (a
-        parameter, `args.device`, `x.device`) counts as an accelerator.
-        """
-        if self._uses_accelerator is None:
-            self._uses_accelerator = self._mentions_device and (self._names_accelerator or self._passes_a_non_cpu_device())
-        return self._uses_accelerator
-
-    def _passes_a_non_cpu_device(self) -> bool:
-        for call in self.index.calls:
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
-                return True
-            devices = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"]
-            is_move = isinstance(func, cst.Attribute) and func.attr.value == "to"
-            if is_move or (self.qualname(func) or "") == "torch.device":
-                devices += [a.value for a in call.args[:1] if a.keyword is None and not a.star]
-            if any(self._device_arg(d, resolve_tensors=False) == "accelerator" for d in devices):
-                return True
-        return False
-
     def kind(self, node: cst.BaseExpression) -> Kind:
         k = self._eval(node)
         return k if k is not None else Kind.UNKNOWN
@@ -151,39 +73,93 @@ class ValueAnalysis:
         return self.kind(node) is Kind.DEVICE
 
     def qualname(self, node: cst.BaseExpression) -> str | None:
-        return self.index.imports.qualname(node)
+        """The imported name ``node`` (a dotted name) refers to, unless a local binding of its
+        root shadows the import (`import model` ... `model = model.Net()` in a script)."""
+        qn = self.index.imports.qualname(node)
+        if qn is None:
+            return None
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and self._shadows_import(root):
+            return None
+        return qn
 
-    def origin_qualname(self, expr: cst.BaseExpression) -> str | None:
+    def _shadows_import(self, name: cst.Name) -> bool:
+        key = id(name)
+        found = self._shadowed_roots.get(key)
+        if found is None:
+            defs = self.reaching_defs(name)
+            # An import, or the optional-import fallback `except ImportError: wandb = None`.
+            found = any(
+                not (d.how == "opaque" and isinstance(d.stmt, (cst.Import, cst.ImportFrom))) and not (d.how == "assign" and isinstance(d.value, cst.Name) and d.value.value == "None")
+                for d in defs
+            )
+            self._shadowed_roots[key] = found
+        return found
+
+    def reaching_defs(self, name: cst.Name) -> list[Def]:
+        return self.bindings.reaching_defs(name)
+
+    def origin_qualname(self, expr: cst.BaseExpression, depth: int = 0) -> str | None:
         """The qualified name of the call that created ``expr``, directly or through local
-        names whose every reaching assignment agrees (`s = torch.cuda.Stream()`; `s`)."""
+        names whose every reaching assignment agrees (`s = torch.cuda.Stream()`; `s`), or
+        through a parameter that every call site (in this module or, with a project view,
+        another) binds to an object made by the same call."""
+        if depth > 8:
+            return None  # `a = b; b = a` in a loop, or a long chain of aliases
         if isinstance(expr, cst.Call):
             return self.qualname(expr.func)
         if isinstance(expr, cst.Name):
-            origins = {self.origin_qualname(d.value) for d in self.reaching_defs(expr) if d.how == "assign" and d.value is not None}
+            defs = self.reaching_defs(expr)
+            if defs and all(d.how == "param" for d in defs):
+                return self.env.param_origin(defs[0].func, defs[0].param) if len(defs) == 1 else None
+            origins = {self.origin_qualname(d.value, depth + 1) for d in defs if d.how == "assign" and d.value is not None}
             return origins.pop() if len(origins) == 1 else None
+        parts = dotted_parts(expr)
+        if parts and len(parts) == 2 and parts[0] == "self":
+            info = self.index.class_of(expr)
+            if info is not None:
+                origins = {self.origin_qualname(d.value, depth + 1) for d in info.self_attrs.get(parts[1], []) if d.how == "assign" and d.value is not None}
+                return origins.pop() if len(origins) == 1 else None
         return None
 
-    def device_of(self, node: cst.BaseExpression) -> str | None:
-        """For a device argument: "cpu", "accelerator", or None when it is not a device."""
-        return self._device_arg(node)
-
-    # -- evaluation -----------------------------------------------------------------------
+    # -- evaluation: memo and cycles ------------------------------------------------------
     def _eval(self, node: cst.BaseExpression) -> Kind | None:
-        key = id(node)
+        return self._solve(id(node), lambda: self._compute(node))
+
+    def _solve(self, key: object, compute) -> Kind | None:
+        """``compute()``, memoised, with cycles solved to a fixed point at their head.
+
+        A node that is already being computed (a cycle) answers with its current
+        approximation (None at first). The node that heads the cycle recomputes until its
+        value stops changing; nodes computed on top of an unfinished one are not memoised
+        (their value depends on where the evaluation started).
+        """
         if key in self._memo:
             return self._memo[key]
-        if key in self._in_progress:
-            return None  # a cycle (x = x + y): contributes nothing
-        self._in_progress.add(key)
-        cuts = self._param_cuts
+        depth = self._active.get(key)
+        if depth is not None:
+            self._lowest_cut = min(self._lowest_cut, depth)
+            return self._approx.get(key)
+        depth = len(self._active)
+        self._active[key] = depth
+        outer_cut = self._lowest_cut
         try:
-            result = self._compute(node)
+            for _ in range(MAX_ROUNDS):
+                self._lowest_cut = _NO_CUT
+                result = compute()
+                if result is Kind.DEVICE and not self.uses_accelerator:
+                    result = Kind.HOST_TENSOR
+                if self._lowest_cut != depth or self._approx.get(key) == result:
+                    break  # no cycle through this node, or its fixed point is reached
+                self._approx[key] = result
         finally:
-            self._in_progress.discard(key)
-        if result is Kind.DEVICE and not self.uses_accelerator:
-            result = Kind.HOST_TENSOR
-        if self._param_cuts == cuts:  # not when a too-deep parameter chain was cut short below
+            del self._active[key]
+            self._approx.pop(key, None)
+        if self._lowest_cut >= depth:
             self._memo[key] = result
+        self._lowest_cut = min(outer_cut, self._lowest_cut if self._lowest_cut < depth else _NO_CUT)
         return result
 
     def _compute(self, node: cst.BaseExpression) -> Kind | None:
@@ -198,32 +174,27 @@ class ValueAnalysis:
         if isinstance(node, cst.Call):
             return self._call(node)
         if isinstance(node, cst.Subscript):
-            base = self._eval(node.value)
-            return base if base in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
+            return self._subscript(node)
         if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+            if isinstance(node.operator, cst.Modulo) and self._is_text(node.left):
                 return Kind.HOST  # "%s" % t: string formatting
-            return self._combine(self._eval(node.left), self._eval(node.right))
+            return combine(self._eval(node.left), self._eval(node.right))
         if isinstance(node, cst.UnaryOperation):
             if isinstance(node.operator, cst.Not):
                 return Kind.HOST
-            return self._eval(node.expression)
+            return combine(self._eval(node.expression))
         if isinstance(node, cst.Comparison):
             if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
                 return Kind.HOST
-            return self._combine(self._eval(node.left), *(self._eval(c.comparator) for c in node.comparisons))
+            return combine(self._eval(node.left), *(self._eval(c.comparator) for c in node.comparisons))
         if isinstance(node, cst.BooleanOperation):
             return join([self._eval(node.left), self._eval(node.right)])
         if isinstance(node, cst.IfExp):
             return join([self._eval(node.body), self._eval(node.orelse)])
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-            kinds = [self._eval(el.value) for el in node.elements]
-            if any(k is Kind.DEVICE for k in kinds):
-                return Kind.DEVICE
-            return Kind.HOST if all(k in HOST_KINDS for k in kinds) else Kind.UNKNOWN
+            return self._container([self._eval(el.value) for el in node.elements])
         if isinstance(node, cst.Dict):
-            kinds = [self._eval(el.value) for el in node.elements if isinstance(el, cst.DictElement)]
-            return Kind.DEVICE if Kind.DEVICE in kinds else Kind.UNKNOWN
+            return self._container([self._eval(el.value) for el in node.elements if isinstance(el, cst.DictElement)], partial=True)
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
             return Kind.DEVICE if self._eval(node.elt) is Kind.DEVICE else Kind.UNKNOWN
         if isinstance(node, cst.DictComp):
@@ -233,162 +204,263 @@ class ValueAnalysis:
         return Kind.UNKNOWN
 
     @staticmethod
-    def _combine(*kinds: Kind | None) -> Kind | None:
-        """Arithmetic: a device operand makes a device result; all-host stays host."""
-        known = [k for k in kinds if k is not None]
-        if Kind.DEVICE in known:
+    def _container(kinds: list[Kind | None], partial: bool = False) -> Kind:
+        """A tuple/list/dict as a whole: a device tensor in it makes it "device" (it is read
+        element by element); all host tensors make a host-tensor container."""
+        if Kind.DEVICE in kinds:
             return Kind.DEVICE
-        if known and all(k in HOST_KINDS for k in known):
-            return Kind.HOST_TENSOR if Kind.HOST_TENSOR in known else Kind.HOST
-        return Kind.UNKNOWN if known else None
+        if not partial and kinds and all(k in HOST_KINDS for k in kinds):
+            return Kind.HOST_TENSOR if Kind.HOST_TENSOR in kinds else Kind.HOST
+        return Kind.UNKNOWN
+
+    def _is_text(self, node: cst.BaseExpression) -> bool:
+        """A string literal, or an expression built only from them (`("%10s" * 3)`)."""
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply)):
+            return self._is_text(node.left) or (isinstance(node.operator, cst.Add) and self._is_text(node.right))
+        return False
 
     # -- names ----------------------------------------------------------------------------
-    def reaching_defs(self, name: cst.Name) -> list[Def]:
-        """Bindings of ``name`` that may reach this use.
-
-        Straight-line code is flow-sensitive: the last binding that dominates the use (it
-        sits in a block enclosing the use, or is the loop target of an enclosing `for`)
-        kills every earlier one, so `loss = loss.item()` makes `loss` a host float from
-        there on. Bindings under an `if` do not kill, and bindings later in an enclosing
-        loop body reach the use through the next iteration unless a dominating binding
-        inside that loop kills them first.
-        """
-        index = self.index
-        use_scope = index.scope_of(name)
-        scope = use_scope
-        while True:
-            defs = index.defs.get(scope, {}).get(name.value, [])
-            if defs:
-                break
-            if isinstance(scope, cst.Module):
-                return []
-            scope = index.scope_of(scope)
-        if scope is not use_scope:
-            return list(defs)  # a global or closure read: any binding may have run before the call
-        line = index.line(name)
-        loops = [a for a in self._ancestors_in_scope(name) if isinstance(a, (cst.For, cst.While))]
-        # A use inside the statement that binds the name (`x = f(\n    x)`, the right-hand side
-        # of a multi-line assignment) reads the *previous* binding, whatever the line numbers say.
-        own = [d for d in defs if d.how in ("assign", "unpack", "aug") and self.index.inside(name, d.stmt)]
-        before = [d for d in defs if d not in own and (d.line < line or (d.line == line and not self.index.inside(name, d.stmt)))]
-        dominating = [d for d in before if self._dominates(d, name)]
-        killer = max(dominating, key=lambda d: (d.line, self.index.positions[d.stmt].start.column)) if dominating else None
-        if killer is not None:
-            before = [killer] + [d for d in before if d.line > killer.line]
-        later = [d for d in defs if d not in before and (killer is None or d.line > killer.line or d.line > line)]
-        carried = [
-            d for d in later if (d.line > line or d in own) and any(self.index.inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or self.index.inside(killer.stmt, lp))) for lp in loops)
-        ]
-        return before + carried
-
-    def _ancestors_in_scope(self, node: cst.CSTNode):
-        for anc in self.index.ancestors(node):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.Module)):
-                return
-            yield anc
-
-    def _dominates(self, d: Def, use: cst.CSTNode) -> bool:
-        """Does binding ``d`` run on every path to ``use`` (within one scope)?"""
-        if d.how == "param":
-            return True
-        if d.how == "for":
-            return isinstance(d.stmt, cst.For) and self.index.inside(use, d.stmt.body)
-        if not isinstance(d.stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr)):
-            return False
-        line_node = self.index.parent(d.stmt)
-        block = self.index.parent(line_node) if line_node is not None else None
-        return block is not None and self.index.inside(use, block)
-
     def _name(self, node: cst.Name) -> Kind | None:
         defs = self.reaching_defs(node)
         if not defs:
-            return Kind.UNKNOWN
+            qn = self.qualname(node)  # `from proj.config import device`
+            remote = self.env.symbol_kind(qn) if qn is not None else None
+            return remote if remote is not None else Kind.UNKNOWN
         kinds = [self._def(d) for d in defs]
         return join(kinds) if any(k is not None for k in kinds) else None
 
     def _def(self, d: Def) -> Kind | None:
         if d.how == "assign":
-            return self._eval(d.value)
+            kind = self._eval(d.value)
+            if kind is Kind.CPU_MODEL and not self._stays_on_cpu(d):
+                return Kind.MODEL
+            return kind
         if d.how == "unpack":
             return self._element(d.value, d.path)
         if d.how == "for":
             return self._iter_element(d.value, d.path)
         if d.how == "aug":
             target = d.stmt.target if isinstance(d.stmt, cst.AugAssign) else None
-            return self._combine(self._eval(target) if target is not None else None, self._eval(d.value))
+            return combine(self._eval(target) if target is not None else None, self._eval(d.value))
         if d.how == "param":
-            return self._param(d)
+            return self._solve(("param", id(d.param)), lambda: self._param(d))
         if d.how == "module-move":
             return Kind.MODEL
         return Kind.UNKNOWN
 
+    def _stays_on_cpu(self, d: Def) -> bool:
+        """A module bound here by its constructor stays on the CPU unless the name is moved
+        (`.to(...)`, `.cuda()`), or escapes to code we cannot see (an argument, a return, an
+        attribute or container store, an alias) anywhere in the scope that binds it."""
+        scope = self.index.scope_of(d.stmt)
+        key = (id(scope), d.name)
+        if key not in self._placements:
+            self._placements[key] = not any(self._moves_or_escapes(n) for n in self.index.tree.walk_subtree(scope) if isinstance(n, cst.Name) and n.value == d.name)
+        return self._placements[key]
+
+    def _moves_or_escapes(self, name: cst.Name) -> bool:
+        parent = self.index.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.value is name:
+            return parent.attr.value in _MOVING_METHODS  # `model.to(device)`, `model.cuda()`
+        if isinstance(parent, cst.Call) and parent.func is name:
+            return False  # a forward
+        if isinstance(parent, cst.Arg):
+            call = self.index.parent(parent)
+            callee = call.func if isinstance(call, cst.Call) else None
+            return not (isinstance(callee, cst.Name) and callee.value in _NON_MOVING_BUILTINS)
+        if isinstance(parent, (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef, cst.AnnAssign, cst.For, cst.CompFor, cst.AugAssign)):
+            return False  # the binding itself, or a loop target
+        if isinstance(parent, (cst.Comparison, cst.IfExp, cst.If, cst.While, cst.Assert, cst.FormattedStringExpression, cst.BooleanOperation)):
+            return False  # read, not handed on
+        return True  # returned, stored, aliased, put in a container, passed through `**`...
+
     def _element(self, value: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
-        """Kind of element ``path`` when ``value`` is unpacked."""
-        for step in path:
-            if isinstance(value, (cst.Tuple, cst.List)) and step >= 0 and step < len(value.elements):
-                value = value.elements[step].value
+        """Kind of element ``path`` when ``value`` is unpacked (`a, b = value`)."""
+        if not path:
+            return self._eval(value)
+        projected = self._project(value, path[0])
+        if projected is not None:
+            return join(self._element(v, path[1:]) if isinstance(v, cst.BaseExpression) else v for v in projected)
+        k = self._eval(value)
+        if k is Kind.DEVICE:
+            return Kind.DEVICE  # rows of a device tensor (or elements of a container holding one)
+        return Kind.HOST_TENSOR if k is Kind.HOST_TENSOR else (Kind.HOST if k is Kind.HOST else Kind.UNKNOWN)
+
+    def _project(self, value: cst.BaseExpression, position: int, depth: int = 0) -> list | None:
+        """The expressions (or kinds) that element ``position`` of ``value`` may be: through
+        tuple literals, names bound to them, and functions returning them. None when the
+        value's shape is not known."""
+        if depth > 6 or position < 0:
+            return None
+        if isinstance(value, (cst.Tuple, cst.List)):
+            if any(isinstance(el, cst.StarredElement) for el in value.elements):
+                return None
+            return [value.elements[position].value] if position < len(value.elements) else None
+        if isinstance(value, cst.Name):
+            defs = self.reaching_defs(value)
+            if not defs or any(d.how != "assign" or d.value is None for d in defs):
+                return None
+            out: list = []
+            for d in defs:
+                part = self._project(d.value, position, depth + 1)
+                if part is None:
+                    return None
+                out += part
+            return out
+        if isinstance(value, cst.Call):
+            target = self.index.target_of(value)
+            if target is not None:
+                returns = self.index.returns.get(target, [])
+                out = []
+                for r in returns:
+                    part = self._project(r, position, depth + 1)
+                    if part is None:
+                        return None
+                    out += part
+                return out or None
+            return self.call_element(value, position)
+        return None
+
+    def _subscript(self, node: cst.Subscript) -> Kind | None:
+        """`d["key"]` of a dict literal is that key's value; `t[i]` of a tensor is a tensor."""
+        key = _constant_key(node)
+        if key is not None:
+            values = self._dict_values(node.value, key)
+            if values is not None:
+                return join(self._eval(v) if isinstance(v, cst.BaseExpression) else v for v in values)
+        if isinstance(key, int) and not isinstance(key, bool):
+            items = self._project(node.value, key)
+            if items is not None:
+                return join(self._eval(v) if isinstance(v, cst.BaseExpression) else v for v in items)
+        base = self._eval(node.value)
+        if base is Kind.MOVED:
+            return Kind.DEVICE  # only a tensor of the two is indexed this way in training code
+        if base is not Kind.DEVICE and self._device_stored_into(node, key):
+            return Kind.DEVICE  # `batch[k] = batch[k].to(device)` earlier in the step
+        return base if base in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
+
+    def _device_stored_into(self, node: cst.Subscript, key: object) -> bool:
+        """Was a device value stored into this container (`batch[k] = v.to(device)`), under
+        this key or any, before ``node`` reads it in the same function?"""
+        if not isinstance(node.value, cst.Name):
+            return False
+        name = node.value.value
+        frame = self.index.frame_of(node)
+        seq = self.index.seq(node)
+        for assign in self.index.nodes_of(cst.Assign):
+            if self.index.seq(assign) >= seq or self.index.frame_of(assign) is not frame:
                 continue
-            k = self._eval(value)
-            return k if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
-        return self._eval(value)
+            for t in assign.targets:
+                store = t.target
+                if not (isinstance(store, cst.Subscript) and isinstance(store.value, cst.Name) and store.value.value == name):
+                    continue
+                stored_key = _constant_key(store)
+                if key is not None and stored_key is not None and stored_key != key:
+                    continue
+                if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED):
+                    return True
+        return False
+
+    def _dict_values(self, value: cst.BaseExpression, key: object, depth: int = 0) -> list | None:
+        """The expressions (or kinds) a constant key may hold when ``value`` is a dict literal,
+        a `dict(k=...)` call, a name bound only to those, or a function returning them."""
+        if depth > 6:
+            return None
+        if isinstance(value, cst.Dict):
+            found = None
+            for el in value.elements:
+                if not isinstance(el, cst.DictElement):
+                    return None  # `**other`: any key
+                k = _literal_key(el.key)
+                if k is _UNKNOWN_KEY:
+                    return None
+                if k == key:
+                    found = [el.value]
+            return found if found is not None else [Kind.UNKNOWN]
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" and not self.index.binds_locally("dict", value):
+            if any(a.star or a.keyword is None for a in value.args):
+                return None
+            return [a.value for a in value.args if a.keyword.value == key] or [Kind.UNKNOWN]
+        if isinstance(value, cst.Name):
+            defs = self.reaching_defs(value)
+            if not defs or any(d.how != "assign" or d.value is None for d in defs) or self._mutated(value):
+                return None
+            out: list = []
+            for d in defs:
+                part = self._dict_values(d.value, key, depth + 1)
+                if part is None:
+                    return None
+                out += part
+            return out
+        if isinstance(value, cst.Call):
+            target = self.index.target_of(value)
+            if target is not None:
+                out = []
+                for r in self.index.returns.get(target, []):
+                    part = self._dict_values(r, key, depth + 1)
+                    if part is None:
+                        return None
+                    out += part
+                return out or None
+        return None
+
+    def _mutated(self, name: cst.Name) -> bool:
+        """Is a dict bound to ``name`` changed in place in its scope (`d[k] = v`, `d.update()`)?"""
+        scope = self.index.scope_of(name)
+        for n in self.index.tree.walk_subtree(scope):
+            if isinstance(n, cst.Name) and n.value == name.value:
+                parent = self.index.parent(n)
+                if isinstance(parent, cst.Subscript) and parent.value is n and isinstance(self.index.parent(parent), cst.AssignTarget):
+                    return True
+                if isinstance(parent, cst.Attribute) and parent.value is n and parent.attr.value in ("update", "setdefault", "__setitem__"):
+                    return True
+        return False
 
     def _iter_element(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
         """Kind of (part of) one item produced by ``for ... in iterable``."""
+        if isinstance(iterable, cst.Name):
+            wrapped = self._single_assigned_call(iterable)
+            if wrapped is not None:
+                return self._iter_element(wrapped, path)  # `pbar = tqdm(loader)`; `for x in pbar`
         if isinstance(iterable, cst.Call):
-            fname = self._callee_name(iterable)
-            args = [a.value for a in iterable.args if a.keyword is None and not a.star]
-            if fname in ("enumerate",) and args:
-                if not path:
-                    return Kind.UNKNOWN
-                return Kind.HOST if path[0] == 0 else self._iter_element(args[0], path[1:])
-            if fname == "zip" and args:
-                if not path:
-                    return Kind.UNKNOWN
-                return self._iter_element(args[path[0]], path[1:]) if 0 <= path[0] < len(args) else Kind.UNKNOWN
-            if fname in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice", "track", "rich.progress.track") and args:
-                return self._iter_element(args[0], path)
-            if fname == "range":
-                return Kind.HOST
-            method = iterable.func.attr.value if isinstance(iterable.func, cst.Attribute) else None
-            if method == "keys" or (method == "items" and path[:1] == (0,)):
-                return Kind.HOST  # dict keys: names, not tensors
-            if method in MODEL_NAMED_TENSOR_ITERATORS and self._eval(iterable.func.value) is Kind.MODEL:
-                if path[:1] == (0,):
-                    return Kind.HOST  # the parameter's name
-                return Kind.DEVICE if path[:1] == (1,) and len(path) == 1 else Kind.UNKNOWN
+            found = self.call_iter_element(iterable, path)
+            if found is not None:
+                return found
         k = self._eval(iterable)
         if k is Kind.LOADER:
-            return Kind.HOST_TENSOR  # a DataLoader yields CPU tensors until the loop moves them
+            return Kind.HOST_TENSOR  # CPU tensors until the loop moves them
+        if k in (Kind.DEVICE_LOADER, Kind.PREPARED):
+            return Kind.DEVICE  # only a prepared loader is iterated: its batches arrive on the device
+        if k in MODEL_KINDS or k is Kind.MOVED:
+            return Kind.UNKNOWN  # `for layer in model`: submodules
         if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR):
             return k
         return Kind.UNKNOWN
 
+    def _single_assigned_call(self, name: cst.Name) -> cst.Call | None:
+        defs = self.reaching_defs(name)
+        if len(defs) == 1 and defs[0].how == "assign" and isinstance(defs[0].value, cst.Call):
+            return defs[0].value
+        return None
+
     def _param(self, d: Def) -> Kind | None:
-        """A parameter is what its same-module call sites pass, or what its hook contract says."""
-        key = id(d.param)
-        if key in self._param_memo:
-            return self._param_memo[key]
+        """A parameter is what its call sites pass (in this module and, with a project view,
+        in others), or what its hook contract says."""
         if self._param_depth >= MAX_PARAM_DEPTH:
             # A chain of calls this long (f0(x) -> f1(x) -> ... each forwarding x) would exhaust
-            # Python's stack; give up on this parameter instead. Nothing computed on top of the
-            # cut is memoised, so the same parameter asked for from nearer the chain's start
-            # still gets its real answer.
-            self._param_cuts += 1
+            # Python's stack; give up on this parameter instead. Treated as a cut, so nothing
+            # computed on top of it is memoised.
+            self._lowest_cut = -1
             return Kind.UNKNOWN
-        self._param_memo[key] = Kind.UNKNOWN  # cycle guard for recursive functions
         self._param_depth += 1
-        cuts = self._param_cuts
         try:
-            result = self._param_uncached(d)
+            return self._param_kind(d)
         finally:
             self._param_depth -= 1
-        if self._param_cuts == cuts:
-            self._param_memo[key] = result
-        else:
-            del self._param_memo[key]
-        return result
 
-    def _param_uncached(self, d: Def) -> Kind:
+    def _param_kind(self, d: Def) -> Kind | None:
         func, param = d.func, d.param
         assert func is not None and param is not None
         if param.annotation is not None:
@@ -399,133 +471,78 @@ class ValueAnalysis:
                 return Kind.MODEL
         info = self.index.class_of_method.get(func)
         params = [*func.params.posonly_params, *func.params.params]
-        if info is not None and params and params[0] is param and self.is_module_class(info.node):
+        position = next((i for i, p in enumerate(params) if p is param), None)
+        if info is not None and position == 0 and self.is_module_class(info.node):
             return Kind.MODEL  # `self` of an nn.Module: `self(x)` is a forward
-        if info is not None and func.name.value in LIGHTNING_BATCH_HOOKS and self.is_lightning_class(info.node):
-            # Lightning moves the batch to the module's device before calling the hook.
-            if param.name.value == "batch":
-                return Kind.DEVICE
-        names = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-        position = names.index(param.name.value) if param.name.value in names else None
-        if info is not None and position is not None:
-            position -= 1  # `self`
+        if info is not None and position is not None and self.is_lightning_class(info.node):
+            hook_params = lightning.BATCH_HOOK_PARAMS.get(func.name.value, ())
+            if position - 1 in hook_params:
+                return Kind.DEVICE  # Lightning moves the batch to the module's device first
         kinds: list[Kind | None] = []
         for call in self.index.call_sites(func):
-            positional = [a for a in call.args if a.keyword is None and not a.star]
-            if any(a.star for a in call.args):
+            arg = self.index.argument_for(call, func, param)
+            if arg is None and any(a.star for a in call.args):
                 return Kind.UNKNOWN
-            match = [a.value for a in call.args if a.keyword is not None and a.keyword.value == param.name.value]
-            if not match and position is not None and 0 <= position < len(positional):
-                match = [positional[position].value]
-            if match:
-                kinds.append(self._eval(match[0]))
-            elif param.default is not None:
-                kinds.append(self._eval(param.default))
+            if arg is not None:
+                kinds.append(self._eval(arg))
+        remote = self.env.param_kind(func, param)
+        if remote is not None:
+            kinds.append(remote)
         return join(kinds) if kinds else Kind.UNKNOWN
 
     # -- attributes -----------------------------------------------------------------------
     def _attribute(self, node: cst.Attribute) -> Kind | None:
         attr = node.attr.value
+        if attr.startswith("__") and attr.endswith("__"):
+            return Kind.HOST  # `x.__class__`, `obj.__dict__`, `cls.__name__`: Python's own data
         qn = self.qualname(node)
         if qn is not None:
-            return self._qualified_value(qn)
+            return self._qualified_value(qn, node)
         parts = dotted_parts(node)
         if parts and len(parts) == 2 and parts[0] == "self":
             return self._self_attr(node, parts[1])
-        if attr in HOST_ATTRIBUTES:
+        if attr in torch_knowledge.HOST_ATTRIBUTES:
             return Kind.HOST
         base = self._eval(node.value)
-        if attr in SAME_VALUE_ATTRIBUTES:
-            return base
+        if attr in torch_knowledge.SAME_VALUE_ATTRIBUTES:
+            return Kind.DEVICE if base is Kind.MOVED else base
         if base is Kind.DEVICE:
             return Kind.DEVICE  # fields of a model output (`out.logits`, `out.loss`)
         if base in HOST_KINDS:
             return base
-        if base is Kind.MODEL:
-            return Kind.UNKNOWN  # a submodule or a parameter
-        return Kind.UNKNOWN
+        origin = self.origin_qualname(node.value)
+        if origin is not None:
+            known = registry.attribute_returns(origin, attr)  # `scheduler.sigmas`: a CPU table
+            if known is not None:
+                return self._library_result(known, None)
+        remote = self.env.attribute_kind(node.value, attr, self)
+        return remote if remote is not None else Kind.UNKNOWN  # a model's submodule or parameter, or unknown
 
-    def _qualified_value(self, qn: str) -> Kind:
-        if qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in ("float32", "float16", "bfloat16", "int64", "long", "float", "half", "uint8", "bool"):
+    def _qualified_value(self, qn: str, node: cst.Attribute) -> Kind:
+        if qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in torch_knowledge.DTYPE_NAMES:
             return Kind.HOST
-        return Kind.UNKNOWN
+        remote = self.env.symbol_kind(qn)
+        return remote if remote is not None else Kind.UNKNOWN
 
     def _self_attr(self, node: cst.CSTNode, attr: str) -> Kind | None:
         info = self.index.class_of(node)
         if info is None:
             return Kind.UNKNOWN
-        if attr in ("device",):
+        if attr == "device":
             return Kind.HOST
-        return join([self._def(d) for d in info.self_attrs.get(attr, [])])
+        kinds = [self._def(d) for d in info.self_attrs.get(attr, [])]
+        kinds = [Kind.MODEL if k is Kind.CPU_MODEL else k for k in kinds]  # its owner may move it
+        if not kinds:
+            inherited = self.env.inherited_attribute_kind(info.node, attr)
+            return inherited if inherited is not None else Kind.UNKNOWN
+        return join(kinds)
 
-    # -- calls ----------------------------------------------------------------------------
-    def _callee_name(self, call: cst.Call) -> str | None:
-        qn = self.qualname(call.func)
-        if qn is not None:
-            return qn
-        parts = dotted_parts(call.func)
-        return ".".join(parts) if parts else None
-
-    def _call(self, call: cst.Call) -> Kind | None:
-        func = call.func
-        qn = self.qualname(func)
-        if qn is not None:
-            return self._qualified_call(qn, call)
-        if isinstance(func, cst.Name):
-            name = func.value
-            if name in HOST_BUILTINS and not self.index.defs.get(self.index.scope_of(func), {}).get(name):
-                return Kind.HOST
-            if name in SAME_KIND_BUILTINS:
-                return self._combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN
-            cls = self.index.classes.get(name)
-            if cls is not None and not self._shadowed(func):
-                return self._class_instance(cls.node)
-            target = self.index.target_of(call)
-            if target is not None:
-                return self._function_result(target)
-        if isinstance(func, cst.Attribute):
-            method = self.index.target_of(call)
-            if method is not None:
-                return self._function_result(method)
-            parts = dotted_parts(func)
-            if parts and len(parts) == 2 and parts[0] == "self":
-                attr = self._self_attr(func, parts[1])
-                if attr in (Kind.MODEL, Kind.DEVICE):
-                    return self._call_of(attr, call)  # `self.model(x)`: a submodule's forward
-            return self._method_call(call, func)
-        callee = self._eval(func)
-        return self._call_of(callee, call)
-
-    def _call_of(self, callee: Kind | None, call: cst.Call) -> Kind:
-        """Calling a model, or an unknown callable (a criterion, a metric) on device tensors."""
-        args = [self._eval(a.value) for a in call.args]
-        if callee is Kind.MODEL:
-            return Kind.DEVICE if Kind.DEVICE in args or self.uses_accelerator else Kind.HOST_TENSOR
-        if callee in (None, Kind.UNKNOWN) and Kind.DEVICE in args:
-            return Kind.DEVICE
-        if callee is Kind.DEVICE:
-            return Kind.DEVICE
-        return Kind.UNKNOWN
-
-    def _shadowed(self, name: cst.Name) -> bool:
-        """A local binding hides the module-level class of the same name."""
-        return any(d.how != "opaque" for d in self.reaching_defs(name))
-
-    def _function_result(self, func: cst.FunctionDef) -> Kind | None:
-        returns = self.index.returns.get(func, [])
-        if not returns:
-            return Kind.HOST  # returns None
-        kinds = [self._eval(r) for r in returns]
-        return join(kinds) if any(k is not None for k in kinds) else None
-
-    def _class_instance(self, cls: cst.ClassDef) -> Kind:
-        return Kind.MODEL if self.is_module_class(cls) else Kind.UNKNOWN
-
+    # -- classes --------------------------------------------------------------------------
     def is_module_class(self, cls: cst.ClassDef) -> bool:
-        return self._derives_from(cls, lambda qn: qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES)
+        return self._derives_from(cls, lambda qn: qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES or self.env.is_module_class(qn))
 
     def is_lightning_class(self, cls: cst.ClassDef) -> bool:
-        return self._derives_from(cls, lambda qn: qn in LIGHTNING_MODULES)
+        return self._derives_from(cls, lambda qn: qn in LIGHTNING_MODULES or self.env.is_lightning_class(qn))
 
     def _derives_from(self, cls: cst.ClassDef, is_base, depth: int = 0) -> bool:
         """Does ``cls`` have an imported base (by qualified name) that ``is_base`` accepts,
@@ -539,160 +556,26 @@ class ValueAnalysis:
                     return True
         return False
 
-    def _qualified_call(self, qn: str, call: cst.Call) -> Kind:
-        last = qn.rsplit(".", 1)[-1]
-        if qn.startswith(HOST_MODULE_PREFIXES):
-            return Kind.HOST
-        if qn == "torch.utils.data.DataLoader":
-            return Kind.LOADER
-        if qn.startswith(("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")):
-            return Kind.UNKNOWN  # a scheduler steps per epoch; it is not an optimizer
-        if qn.startswith("torch.optim.") and last[:1].isupper() or qn.endswith("GradScaler"):
-            return Kind.OPTIMIZER
-        if qn in ("torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"):
-            return Kind.MODEL if call.args and self._eval(call.args[0].value) in (Kind.MODEL, Kind.UNKNOWN) else Kind.UNKNOWN
-        if qn.startswith("torch.nn.") and last[:1].isupper() and not qn.startswith("torch.nn.functional."):
-            return Kind.MODEL
-        if qn.startswith("torchmetrics.") and last[:1].isupper():
-            return Kind.MODEL  # a metric is an nn.Module: `metric.to(device)` is not a device tensor
-        if qn in ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm"):
-            return Kind.DEVICE  # the total norm, a tensor on the parameters' device
-        if qn.startswith("torch.cuda.") or qn.startswith("torch.distributed.") or qn.startswith("torch.backends."):
-            return Kind.HOST
-        if qn.startswith("torch.") and last.startswith(("is_", "has_", "get_", "are_")):
-            return Kind.HOST  # predicates and getters (`is_traceable_wrapper_subclass(t)`) return Python values
-        if qn.startswith("torch.") and qn.count(".") == 1:
-            if last in TORCH_HOST_RESULTS:
-                return Kind.HOST
-            if last in TORCH_FACTORIES:
-                return self._factory(last, call)
-        if qn.startswith("torch.") or qn.startswith("torch.nn.functional."):
-            args = [self._eval(a.value) for a in call.args]
-            if Kind.DEVICE in args:
-                return Kind.DEVICE
-            if args and all(a in HOST_KINDS for a in args):
-                return Kind.HOST_TENSOR
-            return Kind.UNKNOWN
-        # A class or function imported from elsewhere: a model if it is a known module base,
-        # else an opaque callable that gives device results from device inputs.
-        if qn in LIGHTNING_MODULES:
-            return Kind.MODEL
-        return self._call_of(Kind.UNKNOWN, call)
 
-    def _factory(self, last: str, call: cst.Call) -> Kind:
-        device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
-        if device is not None:
-            where = self._device_arg(device)
-            return Kind.HOST_TENSOR if where == "cpu" else Kind.DEVICE
-        if last.endswith("_like") or last in ("as_tensor", "asarray"):
-            if call.args:
-                k = self._eval(call.args[0].value)
-                if k is Kind.DEVICE:
-                    return Kind.DEVICE
-        return Kind.HOST_TENSOR  # created on the CPU
+_NO_CUT = 1 << 30
+# Methods that move a module (or tensor) to another device in place or by returning it.
+_MOVING_METHODS = frozenset({"to", "cuda", "xpu", "npu", "mps", "ipu", "mtia", "to_empty"})
+# Builtins that read a value without keeping it (a model passed to them does not escape).
+_NON_MOVING_BUILTINS = frozenset({"print", "len", "isinstance", "type", "id", "str", "repr", "hasattr", "getattr", "callable", "vars", "dir"})
+_UNKNOWN_KEY = object()
 
-    def _device_arg(self, node: cst.BaseExpression, resolve_tensors: bool = True) -> str | None:
-        """"cpu" / "accelerator" for a device-like argument; None when it is not one (a dtype).
 
-        ``resolve_tensors=False`` answers without evaluating any expression's kind (for
-        ``uses_accelerator``, which kinds depend on): `t.device` is then an accelerator."""
-        if isinstance(node, cst.SimpleString):
-            text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
-            if CPU_WORDS.match(text):
-                return "cpu"
-            return "accelerator" if ACCELERATOR_WORDS.search(text) else None
-        if isinstance(node, cst.Integer):
-            return "accelerator"  # `.to(0)` / `.cuda(0)`
-        qn = self.qualname(node) or ""
-        if qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in ("float32", "float16", "bfloat16", "float64", "int64", "int32", "long", "float", "half", "double", "uint8", "bool", "int8", "int16", "complex64"):
-            return None
-        if isinstance(node, cst.Call):
-            cq = self.qualname(node.func) or ""
-            if cq == "torch.device" and node.args:
-                return self._device_arg(node.args[0].value, resolve_tensors)
-            return "accelerator"
-        if isinstance(node, cst.IfExp):
-            sides = {self._device_arg(node.body, resolve_tensors), self._device_arg(node.orelse, resolve_tensors)}
-            return "accelerator" if "accelerator" in sides else ("cpu" if sides == {"cpu"} else None)
-        if isinstance(node, cst.Name):
-            if "dtype" in node.value.lower():
-                return None
-            defs = self.reaching_defs(node)
-            values = [d.value for d in defs if d.how == "assign" and d.value is not None]
-            if values and len(values) == len(defs):
-                kinds = {self._device_arg(v, resolve_tensors) for v in values}
-                if kinds == {"cpu"}:
-                    return "cpu"
-                if kinds == {None}:
-                    return None
-            return "accelerator"
-        if isinstance(node, cst.Attribute):
-            if node.attr.value in ("dtype",) or "dtype" in node.attr.value:
-                return None
-            if node.attr.value == "device":
-                if not resolve_tensors:
-                    return "accelerator"
-                base = self._eval(node.value)
-                return "cpu" if base is Kind.HOST_TENSOR else "accelerator"
-            return "accelerator"
+def _literal_key(node: cst.BaseExpression | None) -> object:
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value
+    if isinstance(node, cst.Integer):
+        return node.evaluated_value
+    return _UNKNOWN_KEY
+
+
+def _constant_key(node: cst.Subscript) -> object | None:
+    """The key of `x["key"]` / `x[0]`, when it is one literal."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
-
-    def _method_call(self, call: cst.Call, func: cst.Attribute) -> Kind | None:
-        method = func.attr.value
-        receiver = self._eval(func.value)
-        if method in ("to", "cuda", "cpu", "pin_memory"):
-            if receiver is Kind.MODEL:
-                return Kind.MODEL
-            if method == "cuda":
-                return Kind.DEVICE
-            if method in ("cpu", "pin_memory"):
-                return Kind.HOST_TENSOR
-            where = self.to_destination(call)
-            if where == "accelerator":
-                return Kind.DEVICE
-            if where == "cpu":
-                return Kind.HOST_TENSOR
-            return receiver  # `.to(torch.float16)` keeps the device
-        if receiver is Kind.MODEL:
-            if method in MODEL_METHODS_RETURNING_MODEL:
-                return Kind.MODEL
-            if method in MODEL_TENSOR_ITERATORS:
-                return Kind.DEVICE
-            if method == "forward":
-                return Kind.DEVICE if self.uses_accelerator else Kind.HOST_TENSOR
-            return Kind.UNKNOWN
-        if receiver is Kind.DEVICE:
-            if method in HOST_RESULT_METHODS:
-                return Kind.HOST
-            return Kind.DEVICE
-        if receiver is Kind.HOST_TENSOR:
-            return Kind.HOST if method in HOST_RESULT_METHODS else Kind.HOST_TENSOR
-        if receiver is Kind.HOST:
-            return Kind.HOST
-        if method in ("item", "tolist", "numpy", "__len__"):
-            return Kind.HOST
-        if method in ("detach", "clone", "contiguous", "float", "half", "long", "mean", "sum"):
-            return receiver
-        return Kind.UNKNOWN
-
-    def to_destination(self, call: cst.Call) -> str | None:
-        """Where `x.to(...)` sends its receiver: "accelerator", "cpu", or None (dtype only)."""
-        for arg in call.args:
-            if arg.keyword is not None:
-                if arg.keyword.value == "device":
-                    return self._device_arg(arg.value)
-                continue
-            where = self._device_arg(arg.value)
-            if where is not None:
-                return where
-            if isinstance(arg.value, (cst.Name, cst.Attribute)) and self._eval(arg.value) is Kind.DEVICE:
-                return "accelerator"  # `.to(other_tensor)`
-            break  # only the first positional can be a device
-        return None
-
-
-LIGHTNING_MODULES = frozenset({"lightning.LightningModule", "lightning.fabric.LightningModule"})
-LIGHTNING_BATCH_HOOKS = frozenset(
-    "training_step validation_step test_step predict_step on_train_batch_start on_train_batch_end "
-    "on_validation_batch_start on_validation_batch_end on_test_batch_end on_predict_batch_end".split()
-)
+    key = _literal_key(node.slice[0].slice.value)
+    return None if key is _UNKNOWN_KEY else key

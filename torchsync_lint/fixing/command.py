@@ -4,9 +4,10 @@
   writes each changed file atomically and prints what was fixed, what remains, and the
   remaining findings. Exit 1 when findings remain, else 0 (2 when a file could not be read
   and nothing remains).
-- `--diff` prints a unified diff of what `--fix` would write and writes nothing; SUGGESTION
-  fixes are shown in a second diff per file, labelled as not applied by `--fix`. Exit 1 when
-  there is a diff, else 0.
+- `--diff` prints a unified diff of exactly what `--fix` (with the same `--unsafe-fixes`)
+  would write, and writes nothing: `patch -p0` or `git apply -p0` applies it. SUGGESTION
+  fixes are never in it (they are not what `--fix` does); the summary counts them and
+  `--show-suggestions` lists them as text. Exit 1 when there is a diff, else 0.
 
 A file is rewritten only when its text changes, in its own encoding (a BOM is kept), newline
 style and permission bits, via a temporary file in the same directory, fsync and
@@ -26,9 +27,11 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from torchsync_lint.errors import file_error
-from torchsync_lint.files import ReadError, SourceFile, discover, read_source
+from torchsync_lint.files import MAX_SOURCE_BYTES, ReadError, SourceFile, decode_source, discover, fingerprint, read_source, read_stdin_bytes
 from torchsync_lint.fixing.edits import split_lines
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
+from torchsync_lint.notebook import fix_notebook, is_notebook
+from torchsync_lint.output import write_report
 from torchsync_lint.parallel import map_files
 from torchsync_lint.types import Applicability, Finding
 
@@ -44,7 +47,6 @@ class FileOutcome:
     result: FixResult | None = None
     errors: list[Finding] = field(default_factory=list)  # TSL90x: could not read the file
     write_error: str | None = None
-    suggested: str | None = None  # --diff: the text with SUGGESTION fixes applied too
 
     @property
     def remaining(self) -> list[Finding]:
@@ -88,6 +90,8 @@ def _lint_for(path, config, lint_factory):
 
 
 def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint_factory) -> FileOutcome:
+    if is_notebook(path):
+        return fix_notebook(path, config, unsafe, diff_mode, _lint_for(path, config, lint_factory))
     try:
         source = read_source(path)
     except ReadError as exc:
@@ -97,10 +101,6 @@ def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint_factory) ->
     outcome = FileOutcome(path, source, result)
     outcome.errors = [f for f in result.initial if f.severity == "error"]
     if diff_mode:
-        if any(f.fix is not None and f.fix.applicability is Applicability.SUGGESTION for f in result.remaining):
-            shown = fix_source(result.new_source, path, config, unsafe, suggestions=True, lint=lint, initial=result.remaining)
-            if shown.new_source != result.new_source:
-                outcome.suggested = shown.new_source
         return outcome
     if result.new_source != source.text:
         try:
@@ -116,7 +116,12 @@ def write_atomic(path: str, text: str, source: SourceFile) -> None:
     """Replace ``path``'s content with ``text`` in the file's encoding and mode, atomically.
 
     ``text`` keeps the newlines it has (the fixer writes the file's own style). A BOM
-    stripped on reading (encoding "utf-8-sig") is written back by the codec.
+    stripped on reading (encoding "utf-8-sig") is written back by the codec. Just before the
+    rename the file is compared with what was read (size, mtime and a content hash): a file
+    edited meanwhile is left alone (WriteError), never overwritten with a fix of its old text.
+    A file with several hard links is rewritten in place, after the complete new text is on
+    disk beside it, so that every name keeps seeing the same (fixed) file; a rename would
+    leave the other names on the old text.
     """
     real = os.path.realpath(path)  # write through a symlink, never replace the link itself
     try:
@@ -141,20 +146,61 @@ def write_atomic(path: str, text: str, source: SourceFile) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        if st.st_nlink > 1:
+            _write_in_place(real, tmp, data, source)
+            return
         os.chmod(tmp, stat.S_IMODE(st.st_mode))
         if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
             try:
                 os.chown(tmp, st.st_uid, st.st_gid)
             except OSError:
                 pass  # only root may give a file away; the content still lands
+        _check_unchanged(real, source)
         os.replace(tmp, real)
-    except OSError as exc:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError):
+            raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+        raise
     _fsync_directory(directory)
+
+
+def _check_unchanged(real: str, source: SourceFile) -> None:
+    """WriteError unless ``real`` still holds exactly what was read (no fingerprint: no check)."""
+    if source.fingerprint is None:
+        return
+    try:
+        with open(real, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            now = fingerprint(st, fh.read(MAX_SOURCE_BYTES + 1))
+    except OSError as exc:
+        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
+    if now != source.fingerprint:
+        raise WriteError("the file changed on disk while it was being fixed; it was left as it is (run --fix again)")
+
+
+def _write_in_place(real: str, tmp: str, data: bytes, source: SourceFile) -> None:
+    """Overwrite ``real``'s own inode with ``data``. ``tmp`` holds the same bytes, synced, and
+    is checked before the original is touched; if the in-place write fails it is kept, so
+    the fixed text is never lost."""
+    with open(tmp, "rb") as fh:
+        if fh.read() != data:
+            raise WriteError("cannot write: the temporary copy does not read back as written")
+    _check_unchanged(real, source)
+    try:
+        with open(real, "r+b") as fh:
+            fh.write(data)
+            fh.truncate()
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        kept = tmp + ".fixed"
+        os.replace(tmp, kept)
+        raise WriteError(f"cannot write in place (the file has hard links): {exc.strerror or exc}; the fixed text is in {kept}") from exc
+    os.unlink(tmp)
 
 
 def _fsync_directory(directory: str) -> None:
@@ -172,18 +218,19 @@ def _fsync_directory(directory: str) -> None:
 
 # -- diff -----------------------------------------------------------------------------------
 
-def unified_diff(old: str, new: str, path: str, new_label: str | None = None) -> str:
-    a = [line.rstrip("\r\n") for line in split_lines(old)]
-    b = [line.rstrip("\r\n") for line in split_lines(new)]
-    lines = list(difflib.unified_diff(a, b, fromfile=path, tofile=new_label or path, lineterm=""))
-    return "\n".join(lines) + "\n" if lines else ""
+def unified_diff(old: str, new: str, path: str) -> str:
+    """A unified diff that `patch -p0` and `git apply -p0` apply exactly: lines keep their own
+    endings (CRLF files stay CRLF), and a last line without one is marked as diff does."""
+    out = []
+    for line in difflib.unified_diff(split_lines(old), split_lines(new), fromfile=path, tofile=path):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
 
 
 def _report_diff(args, outcomes: list[FileOutcome]) -> int:
     chunks: list[str] = []
     fixed = Counter()
     files_changed = 0
-    suggestions = 0
     for o in outcomes:
         for e in o.errors:
             print(f"{e.path}: {e.code} {e.message}", file=sys.stderr)
@@ -195,15 +242,13 @@ def _report_diff(args, outcomes: list[FileOutcome]) -> int:
             files_changed += 1
             fixed.update(f.code for f in o.result.applied)
             chunks.append(text)
-        if o.suggested is not None:
-            suggestions += 1
-            chunks.append(unified_diff(o.result.new_source, o.suggested, f"{o.path} (after --fix)", f"{o.path} (suggested; --fix does not apply it)"))
     _emit("".join(chunks), getattr(args, "output_file", None))
     if not getattr(args, "quiet", False):
         total = sum(fixed.values())
         line = f"Would fix {_count(total, 'finding')}{_per_code(fixed)} in {_count(files_changed, 'file')}."
+        suggestions = sum(1 for o in outcomes for f in o.remaining if f.fix is not None and f.fix.applicability is Applicability.SUGGESTION)
         if suggestions:
-            line += f" {_count(suggestions, 'file')} with suggestions shown (never applied)."
+            line += f" {_count(suggestions, 'suggestion')} not in the diff (never applied): `--show-suggestions` lists them."
         print(line, file=sys.stderr)
     if getattr(args, "exit_zero", False):
         return 0
@@ -259,7 +304,7 @@ def _report_problems(o: FileOutcome, stream) -> None:
     """One line per refused fix, non-convergence and write failure."""
     if o.result is not None:
         for finding, reason in o.result.refused:
-            print(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} fix refused: {reason}", file=stream)
+            print(f"{finding.location}: {finding.code} fix refused: {reason}", file=stream)
         if not o.result.converged:
             print(f"{o.path}: fixes did not converge after {o.result.rounds} of at most {MAX_ROUNDS} rounds; the last valid result was kept", file=stream)
     if o.write_error is not None:
@@ -268,31 +313,41 @@ def _report_problems(o: FileOutcome, stream) -> None:
 
 def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int:
     path = getattr(args, "stdin_filename", None) or "-"
-    text = sys.stdin.read()
+    output_file = getattr(args, "output_file", None)
+    try:
+        data = read_stdin_bytes()
+        source = decode_source(data)
+    except ReadError as exc:
+        print(f"{path}: {exc.code} {exc.message}", file=sys.stderr)
+        if not diff_mode and exc.code == "TSL901":  # an editor replaces its buffer with stdout:
+            write_report(data, output_file)  # hand the input back unchanged
+        return 0 if getattr(args, "exit_zero", False) else 2
+    text = source.text
     lint = _lint_for(path, config, lint_factory)
-    result = fix_source(text, path, config, unsafe, lint=lint)
-    o = FileOutcome(path, SourceFile(text, "utf-8", "\n"), result)
+    if is_notebook(path):
+        o = fix_notebook(path, config, unsafe, True, lint, text=text)  # diff_mode: writes nothing
+        if o.result is None:  # not a notebook (TSL901)
+            for e in o.errors:
+                print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
+            return 2
+    else:
+        o = FileOutcome(path, source, fix_source(text, path, config, unsafe, lint=lint))
+    result = o.result
     _report_problems(o, sys.stderr)
     if diff_mode:
         diff = unified_diff(text, result.new_source, path)
-        _emit(diff, getattr(args, "output_file", None))
+        _emit(diff, output_file)
         return 0 if getattr(args, "exit_zero", False) or not diff else 1
-    _emit(result.new_source, getattr(args, "output_file", None))
+    _emit(result.new_source, output_file)
     remaining = [f for f in result.remaining if f.severity != "error"]
     for f in remaining:
-        print(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}", file=sys.stderr)
+        print(f"{f.location}: {f.code} {f.message}", file=sys.stderr)
     return 0 if getattr(args, "exit_zero", False) or not remaining else 1
 
 
 def _emit(text: str, output_file: str | None) -> None:
-    if not text:
-        return
-    if output_file:
-        with open(output_file, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    if text:
+        write_report(text, output_file)
 
 
 def _count(n: int, noun: str) -> str:

@@ -4,7 +4,8 @@
 
 Escaping follows the runner (actions/toolkit `command.ts`): in the message `%`, `\\r` and
 `\\n` become `%25`, `%0D` and `%0A`; property values additionally escape `:` and `,`. Files
-we could not lint are `::error` annotations.
+we could not lint are `::error` annotations. In a notebook `line` counts in the cell the title
+names (`title=TSL101 host-read-in-loop (cell 3)`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def annotation(finding) -> str:
     props = {"file": finding.path, "line": finding.line, "col": finding.column}
     if finding.severity != "error":
         props.update(endLine=finding.end_line, endColumn=finding.end_column)
-    props["title"] = f"{finding.code} {finding.name}"
+    props["title"] = f"{finding.code} {finding.name}" + (f" (cell {finding.cell})" if finding.cell is not None else "")
     rendered = ",".join(f"{key}={escape_property(str(value))}" for key, value in props.items())
     return f"::{level} {rendered}::{escape_data(finding.message)}"
 

@@ -2,7 +2,8 @@
 
 One `<testsuite>` per file with findings, one failing `<testcase>` per finding (name
 `torchsync-lint.TSL101`, classname the path without `.py`, `file`/`line` attributes, the
-message and `line L, col C, message` in `<failure>`). Files we could not lint are `<error>`
+message and `line L, col C, message` in `<failure>`; `cell N, line L, ...` in a notebook, where
+`line` counts in that cell). Files we could not lint are `<error>`
 test cases. A clean run is one suite `torchsync-lint` with a passing "No findings" case, so CI
 dashboards show that the linter ran.
 """
@@ -26,7 +27,10 @@ def xml_safe(text: str) -> str:
 
 
 def _classname(path: str) -> str:
-    return path[:-3] if path.endswith(".py") else path
+    for suffix in (".py", ".ipynb"):
+        if path.endswith(suffix):
+            return path[: -len(suffix)]
+    return path
 
 
 @register("junit")
@@ -49,7 +53,8 @@ def render(results, options) -> str:
             )
             kind = "error" if f.severity == "error" else "failure"
             node = ET.SubElement(case, kind, message=xml_safe(f.message), type=f"{f.code} {f.name}")
-            node.text = xml_safe(f"line {f.line}, col {f.column}, {f.message}")
+            cell = f"cell {f.cell}, " if f.cell is not None else ""
+            node.text = xml_safe(f"{cell}line {f.line}, col {f.column}, {f.message}")
             errors += kind == "error"
             failures += kind == "failure"
         suite.set("tests", str(len(group)))

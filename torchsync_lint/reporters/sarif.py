@@ -6,6 +6,9 @@
   directory) and a region in Unicode code points (`columnKind`), end column exclusive as in
   SARIF. A fix is included when it is a self-contained text edit; one that also needs a new
   import is left to `torchsync-lint --fix` (a viewer applying it would leave a NameError).
+* Notebooks: the artifact is the `.ipynb` file; a region's lines count in one cell, named by
+  the result's `cell` property and a logical location `cell N`. Their fixes are left out (a
+  viewer would apply them to the notebook's JSON lines).
 * Files we could not lint (TSL90x) are not rule violations: they become
   `invocations[0].toolExecutionNotifications` (level error, `executionSuccessful: false`),
   described by `tool.driver.notifications`, so code scanning does not open alerts for them.
@@ -15,11 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from torchsync_lint import __version__
-from torchsync_lint.docs import family, fix_availability, message_template
+from torchsync_lint.docs import family, fix_availability
 from torchsync_lint.errors import FILE_ERRORS
 from torchsync_lint.reporters import register
 from torchsync_lint.rule import DOCS_URL, load_rules
@@ -30,12 +35,20 @@ INFORMATION_URI = DOCS_URL.split("/blob/")[0]
 SRCROOT = "%SRCROOT%"
 
 
+def short_description(rule) -> str:
+    """The first sentence of the rule's summary: viewers show it as the rule's title (the
+    message template, with `…` for its placeholders, read as a truncated sentence)."""
+    summary = rule.summary()
+    match = re.search(r"(?<=[.!?])\s+(?=[A-Z`])", summary)
+    return summary[: match.start()] if match else summary
+
+
 def _rule_descriptor(rule) -> dict:
     docs = rule.docs()
     return {
         "id": rule.code,
         "name": rule.name,
-        "shortDescription": {"text": message_template(rule)},
+        "shortDescription": {"text": short_description(rule)},
         "fullDescription": {"text": " ".join(rule.section("Why is this bad?").split()) or rule.summary()},
         "help": {"text": docs, "markdown": docs},
         "helpUri": rule.docs_url(),
@@ -72,8 +85,8 @@ def _region(line: int, column: int, end_line: int, end_column: int) -> dict:
 
 def _fixes(finding: Finding, artifact: dict) -> list[dict]:
     fix = finding.fix
-    if fix is None or fix.imports or not fix.edits:
-        return []
+    if fix is None or fix.imports or not fix.edits or finding.cell is not None:
+        return []  # a notebook's regions count in a cell, not in the file a viewer would edit
     replacements = [
         {
             "deletedRegion": _region(e.line, e.column, e.end_line, e.end_column),
@@ -105,6 +118,8 @@ def _result(finding: Finding, rule_index: dict[str, int], root: Path) -> dict:
             }
         ],
     }
+    if finding.cell is not None:
+        _in_cell(result, finding.cell)
     if finding.code in rule_index:
         result["ruleIndex"] = rule_index[finding.code]
     fixes = _fixes(finding, artifact)
@@ -113,7 +128,18 @@ def _result(finding: Finding, rule_index: dict[str, int], root: Path) -> dict:
     return result
 
 
+def _in_cell(obj: dict, cell: int) -> None:
+    """A notebook position: the region's lines count in cell ``cell`` (1-based over all
+    cells), named as a logical location and as the `cell` property."""
+    obj["locations"][0]["logicalLocations"] = [{"name": f"cell {cell}"}]
+    obj["properties"] = {**obj.get("properties", {}), "cell": cell}
+
+
 def _notification(error: Finding, notification_index: dict[str, int], root: Path) -> dict:
+    if error.cell is not None:
+        note = _notification(replace(error, cell=None), notification_index, root)
+        _in_cell(note, error.cell)
+        return note
     return {
         "level": "error",
         "message": {"text": f"{error.path}: {error.message}"},

@@ -1,8 +1,8 @@
-"""`--format text`: `path:line:col: CODE message [*]`, the source line, a caret, a summary."""
+"""`--format text`: `path:line:col: CODE message [*]`, the source line, a caret, a summary.
+
+In a notebook the position is ruff's `path:cell N:line:col` and the line is the cell's."""
 
 from __future__ import annotations
-
-from collections import Counter
 
 from torchsync_lint.reporters import all_findings, register
 from torchsync_lint.types import Applicability
@@ -14,12 +14,23 @@ def _style(text: str, code: str, color: bool) -> str:
     return f"{code}{text}{RESET}" if color else text
 
 
+def _lines(source, cell: int | None, cache: dict, path: str) -> list[str]:
+    """The lines a finding's line counts in: the file's, or a notebook cell's."""
+    if source is None:
+        return []
+    if (path, cell) not in cache:
+        cell_lines = getattr(source, "cell_lines", None)
+        cache[path, cell] = cell_lines(cell) if cell is not None and cell_lines else source.text.splitlines()
+    return cache[path, cell]
+
+
 @register("text")
 def render(results, options) -> str:
     color = bool(options.get("color"))
     show_source = not options.get("quiet")
     unsafe = bool(options.get("unsafe_fixes"))
-    lines_by_path = {r.path: r.source.text.splitlines() for r in results if r.source is not None}
+    sources = {r.path: r.source for r in results if r.source is not None}
+    lines_by_path: dict = {}
     out: list[str] = []
     fixable = 0
     items = all_findings(results)
@@ -28,10 +39,10 @@ def render(results, options) -> str:
         if f.fix is not None and (f.fix.applicability is Applicability.SAFE or (unsafe and f.fix.applicability is Applicability.UNSAFE)):
             mark = " [*]"
             fixable += 1
-        where = _style(f"{f.path}:{f.line}:{f.column}:", BOLD, color)
+        where = _style(f"{f.location}:", BOLD, color)
         code = _style(f.code, RED, color)
         out.append(f"{where} {code} {f.message}{mark}")
-        src = lines_by_path.get(f.path, [])
+        src = _lines(sources.get(f.path), f.cell, lines_by_path, f.path)
         if show_source and f.severity != "error" and 0 < f.line <= len(src):
             text = src[f.line - 1].expandtabs(1)
             width = max(1, (f.end_column - f.column) if f.end_line == f.line else len(text) - f.column + 1)
@@ -39,10 +50,6 @@ def render(results, options) -> str:
             out.append(_style("    " + " " * (f.column - 1) + "^" * width, CYAN, color))
     warnings = [f for f in items if f.severity != "error"]
     errors = [f for f in items if f.severity == "error"]
-    if options.get("statistics"):
-        counts = Counter((f.code, f.name) for f in items)
-        for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            out.append(f"{n:5d}  {code}  {name}")
     files = len(results)
     summary = f"Found {len(warnings)} finding{'s' if len(warnings) != 1 else ''} in {files} file{'s' if files != 1 else ''} checked"
     if errors:

@@ -217,9 +217,7 @@ def _context(index, ref: cst.Name) -> str | None:
 
 def _after(index, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
     """``node`` starts after ``loop`` ends (the loop has finished when it runs)."""
-    end = index.positions[loop].end
-    start = index.positions[node].start
-    return (start.line, start.column) >= (end.line, end.column)
+    return index.tree.after(node, loop)
 
 
 def _in_debug_fstring(index, ref: cst.Name) -> bool:

@@ -11,6 +11,8 @@ import libcst as cst
 
 from torchsync_lint.analysis import Kind, dotted_parts
 from torchsync_lint.analysis.metrics import metric_tracker
+from torchsync_lint.knowledge import registry
+from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules import _accumulate
 from torchsync_lint.rules._cases import TRAIN_PRELUDE
@@ -20,6 +22,10 @@ from torchsync_lint.types import Applicability, Invalid, Valid
 
 HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 HOST_CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
+# Functions that convert their argument with `float()` first: a read of a device tensor.
+IMPLICIT_FLOAT_FUNCTIONS = frozenset(
+    f"math.{name}" for name in "isnan isinf isfinite exp log log2 log10 sqrt floor ceil fabs pow expm1 log1p trunc".split()
+)
 
 
 def _accumulating(init: str, body: str, after: str) -> str:
@@ -173,28 +179,65 @@ class HostReadInLoop(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute):
+        if isinstance(func, cst.Attribute) and self.analysis.qualname(func) is None:
             method = func.attr.value
             receiver = func.value
-            is_host_read = method in HOST_READ_METHODS and not node.args
-            if method == "to" and self.analysis.values.to_destination(node) == "cpu":
-                is_host_read = True
-            if not is_host_read or not self._on_device(receiver):
-                return  # not a read, or not provably a device tensor
-        elif isinstance(func, cst.Name) and func.value in HOST_CONVERSIONS and len(node.args) == 1:
-            if self.analysis.index.defs.get(self.analysis.index.scope_of(func), {}).get(func.value):
-                return  # a local function shadows the builtin
-            if not self._on_device(node.args[0].value):
+            if self._library_reads_device_arguments(node, func):
+                on_device = True  # `metric.add_batch(predictions=preds)` (HF evaluate)
+            elif method in HOST_READ_METHODS and not node.args:
+                # `.item()`/`.tolist()`/`.numpy()` exist on tensors only, so a moved object of
+                # unknown type read this way is a tensor; `.cpu()` is also a module method.
+                on_device = self._on_device(receiver, moved_is_tensor=method != "cpu")
+            elif method == "to" and self.analysis.values.to_destination(node) == "cpu":
+                on_device = self._on_device(receiver, moved_is_tensor=False)
+            else:
                 return
+        elif isinstance(func, cst.Name) and func.value in HOST_CONVERSIONS and len(node.args) == 1:
+            if self.analysis.index.binds_locally(func.value, func):
+                return  # a local function shadows the builtin
+            on_device = self._on_device(node.args[0].value)
+        elif (self.analysis.qualname(func) or "") in IMPLICIT_FLOAT_FUNCTIONS and node.args:
+            on_device = self._on_device(node.args[0].value)  # `math.isnan(t)` calls `float(t)`
         else:
             return
+        if not on_device:
+            return  # not provably a device tensor
         hot = self.hot(node)
         if hot is None:
             return  # a single read outside the per-step path is fine
         self.report(node, expr=self.snippet(node, 40), hot=hot, fix=_accumulate.accumulate_fix(self, node))
 
-    def _on_device(self, expr: cst.BaseExpression) -> bool:
-        if self.analysis.is_device(expr):
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `cpu_losses[k] = loss`: storing a device value into a CPU tensor copies it back.
+        for target in node.targets:
+            store = target.target
+            if isinstance(store, cst.Subscript) and self._is_cpu_buffer(store.value) and self._on_device(node.value):
+                hot = self.hot(node)
+                if hot is not None:
+                    self.report(node, self.STORE_MESSAGE, expr=self.snippet(node, 40), hot=hot)
+
+    STORE_MESSAGE = "`{expr}` stores a device tensor into a CPU tensor: a copy to the host that waits for the GPU in a per-step loop; keep the buffer on the device and copy it once after the loop"
+
+    def _library_reads_device_arguments(self, node: cst.Call, func: cst.Attribute) -> bool:
+        """A library method that converts the tensors it is given to host values at once."""
+        origin = self.analysis.values.origin_qualname(func.value)
+        if origin is None or not registry.reads_arguments_on_host(origin, func.attr.value):
+            return False
+        return any(self._on_device(a.value) for a in node.args if not a.star)
+
+    def _is_cpu_buffer(self, expr: cst.BaseExpression) -> bool:
+        """A tensor made on the CPU by a torch factory (`torch.zeros(n)`), not a container
+        that may hold tensors (a batch dict)."""
+        if self.analysis.kind(expr) is not Kind.HOST_TENSOR or not isinstance(expr, cst.Name):
+            return False
+        defs = self.analysis.values.reaching_defs(expr)
+        return bool(defs) and all(
+            d.how == "assign" and isinstance(d.value, cst.Call) and (self.analysis.qualname(d.value.func) or "").removeprefix("torch.") in torch_knowledge.FACTORIES for d in defs
+        )
+
+    def _on_device(self, expr: cst.BaseExpression, moved_is_tensor: bool = True) -> bool:
+        kind = self.analysis.kind(expr)
+        if kind is Kind.DEVICE or (moved_is_tensor and kind is Kind.MOVED):
             return True
         # `metric.compute()` of a torchmetrics metric moved to the device returns a device
         # tensor; the metric tracker knows where each metric lives.
@@ -311,7 +354,10 @@ class TensorFormatInLoop(Rule):
 
     ## Why is this bad?
     Turning a tensor into text reads its values on the host, which waits for every queued
-    kernel. It looks like logging; it behaves like `.item()`.
+    kernel. It looks like logging; it behaves like `.item()`. An f-string, `%` or `str()` is
+    built before any call, whatever the log level; a lazy logging argument
+    (`logger.info("loss %s", loss)`) is formatted only when the level is enabled, so it syncs
+    when that level is on (the message says so).
 
     ## Example
     ```python
@@ -332,6 +378,7 @@ class TensorFormatInLoop(Rule):
     code = "TSL103"
     name = "tensor-format-in-loop"
     message = "formatting `{expr}` as text reads a device tensor on the host and waits for the GPU every step"
+    lazy_message = "logging `{expr}` formats a device tensor when the record is emitted, reading it on the host and waiting for the GPU every step: it syncs when this level is enabled"
 
     VALID = [
         Valid(in_loop("print(f'step {step}')")),
@@ -345,7 +392,8 @@ class TensorFormatInLoop(Rule):
         Invalid(in_loop("print(loss)"), line=L),
         Invalid(in_loop("msg = f'loss {loss:.3f}'"), line=L),
         Invalid(in_loop("log = 'loss %s' % loss"), line=L),
-        Invalid(in_loop("logging.info('loss %s', loss)").replace("import torch\n", "import torch\nimport logging\n", 1), line=L + 1),
+        Invalid(in_loop("logging.info('loss %s', loss)").replace("import torch\n", "import torch\nimport logging\n", 1), line=L + 1, message_contains="syncs when this level is enabled"),
+        Invalid(in_loop("logger.debug(f'loss {loss}')"), line=L, message_contains="every step"),  # built before the call, whatever the level
         Invalid(in_loop("text = str(logits)"), line=L),
     ]
 
@@ -358,8 +406,17 @@ class TensorFormatInLoop(Rule):
                 candidates = candidates[:1]
         elif isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
             candidates = [a.value for a in node.args]
+            for arg in node.args:
+                if arg.star == "**" and self._formats_device_attributes(arg.value):
+                    hot = self.hot(node)
+                    if hot is not None:
+                        self.report(arg.value, expr=self.snippet(arg.value, 40), hot=hot)
         elif parts and parts[-1] in _LOG_METHODS and (parts[0] in ("logging", "logger", "log", "LOGGER", "_logger") or (self.analysis.qualname(func) or "").startswith("logging.")):
-            candidates = [a.value for a in node.args[1:] if a.keyword is None]
+            # `logger.info("%s", t)`: the record formats `t` only if the level is enabled.
+            for arg in node.args[1:]:
+                if arg.keyword is None:
+                    self._check(arg.value, node, self.lazy_message)
+            return
         else:
             return
         for expr in candidates:
@@ -369,20 +426,32 @@ class TensorFormatInLoop(Rule):
         self._check(node.expression, node)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+        # `"%s" % t`, also with a format built from strings: `("%10s" + "%10.4g" * 3) % (...)`
+        if isinstance(node.operator, cst.Modulo) and self.analysis.values._is_text(node.left):  # noqa: SLF001
             right = node.right
             parts = [el.value for el in right.elements] if isinstance(right, cst.Tuple) else [right]
             for expr in parts:
                 self._check(expr, node)
 
-    def _check(self, expr: cst.BaseExpression, at: cst.CSTNode) -> None:
+    def _formats_device_attributes(self, expr: cst.BaseExpression) -> bool:
+        """`"{val:.3f}".format(**self.__dict__)`: formats every attribute of the object."""
+        parts = dotted_parts(expr)
+        if parts != ["self", "__dict__"]:
+            return False
+        info = self.analysis.index.class_of(expr)
+        if info is None:
+            return False
+        values = self.analysis.values
+        return any(values._def(d) is Kind.DEVICE for defs in info.self_attrs.values() for d in defs)  # noqa: SLF001
+
+    def _check(self, expr: cst.BaseExpression, at: cst.CSTNode, message: str | None = None) -> None:
         if not self.analysis.is_device(expr):
             return
         if isinstance(expr, (cst.FormattedString, cst.SimpleString)):
             return
         hot = self.hot(at)
         if hot is not None:
-            self.report(expr, expr=self.snippet(expr, 40), hot=hot)
+            self.report(expr, message, expr=self.snippet(expr, 40), hot=hot)
 
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
@@ -436,12 +505,8 @@ class ExplicitSyncInLoop(Rule):
         Invalid(in_loop("sync()").replace("import torch\n", "import torch\nfrom torch.cuda import synchronize as sync\n", 1), line=L + 1),
     ]
 
-    _SYNC_FUNCTIONS = frozenset(
-        {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.mps.synchronize", "torch.xpu.synchronize", "torch.cuda.Event.synchronize", "torch.cuda.Stream.synchronize"}
-    )
-    _SYNC_OBJECTS = frozenset(
-        {"torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream", "torch.Event", "torch.Stream", "torch.accelerator.current_stream"}
-    )
+    _SYNC_FUNCTIONS = torch_knowledge.SYNC_FUNCTIONS
+    _SYNC_OBJECTS = torch_knowledge.SYNC_OBJECTS
 
     def visit_Call(self, node: cst.Call) -> None:
         qn = self.analysis.qualname(node.func)
@@ -572,6 +637,11 @@ class DynamicShapeInLoop(Rule):
             qn = self.analysis.qualname(expr.func)
             if qn in self._MASK_FUNCTIONS:
                 return True
+            if qn in ("torch.stack", "torch.cat", "torch.concat", "torch.concatenate") and expr.args:
+                # `torch.stack((m1, m2))`: a mask of masks
+                parts = expr.args[0].value
+                elements = [el.value for el in parts.elements] if isinstance(parts, (cst.Tuple, cst.List)) else []
+                return bool(elements) and all(self._is_bool_mask(el, depth + 1) for el in elements)
             return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self._MASK_METHODS and qn is None
         if isinstance(expr, cst.Name):
             defs = self.analysis.values.reaching_defs(expr)

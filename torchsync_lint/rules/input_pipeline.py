@@ -41,16 +41,20 @@ def _append_keyword(rule: Rule, call: cst.Call, keyword: str, value: str) -> Edi
 
 
 def _is_divide_by_255(node: cst.CSTNode) -> bool:
-    """`x / 255`, `x / 255.0`, `x.div(255)`, `x.div_(255.)`, `x.true_divide(255)`."""
+    """`x / 255`, `x / 255.0`, `x.div(255)`, `x.div_(255.)`, `x.true_divide(255)`, and the
+    [-1, 1] form `x / 127.5` (then `- 1`)."""
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
         ok, value = literal_value(node.right)
-        return ok and not isinstance(value, bool) and value == 255
+        return ok and not isinstance(value, bool) and value in _PIXEL_SCALES
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("div", "div_", "true_divide", "true_divide_"):
         positional = [a for a in node.args if a.keyword is None]
         if len(positional) == 1:
             ok, value = literal_value(positional[0].value)
-            return ok and not isinstance(value, bool) and value == 255
+            return ok and not isinstance(value, bool) and value in _PIXEL_SCALES
     return False
+
+
+_PIXEL_SCALES = (255, 127.5)
 
 
 def _divided_operand(node: cst.CSTNode) -> cst.BaseExpression:
@@ -145,6 +149,7 @@ class BlockingHostToDeviceCopy(Rule):
         Valid(pipeline(copy="pass", after="x0 = x.to(device)\n")),  # a one-off copy after the loop
         Valid(pipeline(copy="x_cpu = x.to('cpu')\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),  # towards the CPU
         Valid(pipeline(copy="x, y = x.to(device, non_blocking=args.non_blocking), y.to(device, non_blocking=args.non_blocking)")),  # configured
+        Valid(pipeline(copy="nb = step > 0 or False\n    x, y = x.to(device, non_blocking=nb), y.to(device, non_blocking=True)")),  # computed
         Valid(pipeline(copy="model.to(device)\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),  # a model, not a batch
         Valid(pipeline(copy="x, y = x.to(device), y.to(device)", device='torch.device("cpu")')),  # a CPU-only script
         Valid(pipeline(copy="x = x.to(torch.float16).cuda(non_blocking=True)\n    y = y.cuda(0, True)")),  # dtype cast; positional non_blocking
@@ -156,6 +161,7 @@ class BlockingHostToDeviceCopy(Rule):
             message_contains="non_blocking=True",
             expected_fix=pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"),
         ),
+        Invalid(pipeline(copy="flag = False\n    x, y = x.to(device, non_blocking=flag), y.to(device, non_blocking=True)"), line=COPY_LINE + 1),  # False on every path
         Invalid(pipeline(copy="x, y = x.cuda(), y.cuda()"), line=COPY_LINE, expected_fix=pipeline(copy="x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)")),
         Invalid(
             pipeline(copy="x, y = x.to(device, non_blocking=False), y.to(device, non_blocking=True)"),
@@ -229,7 +235,8 @@ class BlockingHostToDeviceCopy(Rule):
             return "unknown", None
         for a in call.args:
             if a.keyword is not None and a.keyword.value == "non_blocking":
-                ok, value = literal_value(a.value)
+                # a literal, or a name every path binds to the same literal (`flag = False`)
+                ok, value = loaders(self.analysis).known_value(a.value)
                 if not ok:
                     return "unknown", None
                 return ("true", a) if value else ("false", a)
@@ -380,19 +387,13 @@ class DataLoaderUnpinnedMemory(_Loader):
         self.report(node, message, fix=fix)
 
     def _non_blocking_copies(self, info: LoaderInfo) -> bool:
-        finder = _NonBlockingFinder()
-        for loop in info.loops:
-            loop.body.visit(finder)
-        return finder.found
-
-
-class _NonBlockingFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None and node.keyword.value == "non_blocking" and literal_value(node.value) == (True, True):
-            self.found = True
+        """Does a loop over the loader pass `non_blocking=True` anywhere in its body?"""
+        tree = self.analysis.tree
+        return any(
+            isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "non_blocking" and literal_value(node.value) == (True, True)
+            for loop in info.loops
+            for node in tree.walk_subtree(loop.body)
+        )
 
 
 # -- TSL303 --------------------------------------------------------------------------------------

@@ -96,11 +96,18 @@ class HostFloatNormalization(Rule):
     ```
 
     ## Fix safety
-    Only a suggestion (shown as a diff, never applied): `ToTensor()` becomes `PILToTensor()`
-    and `x.float() / 255` in `__getitem__` becomes `x`, which changes what the dataset
-    returns; the training loop must then normalise on the device after the copy
-    (`x.to(device, non_blocking=True).float().div_(255)`, then the mean/std), and other
-    consumers of the dataset (visualisation, evaluation) must agree.
+    Only a suggestion, as text (`torchsync-lint check --show-suggestions`), never an edit:
+    neither `--fix` nor `--diff` applies it. The change has two halves that must land
+    together: on the host the dataset returns uint8 (`PILToTensor()` for `ToTensor()`, no
+    float `ToDtype`/`ConvertImageDtype`, no `Normalize`, no `.float() / 255` in
+    `__getitem__`), and on the device every consumer of the dataset converts after the copy
+    (`x.to(device, non_blocking=True).float().div_(255)`, then `(x - mean) / std` with the
+    mean and std built once on the device). The rule sees the host half, but not reliably
+    every place the batches are used (the training loop may be in another module; evaluation
+    and visualisation read the same dataset), and a host-only rewrite breaks the pipeline:
+    `Normalize` on uint8 raises `Input tensor should be a float tensor`, and without it the
+    model gets values 255x too large. So the suggestion names both halves, with the
+    `Normalize` arguments it found, for you to apply.
     """
 
     code = "TSL304"
@@ -122,12 +129,10 @@ class HostFloatNormalization(Rule):
               "preview = datasets.CIFAR10('data', transform=transforms.ToTensor())\nimg, _ = preview[0]\n"),
     ]
     INVALID = [
-        Invalid(torchvision_script(), line=TRANSFORM_LINE, message_contains="4x the bytes", applicability=Applicability.SUGGESTION,
-                expected_fix=torchvision_script(first="transforms.PILToTensor()")),
+        Invalid(torchvision_script(), line=TRANSFORM_LINE, message_contains="4x the bytes", applicability=Applicability.SUGGESTION),
         Invalid(torchvision_script(first="v2.ToImage(),\n    v2.ToDtype(torch.float32, scale=True)"), line=TRANSFORM_LINE + 1),
         Invalid(torchvision_script(first="transforms.ConvertImageDtype(torch.float)"), line=TRANSFORM_LINE),
-        Invalid(dataset_script("return self.images[i].float() / 255"), line=GETITEM_LINE, applicability=Applicability.SUGGESTION,
-                expected_fix=dataset_script("return self.images[i]")),
+        Invalid(dataset_script("return self.images[i].float() / 255"), line=GETITEM_LINE, applicability=Applicability.SUGGESTION),
         Invalid(dataset_script("x = self.images[i]\n        return x.float().div(255)"), line=GETITEM_LINE + 1),
         Invalid(dataset_script("return self.images[i]", copy="x = (x.float() / 255).to(device, non_blocking=True)"), line=21),
     ]
@@ -136,7 +141,7 @@ class HostFloatNormalization(Rule):
         tracker = loaders(self.analysis)
         if not tracker.module_feeds_accelerator:
             return
-        found: dict[cst.CSTNode, cst.CSTNode | None] = {}  # finding node -> suggestion target
+        found: dict[cst.CSTNode, list[cst.Call]] = {}  # finding node -> the Normalize calls beside it
         self._class_calls: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # per class / __getitem__
         done: set[int] = set()
         for info in tracker.loaders:
@@ -148,8 +153,8 @@ class HostFloatNormalization(Rule):
                 done.add(id(call))
                 self._transforms(call, found)
                 self._getitem(call, found)
-        for n in found:
-            self.report(n, fix=self._suggestion(n), expr=self.snippet(n))
+        for n, normalize in found.items():
+            self.report(n, fix=self._suggestion(n, normalize), expr=self.snippet(n))
 
     def visit_Call(self, node: cst.Call) -> None:
         """`(x.float() / 255).to(device)` on a batch in a per-step loop."""
@@ -161,7 +166,7 @@ class HostFloatNormalization(Rule):
         if isinstance(receiver, cst.Name):
             candidates = [d.value for d in self.analysis.values.reaching_defs(receiver) if d.how == "assign" and d.value is not None]
         for expr in candidates:
-            division = next((n for n in _walk(expr) if _is_divide_by_255(n) and tracker.batch_kind(n) is Kind.HOST_TENSOR), None)
+            division = next((n for n in self.analysis.tree.walk_subtree(expr, _NESTED_FUNCTIONS) if _is_divide_by_255(n) and tracker.batch_kind(n) is Kind.HOST_TENSOR), None)
             if division is not None:
                 hot = self.hot(division)
                 if hot is not None:
@@ -176,15 +181,15 @@ class HostFloatNormalization(Rule):
         cls = self._local_class(dataset_call)
         if cls is not None:
             if cls not in self._class_calls:
-                self._class_calls[cls] = [n for n in _walk(cls, into_functions=True) if isinstance(n, cst.Call)]
+                self._class_calls[cls] = [n for n in self.analysis.tree.walk_subtree(cls) if isinstance(n, cst.Call)]
             calls += self._class_calls[cls]
         converters = [c for c in calls if self._is_float_converter(c)]
+        normalize = [c for c in calls if self.analysis.qualname(c.func) in _NORMALIZE]
         for c in converters:
-            found.setdefault(c, None)
+            found.setdefault(c, normalize)
         if not converters:
-            for c in calls:
-                if self.analysis.qualname(c.func) in _NORMALIZE:
-                    found.setdefault(c, None)
+            for c in normalize:
+                found.setdefault(c, [c])
 
     def _calls_in(self, expr: cst.BaseExpression, depth: int, seen: set[int]) -> list[cst.Call]:
         """Calls inside an argument expression, following local names (`transform = Compose(...)`)."""
@@ -192,7 +197,7 @@ class HostFloatNormalization(Rule):
             return []
         seen.add(id(expr))
         out: list[cst.Call] = []
-        for n in _walk(expr):
+        for n in self.analysis.tree.walk_subtree(expr, _NESTED_FUNCTIONS):
             if isinstance(n, cst.Call):
                 out.append(n)
             elif isinstance(n, cst.Name):
@@ -232,35 +237,61 @@ class HostFloatNormalization(Rule):
             method = info.methods.get("__getitem__") or info.methods.get("__getitems__")
             if method is not None:
                 if method not in self._class_calls:  # reused as a per-method memo
-                    self._class_calls[method] = [n for n in _walk(method.body) if _is_divide_by_255(n)]
+                    self._class_calls[method] = [n for n in self.analysis.tree.walk_subtree(method.body, _NESTED_FUNCTIONS) if _is_divide_by_255(n)]
                 for n in self._class_calls[method]:
-                    found.setdefault(n, n)
+                    found.setdefault(n, [])
                 return
             bases = [b.value for b in info.node.bases if isinstance(b.value, cst.Name)]
             name = bases[0] if bases else None
             seen += 1
 
-    def _suggestion(self, node: cst.CSTNode):
-        if isinstance(node, cst.Call) and self.analysis.qualname(node.func) in ("torchvision.transforms.ToTensor", "torchvision.transforms.v2.ToTensor"):
-            if isinstance(node.func, cst.Attribute):
-                return self.make_fix(self.edit(node.func.attr, "PILToTensor"), applicability=Applicability.SUGGESTION)
-            return None
-        if _is_divide_by_255(node):
-            operand = _divided_operand(node)
-            if isinstance(operand, cst.Call) and isinstance(operand.func, cst.Attribute) and operand.func.attr.value in ("float", "double") and not operand.args:
-                operand = operand.func.value
-            return self.make_fix(self.edit(node, _render(self, operand)), applicability=Applicability.SUGGESTION)
-        return None
+    def _suggestion(self, node: cst.CSTNode, normalize: list[cst.Call]):
+        """Both halves of the change as text (see "Fix safety": an edit of the host half alone
+        would break the pipeline)."""
+        expr = f"`{self.snippet(node, 60)}`"
+        if isinstance(node, cst.Call) and self.analysis.qualname(node.func) in _CONVERTERS:
+            qn = self.analysis.qualname(node.func) or ""
+            new = "pil_to_tensor" if qn.endswith("to_tensor") else "PILToTensor"
+            prefix = self.code_for(node.func).rsplit(".", 1)[0] + "." if isinstance(node.func, cst.Attribute) else ""
+            host = f"on the host, replace {expr} with `{prefix}{new}(...)`" if new == "pil_to_tensor" else f"on the host, replace {expr} with `{prefix}{new}()` (uint8)"
+        elif _is_divide_by_255(node):
+            host = f"on the host, return the uint8 `{self.snippet(_uint8_operand(node), 40)}` instead of {expr} (and the arithmetic on it)"
+        else:
+            host = f"on the host, remove {expr}"
+        others = [c for c in normalize if c is not node]
+        if others:
+            host += " and remove " + ", ".join(f"`{self.snippet(c, 60)}`" for c in others) + " (it needs float input)"
+        mean, std = self._mean_std(normalize)
+        device = "on the device, after the copy in every loop that reads this dataset (training, evaluation): `x = x.to(device, non_blocking=True).float().div_(255)`"
+        if normalize:
+            device += f", then `x = (x - mean) / std` with `mean = torch.tensor({mean}, device=device).view(1, -1, 1, 1)` and `std = torch.tensor({std}, device=device).view(1, -1, 1, 1)` built once before the loop"
+        elif _is_divide_by_255(node):
+            device += ", then the rest of what `__getitem__` computed"
+        return self.make_fix(applicability=Applicability.SUGGESTION, title=f"Keep uint8 on the host, normalise on the device: {host}; {device}.")
+
+    def _mean_std(self, normalize: list[cst.Call]) -> tuple[str, str]:
+        """The mean and std arguments of the first `Normalize(mean, std)`, as source."""
+        for call in normalize:
+            by_key = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            if (self.analysis.qualname(call.func) or "").endswith("functional.normalize"):
+                positional = positional[1:]  # the image comes first
+            mean = by_key.get("mean", positional[0] if positional else None)
+            std = by_key.get("std", positional[1] if len(positional) > 1 else None)
+            if mean is not None and std is not None:
+                return self.snippet(mean, 80), self.snippet(std, 80)
+        return "MEAN", "STD"
 
 
-def _walk(node: cst.CSTNode, into_functions: bool = False):
-    """Every node under ``node`` (pre-order); nested functions and lambdas only when asked."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        children = [c for c in n.children if into_functions or not isinstance(c, (cst.FunctionDef, cst.Lambda))]
-        stack.extend(reversed(children))
+def _uint8_operand(node: cst.CSTNode) -> cst.CSTNode:
+    operand = _divided_operand(node)
+    if isinstance(operand, cst.Call) and isinstance(operand.func, cst.Attribute) and operand.func.attr.value in ("float", "double") and not operand.args:
+        return operand.func.value
+    return operand
+
+
+_NESTED_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
+
 
 
 # -- TSL305 --------------------------------------------------------------------------------------
@@ -381,6 +412,35 @@ class HostTensorInLoop(Rule):
             self._from_host_data(node, qn)
         elif qn.startswith("torch.") and qn.count(".") == 1 and qn[6:] in _CPU_FACTORIES:
             self._filled_then_copied(node, qn[6:])
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("new", "new_tensor") and not qn:
+            self._new_from_host_data(node)
+
+    def _new_from_host_data(self, node: cst.Call) -> None:
+        """`loss.new([...])` / `t.new_tensor(data)`: host data copied to `t`'s device."""
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        if not positional or self.analysis.kind(node.func.value) not in (Kind.DEVICE, Kind.MOVED):  # type: ignore[union-attr]
+            return
+        data = positional[0].value
+        if node.func.attr.value == "new" and isinstance(data, (cst.Integer, cst.Name)) and self.analysis.kind(data) is Kind.HOST and not isinstance(data, cst.List):  # type: ignore[union-attr]
+            return  # `t.new(n)`: an uninitialised tensor of that size, no data copied
+        if self.analysis.kind(data) is Kind.DEVICE:
+            return
+        hot = self.hot(node)
+        if hot is not None:
+            self.report(node, hot=hot, expr=self.snippet(node), advice=self._HOIST)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`gain[2:6] = torch.tensor(...)`: a CPU tensor stored into a device tensor is a
+        blocking host-to-device copy."""
+        for target in node.targets:
+            store = target.target
+            if isinstance(store, cst.Subscript) and self.analysis.kind(store.value) is Kind.DEVICE and self.analysis.kind(node.value) is Kind.HOST_TENSOR:
+                if not loaders(self.analysis).module_feeds_accelerator:
+                    return
+                hot = self.hot(node)
+                if hot is not None:
+                    self.report(node, hot=hot, expr=self.snippet(node), advice=self._HOIST)
+                return
 
     def _from_host_data(self, node: cst.Call, qn: str) -> None:
         positional = [a for a in node.args if a.keyword is None]

@@ -201,7 +201,7 @@ class MetricUpdateNanCheck(_MetricRule):
         if value is not None and self.analysis.kind(value.value) is Kind.HOST_TENSOR:
             return  # a CPU tensor: the check reads host memory, no GPU sync
         for site in use.leaves:
-            if site.cls.family != "aggregation" or site.cls.overrides & _NAN_CHECK_OVERRIDES:
+            if site.cls.family != "aggregation" or any(site.cls.redefines(m) for m in _NAN_CHECK_OVERRIDES):
                 continue  # not an aggregator, or a subclass that replaced the check
             strategy = site.setting("nan_strategy")
             if strategy is UNKNOWN or strategy == "disable" or not self._on_device(site):
@@ -313,7 +313,7 @@ class MetricScalarUpdate(_MetricRule):
         use = self._use(node, ("update", "forward"))
         if use is None:
             return
-        sites = [s for s in use.leaves if s.cls.family == "aggregation" and "update" not in s.cls.overrides and self._on_device(s)]
+        sites = [s for s in use.leaves if s.cls.family == "aggregation" and not s.cls.redefines("update") and self._on_device(s)]
         if not sites or len(sites) != len(use.leaves):
             return  # not (only) device aggregators
         scalars = [a for a in (_value_arg(use), _weight_arg(use)) if a is not None and self._is_number(a.value)]
@@ -432,7 +432,7 @@ class MetricDefaultWeight(_MetricRule):
         use = self._use(node, ("update", "forward"))
         if use is None or _weight_arg(use) is not None or any(a.star for a in node.args):
             return
-        sites = [s for s in use.leaves if s.cls.weighted and "update" not in s.cls.overrides and self._on_device(s)]
+        sites = [s for s in use.leaves if s.cls.weighted and not s.cls.redefines("update") and self._on_device(s)]
         if not sites:
             return
         version, source = target_torchmetrics_version(self.context.settings)

@@ -251,7 +251,7 @@ class ClassificationMetricBincount(_MetricRule):
     @staticmethod
     def _bincount_reason(site: MetricSite) -> str | None:
         cls = site.cls
-        if cls.family != "classification" or "update" in cls.overrides or site.task != "multiclass":
+        if cls.family != "classification" or cls.redefines("update") or site.task != "multiclass":
             return None
         if cls.bincount_always:
             return "confusion counts"

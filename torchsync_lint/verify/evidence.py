@@ -7,9 +7,9 @@ Evidence kind -> rule codes it confirms (the same table is in docs/verification/
 
 | kind                    | emulate backend (CPU) sees                                   | cuda backend sees                                   | confirms |
 |-------------------------|--------------------------------------------------------------|-----------------------------------------------------|----------|
-| scalar-read             | aten::_local_scalar_dense / aten::equal on a virtual-cuda input | stream-sync callback / sync-debug warning        | TSL101 TSL102 TSL103 TSL201 TSL204 |
-| host-read               | Tensor.tolist/numpy/__repr__/__str__/__array__ of a virtual-cuda tensor | stream-sync callback                     | TSL101 TSL103 TSL204 |
-| d2h-copy                | Tensor.cpu()/.to("cpu") of a virtual-cuda tensor             | stream-sync callback (Memcpy DtoH)                  | TSL101 TSL103 TSL204 |
+| scalar-read             | aten::_local_scalar_dense / aten::equal on a virtual-cuda input | stream-sync callback / sync-debug warning        | TSL101 TSL102 TSL103 TSL106 TSL201 TSL204 |
+| host-read               | Tensor.tolist/numpy/__repr__/__str__/__array__ of a virtual-cuda tensor | stream-sync callback                     | TSL101 TSL103 TSL106 TSL204 |
+| d2h-copy                | Tensor.cpu()/.to("cpu") of a virtual-cuda tensor (tensorboard's make_np too) | stream-sync callback (Memcpy DtoH)   | TSL101 TSL103 TSL106 TSL204 |
 | dynamic-shape           | nonzero, masked_select, unique*, repeat_interleave w/o output_size, bool-mask index/index_put_ | stream-sync callback | TSL105 TSL204 |
 | bincount                | aten::bincount / aten::histc on a virtual-cuda input         | stream-sync callback inside bincount                | TSL206 TSL204 |
 | h2d-blocking            | untagged -> cuda move without non_blocking; torch.tensor/as_tensor(host data, device=cuda); cuda.copy_(host) | stream-sync callback (Memcpy HtoD) | TSL301 TSL305 TSL202 TSL203 |
@@ -39,9 +39,10 @@ EXPLICIT_SYNC = "explicit-sync"
 DEVICE_SYNC = "device-sync"
 
 CONFIRMS: dict[str, frozenset[str]] = {
-    SCALAR_READ: frozenset({"TSL101", "TSL102", "TSL103", "TSL201", "TSL204"}),
-    HOST_READ: frozenset({"TSL101", "TSL103", "TSL204"}),
-    D2H_COPY: frozenset({"TSL101", "TSL103", "TSL204"}),
+    # TSL106: a logging library reads the tensor with one of these three (.item(), str(), .cpu()).
+    SCALAR_READ: frozenset({"TSL101", "TSL102", "TSL103", "TSL106", "TSL201", "TSL204"}),
+    HOST_READ: frozenset({"TSL101", "TSL103", "TSL106", "TSL204"}),
+    D2H_COPY: frozenset({"TSL101", "TSL103", "TSL106", "TSL204"}),
     DYNAMIC_SHAPE: frozenset({"TSL105", "TSL204"}),
     BINCOUNT: frozenset({"TSL206", "TSL204"}),
     H2D_BLOCKING: frozenset({"TSL301", "TSL305", "TSL202", "TSL203"}),
@@ -52,7 +53,7 @@ CONFIRMS: dict[str, frozenset[str]] = {
     EXPLICIT_SYNC: frozenset({"TSL104"}),
     # An unlabelled GPU sync proves *a* host sync happened at the line; it confirms the
     # host-read family but not copy/pipeline hazards, whose evidence is more specific.
-    DEVICE_SYNC: frozenset({"TSL101", "TSL102", "TSL103", "TSL104", "TSL105", "TSL201", "TSL204", "TSL206"}),
+    DEVICE_SYNC: frozenset({"TSL101", "TSL102", "TSL103", "TSL104", "TSL105", "TSL106", "TSL201", "TSL204", "TSL206"}),
 }
 
 # Kinds that stall the host on the device. A clean fixture must show none of these in its

@@ -18,7 +18,7 @@ from torchsync_lint.verify.harness_common import Patcher, StepClock, harness_mai
 def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str] | None = None) -> dict:
     """Run ``script`` in this process under virtual CUDA; everything is undone on return."""
     # torch is imported here, not at module level, so importing the package stays cheap.
-    from torchsync_lint.verify.emulate import patches
+    from torchsync_lint.verify.emulate import patches, sinks
     from torchsync_lint.verify.emulate.virtual_cuda import (
         VirtualCudaDispatchMode,
         VirtualCudaFunctionMode,
@@ -32,6 +32,7 @@ def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str
     clock.install()
     try:
         patches.install(patcher, state, clock)
+        sinks.install(patcher, state)
         with VirtualCudaFunctionMode(state), VirtualCudaDispatchMode(state):
             outcome = run_script(finder.user_file, script_args, extra_sys_path)
     finally:

@@ -36,6 +36,8 @@ VIRTUAL_DEVICE = torch.device("cuda", 0)
 
 # Host reads that never reach the dispatcher for a CPU tensor (seen by the function mode).
 HOST_READ_METHODS = frozenset({"tolist", "__repr__", "__str__", "__array__"})
+# Ops whose result holds the same values as their input (a deferred read follows them).
+SAME_VALUE_OPS = frozenset({"aten::detach", "aten::alias", "aten::clone", "aten::_to_copy"})
 # Factories that copy host data to the target device.
 HOST_DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "from_numpy"})
 
@@ -81,6 +83,9 @@ class VirtualCudaState:
         self.pinned = WeakIdKeyDictionary()  # tensor -> True: would be in page-locked memory
         self.host_normalized = WeakIdKeyDictionary()  # CPU float tensor derived from uint8 -> line it was made
         self.loader_origin = WeakIdKeyDictionary()  # CPU tensor -> LoaderOrigin of the batch it came from
+        # tensor -> line of the user's logging call that handed it to a library which reads it
+        # later in the step (Lightning's self.log; see emulate/sinks.py)
+        self.read_lines = WeakIdKeyDictionary()
         self.events: list[RawEvent] = []
         # > 0 while code that allocates on the GPU from C++ runs (DDP's reducer buckets): its
         # factory ops have no tensor input to inherit the tag from, so they are tagged directly.
@@ -102,6 +107,13 @@ class VirtualCudaState:
 
     def untag_virtual(self, tensor: torch.Tensor) -> None:
         self.virtual.pop(tensor, None)
+
+    def read_line(self, leaves: list) -> int | None:
+        """The logging line a deferred read of one of ``leaves`` belongs to, if any."""
+        for leaf in leaves:
+            if isinstance(leaf, torch.Tensor) and leaf in self.read_lines:
+                return self.read_lines[leaf]
+        return None
 
     # -- events -----------------------------------------------------------------------------
     def record(self, kind: str, op: str, line: int | None = None) -> None:
@@ -286,11 +298,16 @@ class VirtualCudaDispatchMode(TorchDispatchMode):
         if touches_virtual:
             kind = ev.SYNCING_OPS.get(name)
             if kind is not None and not (name == "aten::repeat_interleave" and kwargs.get("output_size") is not None):
-                state.record(kind, name)
+                state.record(kind, name, line=state.read_line(leaves))
             elif name in ev.MASK_INDEX_OPS and _has_mask_index(args):
                 state.record(ev.DYNAMIC_SHAPE, f"{name} (bool mask)")
 
         out = func(*args, **kwargs)
+
+        if state.read_lines and name in SAME_VALUE_OPS and isinstance(out, torch.Tensor):
+            line = state.read_line(leaves)  # Lightning reads `cache.detach()` of what it stored
+            if line is not None:
+                state.read_lines[out] = line
 
         if touches_virtual or (state.device_allocations and not any(isinstance(x, torch.Tensor) for x in leaves)):
             if kind_returns_host_value(name):
@@ -340,12 +357,16 @@ def track_host_provenance(state: VirtualCudaState, leaves: list, out: Any) -> No
 
 
 TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+# Parts of torch that are logging libraries, not device plumbing: their `.cpu()` is the real
+# device-to-host read a logger makes (tensorboard's make_np: `.detach().cpu().numpy()`), and
+# the tensor must come out on the host, or the `.numpy()` after it fails as it would on a GPU.
+_TORCH_HOST_READERS = (os.path.join(TORCH_DIR, "utils", "tensorboard") + os.sep,)
 
 
 def _called_from_torch() -> bool:
     # Frames: this helper, _move, __torch_function__, then the code that called .to()/.cpu().
-    frame = sys._getframe(3)
-    return frame.f_code.co_filename.startswith(TORCH_DIR)
+    filename = sys._getframe(3).f_code.co_filename
+    return filename.startswith(TORCH_DIR) and not filename.startswith(_TORCH_HOST_READERS)
 
 
 def kind_returns_host_value(name: str) -> bool:

@@ -1,0 +1,109 @@
+"""The one-pass walk (analysis/tree.py) and on-demand positions (analysis/positions.py) agree
+with libcst: the walk visits libcst's nodes in libcst's order, and every position equals what
+libcst's whole-module PositionProvider computes."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from torchsync_lint.analysis.positions import LazyPositions
+from torchsync_lint.analysis.tree import is_skipped, walk
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "**", "*.py"), recursive=True))
+TOUR = os.path.join(ROOT, "tests", "data", "syntax_tour.py")
+SOURCES = [TOUR, *FIXTURES]
+
+
+class _Order(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.seen: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if not is_skipped(type(node)):
+            self.seen.append(node)
+        return True
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: os.path.relpath(p, ROOT))
+def test_walk_visits_libcst_nodes_in_libcst_order(path):
+    module = cst.parse_module(_read(path))
+    visitor = _Order()
+    module.visit(visitor)
+    tree = walk(module)
+    assert [id(n) for n in tree.nodes] == [id(n) for n in visitor.seen]
+    for node in tree.nodes[1:]:
+        parent = tree.parents[node]
+        assert tree.inside(node, parent) and not tree.inside(parent, node)
+
+
+def _assert_positions_match(source: str) -> LazyPositions:
+    module = cst.parse_module(source)
+    reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    tree = walk(module)
+    positions = starts = LazyPositions(module, source, tree)
+    for i, node in enumerate(tree.nodes):
+        if i % 16 == 0:  # fresh tables now and then, so that nodes are also computed on their own
+            positions, starts = LazyPositions(module, source, tree), LazyPositions(module, source, tree)
+        assert positions[node] == reference[node], (type(node).__name__, i)
+        assert starts.start(node) == reference[node].start, (type(node).__name__, i)
+    return positions
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: os.path.relpath(p, ROOT))
+def test_positions_equal_libcst_position_provider(path):
+    positions = _assert_positions_match(_read(path))
+    assert not positions.used_fallback
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\nx = 1",  # no newline at the end
+        "import torch\r\nfor x in y:\r\n    z = x.item()\r\n",  # CRLF
+        "import torch\nif a:\n\tb = 1\n\tif c:\n\t\td = 2\n",  # tab indentation
+        "import torch\n\n\n# comment\n\n@dec\n\n# between\n@dec2(\n    1)\ndef f():\n    pass\n",
+        "import torch\nclass A:\n    # lead\n    def f(self):  # trailing\n        return (\n            1 +\n            2)\n",
+        "x = 1\n" + "".join(f"{'if' if i == 0 else 'elif'} x == {i}:\n    y = {i}\n" for i in range(60)) + "else:\n    y = -1\n",
+        "match p:\n    case 1:\n        a = 1\n    # comment\n    case _:\n        b = (\n            2)\n",
+        "def f(a, /, b, *, c):\n    return [x for x in a if x if b]\n",
+        "try:\n    pass\n# c\nexcept E as e:\n    raise\nelse:\n    pass\nfinally:\n    pass\n",
+    ],
+)
+def test_positions_on_edge_cases(source):
+    _assert_positions_match(source)
+
+
+def test_positions_fall_back_to_libcst_when_ast_cannot_pair_statements():
+    # ast (Python 3.10/3.11) cannot parse a PEP 695 type parameter list, libcst can
+    source = "import torch\ndef first[T](x: T) -> T:\n    return x.item()\n"
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        pytest.skip("this libcst cannot parse PEP 695 either")
+    reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    tree = walk(module)
+    positions = LazyPositions(module, source, tree)
+    call = next(n for n in tree.nodes if isinstance(n, cst.Call))
+    assert positions[call] == reference[call]
+    import sys
+
+    assert positions.used_fallback == (sys.version_info < (3, 12))
+
+
+def test_walk_of_a_deep_expression_does_not_recurse():
+    source = "import torch\nx = " + " + ".join(["a"] * 3000) + "\n"
+    module = cst.parse_module(source)
+    tree = walk(module)
+    names = [n for n in tree.nodes if isinstance(n, cst.Name) and n.value == "a"]
+    assert len(names) == 3000

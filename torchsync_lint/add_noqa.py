@@ -1,0 +1,164 @@
+"""`check --add-noqa`: suppress every current finding in place, as ruff's `--add-noqa` does.
+
+The adoption path on an existing codebase: run it once, commit, and from then on only new
+findings fail CI; each added `# noqa: TSL…` marks a sync to look at later.
+
+- The directive goes on the line the finding is reported on. When that line cannot end in a
+  comment (it ends inside a multi-line string, or with a `\\` continuation), it goes on the
+  next line of the same statement that can: suppression reads `# noqa` on any line of the
+  statement (suppress.py), so the finding is still silenced and no string is broken.
+- An existing `# noqa: E501` becomes `# noqa: E501, TSL101`; any other comment on the line is
+  kept and the directive is appended after it. Several findings on one line share one
+  directive.
+- Nothing is written unless the result still parses; the file is re-linted to check that
+  every finding is silenced (any that is not is reported). Files are written atomically in
+  their own encoding (notebooks: only the edited cells' lines change). A second run adds
+  nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+import tokenize
+from dataclasses import dataclass, field
+from functools import partial
+
+from torchsync_lint import suppress
+from torchsync_lint.types import Finding
+
+# `# noqa: E501, W291` with its codes (codes are letters then digits, as flake8 and ruff read them).
+_NOQA_CODES = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*)", re.I)
+_BARE_NOQA = re.compile(r"#\s*noqa(?!\s*:)", re.I)
+_LINES = re.compile(r"[^\n]*\n|[^\n]+$")
+
+
+def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
+    """``text`` with a `# noqa` directive for every finding, and how many lines got one."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text, 0
+    line_ends = {t.start[0] for t in tokens if t.type in (tokenize.NEWLINE, tokenize.NL)}
+    comments = {t.start[0]: t for t in tokens if t.type == tokenize.COMMENT}
+    last = max(line_ends, default=0)
+    wanted: dict[int, set[str]] = {}
+    for f in findings:
+        if f.severity == "error":
+            continue
+        line = f.line
+        while line not in line_ends and line < last:
+            line += 1  # the string or continuation goes on; the statement ends on a later line
+        wanted.setdefault(line, set()).add(f.code)
+    lines = _LINES.findall(text)  # as tokenize counts them
+    added = 0
+    for number, codes in sorted(wanted.items()):
+        if not 0 < number <= len(lines):
+            continue
+        new = _with_directive(lines[number - 1], comments.get(number), codes)
+        if new != lines[number - 1]:
+            lines[number - 1] = new
+            added += 1
+    return "".join(lines), added
+
+
+def _with_directive(line: str, comment: tokenize.TokenInfo | None, codes: set[str]) -> str:
+    body = line.rstrip("\r\n")
+    ending = line[len(body) :]
+    if comment is not None:
+        m = _NOQA_CODES.search(comment.string)
+        if m is not None:
+            present = {c.upper() for c in re.split(r"[\s,]+", m.group("codes")) if c}
+            new = sorted(c for c in codes if not suppress.matches(c, present))
+            if not new:
+                return line
+            at = comment.start[1] + m.end("codes")
+            return body[:at] + ", " + ", ".join(new) + body[at:] + ending
+        if _BARE_NOQA.search(comment.string):
+            return line  # a bare `# noqa` already silences everything on the line
+    return body.rstrip() + "  # noqa: " + ", ".join(sorted(codes)) + ending
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+@dataclass
+class NoqaOutcome:
+    path: str
+    added: int = 0
+    errors: list[Finding] = field(default_factory=list)  # TSL90x: the file could not be linted
+    unsilenced: list[Finding] = field(default_factory=list)
+    problem: str | None = None  # not written, and why
+
+
+def run_add_noqa(args, config, paths: list[str]) -> int:
+    from torchsync_lint.errors import file_error
+    from torchsync_lint.files import discover
+    from torchsync_lint.parallel import map_files
+
+    if paths == ["-"]:
+        print("torchsync-lint: error: --add-noqa edits files in place; it cannot read stdin", file=sys.stderr)
+        return 2
+    files, bad = discover(paths, config)
+    outcomes = [NoqaOutcome(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
+    outcomes += map_files(partial(_add_noqa_file, config=config), files, getattr(args, "jobs", None))
+    for o in outcomes:
+        for e in o.errors:
+            print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
+        for f in o.unsilenced:
+            print(f"{f.location}: {f.code} could not be silenced with a `# noqa` comment", file=sys.stderr)
+        if o.problem:
+            print(f"{o.path}: {o.problem}; nothing was added", file=sys.stderr)
+    total = sum(o.added for o in outcomes)
+    files_changed = sum(1 for o in outcomes if o.added)
+    print(f"Added {total} noqa directive{'' if total == 1 else 's'} in {files_changed} file{'' if files_changed == 1 else 's'}.", file=sys.stderr)
+    if any(o.errors or o.problem for o in outcomes):
+        return 2
+    return 1 if any(o.unsilenced for o in outcomes) else 0
+
+
+def _add_noqa_file(path: str, config) -> NoqaOutcome:
+    from torchsync_lint.api import linter_for
+    from torchsync_lint.errors import file_error
+    from torchsync_lint.files import ReadError, read_source
+    from torchsync_lint.fixing.command import WriteError, write_atomic
+    from torchsync_lint.fixing.loop import validate
+    from torchsync_lint.notebook import NotebookError, is_notebook, read_notebook
+
+    outcome = NoqaOutcome(path)
+    try:
+        if is_notebook(path):
+            nb = read_notebook(path)
+            source, text = nb.source_file(), nb.python
+        else:
+            nb, source = None, read_source(path)
+            text = source.text
+    except ReadError as exc:
+        outcome.errors = [file_error(path, exc.code, exc.message)]
+        return outcome
+    if nb is not None and (not nb.is_python or not nb.cells):
+        return outcome
+    lint = linter_for(path, config)
+    findings = lint(text)
+    outcome.errors = [f for f in findings if f.severity == "error"]
+    if outcome.errors:
+        if nb is not None:
+            outcome.errors = [nb.syntax_error(path) or nb.to_cells(e) for e in outcome.errors]
+        return outcome
+    new_text, added = add_noqa(text, findings)
+    if not added:
+        return outcome
+    problem = validate(new_text, path, must_compile=False)
+    if problem is not None:
+        outcome.problem = problem
+        return outcome
+    left = [f for f in lint(new_text) if f.severity != "error"]
+    outcome.unsilenced = [nb.to_cells(f, new_text) for f in left] if nb is not None else left
+    try:
+        data = nb.with_python(new_text) if nb is not None else new_text
+        write_atomic(path, data, source)
+    except (NotebookError, WriteError) as exc:
+        outcome.problem = str(exc)
+        return outcome
+    outcome.added = added
+    return outcome

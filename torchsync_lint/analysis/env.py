@@ -1,0 +1,75 @@
+"""What the rest of the project says about one module: the interface the per-module analysis
+consults at its boundaries (imported project symbols, call sites in other modules, loops in
+other modules that read a loader built here). ``NULL_ENV`` says nothing: a module linted on its
+own. The project view (torchsync_lint/project/) implements it from module summaries.
+
+Every method answers None (or False) when it does not know: unknown stays silent.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+class Env:
+    # -- values -------------------------------------------------------------------------------
+    def symbol_kind(self, qualname: str):
+        """Kind of a project module's top-level name imported here (`from proj.cfg import device`)."""
+        return None
+
+    def call_kind(self, qualname: str, call: cst.Call, values):
+        """Kind of the result of calling a project function or class imported here."""
+        return None
+
+    def call_element(self, qualname: str, call: cst.Call, position: int, values):
+        """Kind of element ``position`` of a project function's (tuple) result."""
+        return None
+
+    def generator_source(self, call: cst.Call, values):
+        """The argument of ``call`` whose items a project generator yields (`log_every(loader)`)."""
+        return None
+
+    def param_kind(self, func: cst.FunctionDef, param: cst.Param):
+        """Kind of what call sites in other modules pass for ``param``."""
+        return None
+
+    def param_device(self, func: cst.FunctionDef, param: cst.Param):
+        """"cpu"/"accelerator" when call sites in other modules pass a device for ``param``."""
+        return None
+
+    def param_origin(self, func: cst.FunctionDef, param: cst.Param):
+        """The constructor qualname of the object other modules pass for ``param``."""
+        return None
+
+    def attribute_kind(self, base: cst.BaseExpression, attr: str, values):
+        """Kind of `base.attr` when ``base`` is an instance of a project class."""
+        return None
+
+    def inherited_attribute_kind(self, cls: cst.ClassDef, attr: str):
+        """Kind of `self.attr` set by a project base class of ``cls``."""
+        return None
+
+    def is_module_class(self, qualname: str) -> bool:
+        """Is the project class ``qualname`` an nn.Module?"""
+        return False
+
+    def is_lightning_class(self, qualname: str) -> bool:
+        return False
+
+
+    # -- per-step code ------------------------------------------------------------------------
+    def hot_caller(self, func: cst.FunctionDef):
+        """(reason, gate) when another module calls ``func`` every step, else None."""
+        return None
+
+    def is_step_like(self, qualname: str) -> bool:
+        """Does the project function ``qualname`` run a training step (backward, optimizer step,
+        forward) in its own body?"""
+        return False
+
+    def runs_epoch(self, call: cst.Call, values) -> bool:
+        """Does ``call`` (of a project function) run a whole pass over a data loader?"""
+        return False
+
+
+NULL_ENV = Env()

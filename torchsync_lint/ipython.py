@@ -1,0 +1,127 @@
+"""IPython syntax in notebook cells, stood in for by neutral Python lines of the same count.
+
+Line magics (`%matplotlib inline`, `%time f()`), shell escapes (`!pip install`, `files = !ls`),
+help (`obj?`, `?obj`) and autocall (`/f x`) at the start of a logical line are not Python. Each
+becomes `pass` (or `name = None` for an assignment, so the name is rebound to an unknown host
+value rather than keeping an older binding) with the indentation it had and a tag comment, so
+line numbers hold, the parser and the rules see plain Python, a fix never edits it, and
+``restore`` puts the line back as written. A `\\` line end continues a magic. Lines inside
+brackets or strings, and comments, are never taken for IPython (`x = (a\n % b)` is modulo).
+A cell magic keeps its Python body when it runs Python (`%%time`, `%%timeit`, `%%capture`,
+`%%prun`, `%%debug`); a cell in another language (`%%bash`, `%%writefile`, `%%html`, ...) is
+not Python at all.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The tag holds none of the engine's trigger words (`torch`, `device`, ...).
+_TAG = "  # @tsl-ipython {token}"
+_TAG_AT_END = re.compile(r"  # @tsl-ipython (\d+)$")
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+_ESCAPES = ("%", "!", "?", "/", ";", ",")  # cannot start a Python logical line
+_ASSIGNED_ESCAPE = re.compile(r"([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[%!]")
+_HELP = re.compile(r"\?{1,2}\s*$")
+
+
+def python_view(text: str) -> tuple[str | None, dict[int, tuple[str, str]]]:
+    """The cell as Python, with IPython lines replaced by tagged neutral lines of the same
+    count, and tag -> original line; (None, {}) for a cell in another language."""
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    magics: dict[int, tuple[str, str]] = {}
+    out: list[str] = []
+    depth, quote, continued, in_magic = 0, None, False, False
+    for n, line in enumerate(lines):
+        body, ending = (line[:-1], "\n") if line.endswith("\n") else (line, "")
+        if n == 0 and body.startswith("%%"):
+            name = re.match(r"%%(\w*)", body).group(1)
+            if name not in PYTHON_CELL_MAGICS:
+                return None, {}
+            out.append(_neutral(body, magics, "pass") + ending)
+            continue
+        starts_logical = depth == 0 and quote is None and not continued
+        if in_magic or (starts_logical and _is_escape(body)):
+            out.append(_neutral(body, magics, _stand_in(body)) + ending)
+            in_magic = body.rstrip().endswith("\\")  # a magic continues over `\` line ends
+            continued = False
+            continue
+        depth, quote, continued = _scan(body, depth, quote)
+        out.append(line)
+    return "".join(out), magics
+
+
+def _is_escape(body: str) -> bool:
+    code = body.strip()
+    if not code or code.startswith("#"):
+        return False
+    if code.startswith(_ESCAPES) or _ASSIGNED_ESCAPE.match(code):
+        return True
+    code = body[: _scan(body, 0, None, comment_at=True)].rstrip()
+    return bool(_HELP.search(code)) and not code.lstrip().startswith("#")  # `obj?`, `obj.attr??`
+
+
+def _stand_in(body: str) -> str:
+    m = _ASSIGNED_ESCAPE.match(body.strip())
+    return f"{m.group(1)} = None" if m else "pass"
+
+
+def _neutral(body: str, magics: dict[int, tuple[str, str]], stand_in: str) -> str:
+    token = len(magics)
+    indent = body[: len(body) - len(body.lstrip(" \t"))]
+    neutral = f"{indent}{stand_in}{_TAG.format(token=token)}"
+    magics[token] = (body, neutral)
+    return neutral
+
+
+def _scan(body: str, depth: int, quote: str | None, comment_at: bool = False):
+    """Bracket depth, open triple quote and backslash continuation after ``body`` (one line
+    without its ending), or with ``comment_at`` where its comment starts (len when none)."""
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if quote:
+            if c == "\\":
+                i += 2
+            elif body.startswith(quote, i):
+                i += len(quote)
+                quote = None
+            else:
+                i += 1
+            continue
+        if c == "#":
+            return i if comment_at else (depth, None, False)
+        if c in "'\"":
+            quote = body[i : i + 3] if body[i : i + 3] in ("'''", '"""') else c
+            i += len(quote)
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        i += 1
+    if comment_at:
+        return n
+    continued = body.endswith("\\")
+    if quote is not None and len(quote) == 1 and not continued:
+        quote = None  # an unterminated one-line string: a syntax error the parser reports
+    return depth, quote, continued
+
+
+def restore(text: str, magics: dict[int, tuple[str, str]]) -> str | None:
+    """``text`` (a cell's Python, possibly edited) with its IPython lines as written; None when
+    an edit changed or dropped one of the neutral lines."""
+    out, seen = [], []
+    for line in re.findall(r"[^\n]*\n|[^\n]+$", text):
+        body, ending = (line[:-1], "\n") if line.endswith("\n") else (line, "")
+        m = _TAG_AT_END.search(body)
+        if m and int(m.group(1)) in magics:
+            original, neutral = magics[int(m.group(1))]
+            if body != neutral:
+                return None
+            seen.append(int(m.group(1)))
+            line = original + ending
+        out.append(line)
+    if sorted(seen) != sorted(magics):
+        return None
+    return "".join(out)

@@ -1,0 +1,26 @@
+"""Data loaders and the iterators that wrap them.
+
+A DataLoader yields CPU tensors until the loop moves them; subclasses and look-alikes of other
+libraries behave the same. Wrapper iterators (`tqdm(loader)`, `enumerate(loader)`) yield what
+they wrap.
+"""
+
+from __future__ import annotations
+
+DATALOADER = "torch.utils.data.DataLoader"
+# Classes whose instances are DataLoaders (subclasses in other libraries).
+LOADER_CLASSES = frozenset(
+    {
+        DATALOADER,
+        "torch_geometric.loader.DataLoader",
+        "torch_geometric.loader.NeighborLoader",
+        "torch_geometric.loader.LinkNeighborLoader",
+        "torch_geometric.loader.ClusterLoader",
+        "torch_geometric.loader.GraphSAINTRandomWalkSampler",
+        "monai.data.DataLoader",
+    }
+)
+# Calls that yield the items of their first argument (`tqdm(loader)`).
+ITEM_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm", "rich.progress.track", "itertools.islice", "itertools.cycle"})
+# Builtins with the same behaviour (`enumerate` and `zip` shape their items: see calls.py).
+BUILTIN_WRAPPERS = frozenset({"iter", "reversed"})
