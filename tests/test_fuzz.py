@@ -87,3 +87,20 @@ def test_fuzz_through_the_cli(programs, tmp_path):
     again = subprocess.run([*cli, "--fix", "--unsafe-fixes", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert again.returncode in (0, 1), again.stderr[-2000:]
     assert {p.name: p.read_bytes() for p in sorted(tmp_path.glob("*.py"))} == first
+
+
+REPRO_FILES = sorted(name for name in os.listdir(REPROS) if name.endswith(".py")) if os.path.isdir(REPROS) else []
+
+
+def _repro(name: str):
+    with open(os.path.join(REPROS, name), encoding="utf-8") as fh:
+        source = fh.read()
+    status = source.split("\n", 1)[0].removeprefix("# fuzz-repro: status=").strip()
+    marks = [pytest.mark.xfail(strict=True, reason="known engine/analysis bug, see the file")] if status == "open" else []
+    return pytest.param(name, source, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name, source", [_repro(n) for n in REPRO_FILES])
+def test_fuzz_reproducers(name, source):
+    assert source.startswith("# fuzz-repro: status=")
+    assert check_program(source, name) == []
