@@ -2,8 +2,8 @@
 programs, seeded and deterministic (tests/fuzz_programs.py), must give no internal error, no
 rule crash, fixed files that compile, and a second fix that changes nothing.
 
-About 40 s of CPU on this machine, spread over two processes; scripts/fuzz_fix.py runs
-thousands on demand. Bugs the fuzzer found in the engine or the analysis, which are not this
+About 24 s on this 2-core machine when idle (13 s generating 500 programs, 8 s checking them in
+two processes, 2 s for the CLI); scripts/fuzz_fix.py runs thousands on demand. Bugs the fuzzer found in the engine or the analysis, which are not this
 test's to fix, have a minimal reproducer in tests/data/fuzz_repros/ and an xfail test below.
 """
 
@@ -22,8 +22,8 @@ from tests.fuzz_programs import check_program, generate, grammar_programs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPROS = os.path.join(ROOT, "tests", "data", "fuzz_repros")
-MUTATED = 300
-GRAMMAR = 40
+MUTATED = 400
+GRAMMAR = 100
 SEED = 16
 
 
@@ -93,14 +93,17 @@ REPRO_FILES = sorted(name for name in os.listdir(REPROS) if name.endswith(".py")
 
 
 def _repro(name: str):
+    """The file and what its first line allows: `# fuzz-repro: status=open|fixed [allow=KIND]`
+    (a deep file may end as one per-file error, `allow=rule-crash`, but nothing may escape)."""
     with open(os.path.join(REPROS, name), encoding="utf-8") as fh:
         source = fh.read()
-    status = source.split("\n", 1)[0].removeprefix("# fuzz-repro: status=").strip()
-    marks = [pytest.mark.xfail(strict=True, reason="known engine/analysis bug, see the file")] if status == "open" else []
-    return pytest.param(name, source, marks=marks, id=name)
+    fields = dict(f.split("=", 1) for f in source.split("\n", 1)[0].removeprefix("# fuzz-repro:").split())
+    marks = [pytest.mark.xfail(strict=True, reason="known engine/analysis bug, see the file")] if fields.get("status") == "open" else []
+    return pytest.param(name, source, fields.get("allow", ""), marks=marks, id=name)
 
 
-@pytest.mark.parametrize("name, source", [_repro(n) for n in REPRO_FILES])
-def test_fuzz_reproducers(name, source):
+@pytest.mark.parametrize("name, source, allow", [_repro(n) for n in REPRO_FILES])
+def test_fuzz_reproducers(name, source, allow):
     assert source.startswith("# fuzz-repro: status=")
-    assert check_program(source, name) == []
+    problems = [p for p in check_program(source, name) if not (allow and p.startswith(allow.replace("-", " ") + ":"))]
+    assert problems == []
