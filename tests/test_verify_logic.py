@@ -122,6 +122,50 @@ def test_host_normalisation_at_the_copy_line_is_explained_by_the_tsl304_finding(
     assert {e.line for e in unexplained if e.status == "runtime-only"} == {30, 64}
 
 
+def test_a_cross_rank_gather_every_few_steps_is_gated_not_a_failure_of_a_clean_script():
+    # WINDOW's steady steps are 1..4; the metric is computed (and gathered) at step 2 only.
+    gathered = events(82, ev.DISTRIBUTED_SYNC, op="dist.barrier in torchmetrics Metric._sync_dist", steps=[2, 2, 5])
+    (entry,) = match_script("f.py", [], gathered, WINDOW, "emulate")
+    assert entry.status == "gated" and not entry.failed and entry.line == 82
+    assert [x.kind for x in entry.evidence] == [ev.DISTRIBUTED_SYNC] and entry.evidence[0].per_step == 0.5
+    assert "1 of 4 steady steps" in entry.detail
+
+
+def test_a_cross_rank_gather_every_step_fails_a_clean_script():
+    every_step = events(82, ev.DISTRIBUTED_SYNC, steps=range(6))
+    (entry,) = match_script("f.py", [], every_step, WINDOW, "emulate")
+    assert entry.status == "runtime-only" and entry.failed
+    # ... and it is the evidence that confirms an every-step compute() finding
+    (confirmed,) = match_script("f.py", [Expectation(82, "TSL204", marker=True)], every_step, WINDOW, "emulate")
+    assert confirmed.status == "confirmed"
+
+
+def test_only_distributed_syncs_can_be_gated():
+    # A gated .item() the linter missed is still a static false negative of a clean script,
+    # and a gather mixed with such a read does not hide it.
+    gated_read = events(40, ev.SCALAR_READ, steps=[2])
+    (entry,) = match_script("f.py", [], gated_read, WINDOW, "emulate")
+    assert entry.status == "runtime-only" and entry.failed
+    (mixed,) = match_script("f.py", [], gated_read + events(40, ev.DISTRIBUTED_SYNC, steps=[2]), WINDOW, "emulate")
+    assert mixed.status == "runtime-only" and mixed.failed
+
+
+def test_without_a_step_clock_nothing_is_gated():
+    (entry,) = match_script("f.py", [], events(82, ev.DISTRIBUTED_SYNC, steps=[None]), SteadyWindow(None, total=0), "emulate")
+    assert entry.status == "runtime-only" and entry.failed
+
+
+def test_an_emulation_note_is_reported_at_its_line_and_never_fails():
+    note = [RuntimeEvent(12, ev.EMULATED, "torch.compile: the model runs eagerly", 0)]
+    (entry,) = match_script("f.py", [], note, WINDOW, "emulate")
+    assert (entry.line, entry.status, entry.failed) == (12, "note", False)
+    assert entry.detail == "torch.compile: the model runs eagerly"
+    assert "1 note" in render_text([entry], ["f.py"], "emulate")
+    # a note in the steady state is not a sync either
+    steady = [RuntimeEvent(12, ev.EMULATED, "x", 3)]
+    assert [e.status for e in match_script("f.py", [], steady, WINDOW, "emulate")] == ["note"]
+
+
 def test_merge_keeps_static_and_marker_flags():
     merged = merge_expectations([Expectation(3, "TSL101", "host-read-in-loop", static=True)], [Expectation(3, "TSL101", marker=True)])
     assert merged == [Expectation(3, "TSL101", "host-read-in-loop", "", True, True)]
@@ -201,8 +245,11 @@ def test_discovery_needs_the_pragma_and_skips_fixed_variants(tmp_path):
     (tmp_path / "a.py").write_text("# torchsync-fixture: steps=4 warmup=1 requires=surely_not_a_module_xyz\n")
     (tmp_path / "a.fixed.py").write_text("# torchsync-fixture: steps=4\n")
     (tmp_path / "helper.py").write_text("x = 1\n")
-    found, missing = scripts.discover([str(tmp_path), str(tmp_path / "nope.py")])
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "module.py").write_text("x = 1\n")  # no pragma: nothing to run in src/
+    found, missing, empty = scripts.discover([str(tmp_path), str(tmp_path / "nope.py"), str(tmp_path / "src"), str(tmp_path / "a.fixed.py")])
     assert found == [str(tmp_path / "a.py")] and missing == [str(tmp_path / "nope.py")]
+    assert empty == [str(tmp_path / "src"), str(tmp_path / "a.fixed.py")]
     script = scripts.load_script(found[0])
     assert (script.steps, script.warmup) == (4, 1)
     assert script.missing_requirements == ["surely_not_a_module_xyz"]

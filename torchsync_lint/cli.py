@@ -38,6 +38,7 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None, help="skip files that .gitignore/.ignore exclude in directory walks (default: on)")
     p.add_argument("--show-settings", action="store_true", help="print the settings in force for the first file and exit")
     p.add_argument("--show-files", action="store_true", help="print the files that would be linted and exit")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache in .torchsync_cache/")
     p.add_argument(
         "--jobs", "-j", type=int, default=None, metavar="N",
         help="worker processes for 16 or more files (default: $TORCHSYNC_JOBS, else one per core, at most 8)",
@@ -87,11 +88,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")
+    script_args: list[str] = []
+    if argv[0] == "verify":
+        from torchsync_lint.verify import split_script_args
+
+        argv, script_args = split_script_args(argv)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    args.script_args = script_args
     try:
         if args.command == "rules":
             return cmd_rules(args)
@@ -186,7 +193,7 @@ def cmd_check(args) -> int:
     if paths == ["-"]:
         results = [lint_file("-", config, stdin_filename=args.stdin_filename)]
     else:
-        results = lint_paths(paths, config, jobs=args.jobs)
+        results = lint_paths(paths, config, jobs=args.jobs, use_cache=not args.no_cache)
     options = {
         "color": _use_color(args.output_file),
         "quiet": args.quiet,

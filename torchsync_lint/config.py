@@ -31,7 +31,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "unsafe-fixes", "torchmetrics-version", "force-exclude", "respect-gitignore",
+    "unsafe-fixes", "torchmetrics-version", "force-exclude", "respect-gitignore", "src",
 }
 
 
@@ -51,6 +51,7 @@ class Config:
     force_exclude: bool = False  # apply excludes to paths named explicitly too (pre-commit)
     respect_gitignore: bool = True  # skip what .gitignore / .ignore exclude during walks
     torchmetrics_version: str | None = None
+    src: list[str] = field(default_factory=list)  # extra source roots, relative to the root
     root: Path = field(default_factory=Path.cwd)  # where relative patterns are anchored
     source: Path | None = None  # the pyproject.toml read, if any
 
@@ -257,6 +258,7 @@ def load_config(pyproject: Path | None) -> Config:
     config.unsafe_fixes = typed.boolean("unsafe-fixes", False)
     config.force_exclude = typed.boolean("force-exclude", False)
     config.respect_gitignore = typed.boolean("respect-gitignore", True)
+    config.src = typed.strings("src")  # source roots for the project view (as ruff's `src`)
     version = table.get("torchmetrics-version")
     if version is not None:
         from torchsync_lint.analysis.metric_classes import parse_version

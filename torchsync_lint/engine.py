@@ -11,6 +11,7 @@ import libcst as cst
 
 from torchsync_lint import suppress
 from torchsync_lint.analysis import ModuleAnalysis
+from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.errors import describe_exception, file_error, syntax_error
 from torchsync_lint.rule import PositionError, Rule, RuleContext, load_rules
 from torchsync_lint.types import Finding
@@ -19,26 +20,36 @@ from torchsync_lint.types import Finding
 _TRIGGERS = ("torch", "lightning", "Lightning", "cuda", "backward", "DataLoader", "metric", "device")
 
 
-def lint_source(source: str, path: str = "<string>", codes: set[str] | None = None, settings: dict | None = None, *, noqa: bool = True) -> list[Finding]:
+def lint_source(
+    source: str, path: str = "<string>", codes: set[str] | None = None, settings: dict | None = None, *,
+    noqa: bool = True, env: Env | None = None, prepared: ModuleAnalysis | None = None,
+) -> list[Finding]:
     """Lint one module. ``codes`` limits the rules (None: every default rule).
 
     ``noqa=False`` leaves `# noqa` comments to the caller (flake8 applies them itself);
-    `# torchsync: ignore[...]` always applies.
+    `# torchsync: ignore[...]` always applies. ``env`` is what the rest of the project says
+    about the module (the project view); ``prepared`` an analysis of the same source already
+    made (its parse and index are reused).
     """
     rules = load_rules()
     if codes is None:
         codes = {code for code, rule in rules.items() if rule.default_enabled}
     active = [rules[c] for c in sorted(codes) if c in rules]
-    if not active or not any(word in source for word in _TRIGGERS):
-        return []
+    if not active or (env is None and not any(word in source for word in _TRIGGERS)):
+        return []  # (a module of a project may receive device tensors without naming torch)
+    env = env or NULL_ENV
+    if prepared is not None and prepared.source == source:
+        module = prepared.module
+    else:
+        prepared = None
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as exc:
+            return [syntax_error(path, source, exc)]
+        except (RecursionError, MemoryError) as exc:  # pathological nesting
+            return [file_error(path, "TSL900", f"cannot parse: {type(exc).__name__} (nested too deeply)")]
     try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        return [syntax_error(path, source, exc)]
-    except (RecursionError, MemoryError) as exc:  # pathological nesting
-        return [file_error(path, "TSL900", f"cannot parse: {type(exc).__name__} (nested too deeply)")]
-    try:
-        analysis = ModuleAnalysis(module, source)
+        analysis = prepared.with_env(env) if prepared is not None else ModuleAnalysis(module, source, env)
     except Exception as exc:  # noqa: BLE001 - a RecursionError on a pathological file, say
         return [file_error(path, "TSL903", f"the analysis failed on this file: {describe_exception(exc)}")]
     context = RuleContext(path, module, analysis, settings or {})

@@ -48,13 +48,13 @@ def read_markers_source(source: str) -> list[Marker]:
 
 
 def read_markers(path: str) -> list[Marker]:
-    with open(path, encoding="utf-8") as fh:
+    with tokenize.open(path) as fh:  # the encoding the file declares (PEP 263), UTF-8 by default
         return read_markers_source(fh.read())
 
 
 def read_pragmas(path: str) -> dict[str, str]:
     """`# torchsync-fixture: steps=8 requires=torchvision` -> {"steps": "8", "requires": "torchvision"}."""
-    with open(path, encoding="utf-8") as fh:
+    with tokenize.open(path) as fh:
         source = fh.read()
     result: dict[str, str] = {}
     for _, text in _comments(source):

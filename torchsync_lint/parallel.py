@@ -28,26 +28,39 @@ def default_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def map_files(work: Callable[[str], T], files: Sequence[str], jobs: int | None = None) -> list[T]:
+def map_files(work: Callable[[str], T], files: Sequence[str], jobs: int | None = None, *, initializer=None, initargs: tuple = ()) -> list[T]:
     """``[work(f) for f in files]``, spread over ``jobs`` processes (None: default_jobs()).
 
-    ``work`` must be picklable (a module-level function or a functools.partial of one). If
-    the pool cannot be started or a worker dies (no /dev/shm in a sandbox, the OOM killer),
-    the files are done here instead: ``work`` is idempotent for lint and fix alike (fixing
-    a file twice changes nothing the second time).
+    ``work`` must be picklable (a module-level function or a functools.partial of one);
+    ``initializer(*initargs)`` runs once in each worker (and here, when no pool is used). Each
+    file is its own task, the largest first, so that one big file does not hold back a chunk
+    of small ones. If the pool cannot be started or a worker dies (no /dev/shm in a sandbox,
+    the OOM killer), the files are done here instead: ``work`` is idempotent for lint and fix
+    alike (fixing a file twice changes nothing the second time).
     """
     jobs = default_jobs() if jobs is None else max(1, jobs)
     if jobs == 1 or len(files) < PARALLEL_MIN_FILES:
-        return [work(path) for path in files]
+        return _here(work, files, initializer, initargs)
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    workers = min(jobs, len(files))
-    # Chunks amortise the per-task round trip while leaving several per worker to balance
-    # a mix of small and large files.
-    chunksize = max(1, len(files) // (workers * 4))
+    order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(work, files, chunksize=chunksize))
+        with ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=initializer, initargs=initargs) as pool:
+            futures = {i: pool.submit(work, files[i]) for i in order}
+            return [futures[i].result() for i in range(len(files))]
     except (OSError, BrokenProcessPool):
-        return [work(path) for path in files]
+        return _here(work, files, initializer, initargs)
+
+
+def _here(work, files, initializer, initargs) -> list:
+    if initializer is not None:
+        initializer(*initargs)
+    return [work(path) for path in files]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -119,6 +119,8 @@ class Rule:
 
     def report(self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None, hot: HotContext | None = None, **fmt) -> None:
         text = (message or self.message).format(**fmt)
+        if hot is not None and hot.remote:
+            text += f" ({hot.reason})"  # `helper` is called every step from train.py:120
         if hot is not None and hot.gated:
             gate = self.code_for(hot.gate) if hot.gate is not None else ""
             text += f" (gated by `if {gate}:`; it still syncs on those steps)"

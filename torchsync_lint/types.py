@@ -37,6 +37,10 @@ class Edit:
             out["cell"] = self.cell
         return out
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Edit:
+        return cls(d["line"], d["column"], d["end_line"], d["end_column"], d["content"], d.get("cell"))
+
 
 @dataclass(frozen=True)
 class Fix:
@@ -54,6 +58,10 @@ class Fix:
             "edits": [e.to_dict() for e in self.edits],
             "imports": list(self.imports),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Fix:
+        return cls(d["title"], tuple(Edit.from_dict(e) for e in d["edits"]), Applicability(d["applicability"]), tuple(d.get("imports", ())))
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,12 @@ class Finding:
             "fix": self.fix.to_dict() if self.fix else None,
             "cell": self.cell,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Finding:
+        """The inverse of ``to_dict`` (the result cache stores findings this way)."""
+        fix = Fix.from_dict(d["fix"]) if d.get("fix") else None
+        return cls(d["path"], d["line"], d["column"], d["end_line"], d["end_column"], d["code"], d["name"], d["message"], d["severity"], fix, d.get("cell"))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.analysis.hotloops import HotContext, HotLoopAnalysis
 from torchsync_lint.analysis.imports import ImportMap, canonical, dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex, build_index
@@ -26,16 +27,28 @@ __all__ = ["HotContext", "ImportMap", "Kind", "ModuleAnalysis", "canonical", "do
 
 
 class ModuleAnalysis:
-    """Everything the rules may ask about one module, computed lazily and at most once."""
+    """Everything the rules may ask about one module, computed lazily and at most once.
 
-    def __init__(self, module: cst.Module, source: str) -> None:
+    ``env`` is what the rest of the project says about the module (analysis/env.py); the walk,
+    positions and index do not depend on it, so ``with_env`` reuses them."""
+
+    def __init__(self, module: cst.Module, source: str, env: Env = NULL_ENV, *, _base: ModuleAnalysis | None = None) -> None:
         self.module = module
         self.source = source
-        self.tree = walk(module)
-        self.positions = LazyPositions(module, source, self.tree)
-        self.index: ModuleIndex = build_index(self.tree, self.positions)
-        self.values = ValueAnalysis(self.index, source_uses_accelerator(source), source_names_accelerator(source))
+        self.env = env
+        if _base is None:
+            self.tree = walk(module)
+            self.positions = LazyPositions(module, source, self.tree)
+            self.index: ModuleIndex = build_index(self.tree, self.positions)
+        else:
+            self.tree, self.positions, self.index = _base.tree, _base.positions, _base.index
+        self.values = ValueAnalysis(self.index, source_uses_accelerator(source), source_names_accelerator(source), env)
+        env.bind(self)
         self._extensions: dict[str, object] = {}
+
+    def with_env(self, env: Env) -> ModuleAnalysis:
+        """The same module analysed again with what other modules say about it."""
+        return ModuleAnalysis(self.module, self.source, env, _base=self)
 
     @cached_property
     def hot(self) -> HotLoopAnalysis:

@@ -16,7 +16,8 @@ HOST_BUILTINS = frozenset(
     "len int float bool str repr format isinstance issubclass type range id hash print "
     "open round chr ord hex oct bin callable hasattr getattr setattr dir vars input".split()
 )
-SAME_KIND_BUILTINS = frozenset("abs min max sum sorted reversed list tuple iter next".split())
+SAME_KIND_BUILTINS = frozenset("abs min max sum sorted reversed list tuple iter".split())
+_FUNCTIONAL_BUILTINS = frozenset({"map", "filter"})
 HOST_MODULE_PREFIXES = ("numpy.", "math.", "random.", "time.", "os.", "sys.", "json.", "pandas.", "statistics.", "np.", "pathlib.")
 
 # Library table words -> kinds ("object" and "same" are handled where they are read).
@@ -49,14 +50,18 @@ class CallKinds:
             name = func.value
             if name in HOST_BUILTINS and not self.index.binds_locally(name, func):
                 return Kind.HOST
+            if name == "next" and call.args and not self.index.binds_locally(name, func):
+                return self._iter_element(call.args[0].value, ())  # `next(batches)`: one item
             if name in SAME_KIND_BUILTINS and not self.index.binds_locally(name, func):
                 return combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN
+            if name in _FUNCTIONAL_BUILTINS and not self.index.binds_locally(name, func):
+                return Kind.UNKNOWN  # `map(lambda t: t.item(), ts)`: what the function makes of them
             cls = self.index.classes.get(name)
             if cls is not None and not self._shadowed(func):
                 return self._class_instance(cls.node)
         target = self.index.target_of(call)
         if target is not None and not (target.name.value in ("forward", "__call__") and not isinstance(func, cst.Attribute) and self._eval(func) in CALLABLE_MODELS):
-            return self._function_result(target)
+            return self._function_result(target, call)
         if isinstance(func, cst.Attribute):
             parts = dotted_parts(func)
             if parts and len(parts) == 2 and parts[0] == "self":
@@ -83,12 +88,30 @@ class CallKinds:
         """A local binding hides the module-level class of the same name."""
         return any(d.how != "opaque" for d in self.reaching_defs(name))
 
-    def _function_result(self, func: cst.FunctionDef) -> Kind | None:
+    def _function_result(self, func: cst.FunctionDef, call: cst.Call | None = None) -> Kind | None:
+        """What ``func`` returns. A return of a bare parameter (`def default(val, d): ...
+        return val`) is what *this* call passes for it: a helper used with device tensors in one
+        place and with numbers in another does not make every result a device tensor."""
         returns = self.index.returns.get(func, [])
         if not returns:
-            return Kind.HOST  # returns None
-        kinds = [self._eval(r) for r in returns]
+            return Kind.UNKNOWN if self._is_generator(func) else Kind.HOST  # returns None
+        kinds = []
+        for r in returns:
+            passed = self._passed_for(r, func, call) if call is not None else None
+            kinds.append(self._eval(passed) if passed is not None else self._eval(r))
         return join(kinds) if any(k is not None for k in kinds) else None
+
+    def _passed_for(self, expr: cst.BaseExpression, func: cst.FunctionDef, call: cst.Call) -> cst.BaseExpression | None:
+        """The argument ``call`` passes for the parameter ``expr`` reads, when it is one."""
+        if not isinstance(expr, cst.Name):
+            return None
+        defs = self.reaching_defs(expr)
+        if len(defs) != 1 or defs[0].how != "param" or defs[0].func is not func:
+            return None
+        return self.index.argument_for(call, func, defs[0].param)
+
+    def _is_generator(self, func: cst.FunctionDef) -> bool:
+        return any(isinstance(n, (cst.Yield,)) for n in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)))
 
     def _class_instance(self, cls: cst.ClassDef) -> Kind:
         """A module built here lives on the CPU until moved (see ValueAnalysis._def)."""
@@ -120,6 +143,8 @@ class CallKinds:
             return Kind.DEVICE  # the total norm, a tensor on the parameters' device
         if qn.startswith(tk.HOST_NAMESPACES):
             return Kind.HOST
+        if qn.startswith("torch.") and last[:1].isupper() and not qn.startswith(tk.TENSOR_OBJECT_NAMESPACES):
+            return Kind.UNKNOWN  # an object: `SummaryWriter(...)`, `cuda.Event()`, `utils.data.Subset(...)`
         if qn.startswith("torch.") and last.startswith(("is_", "has_", "get_", "are_")):
             return Kind.HOST  # predicates and getters (`is_traceable_wrapper_subclass(t)`) return Python values
         if qn.startswith("torch.") and qn.count(".") == 1:
@@ -194,6 +219,8 @@ class CallKinds:
             receiver = Kind.MOVED  # a prepared module's methods, or a tensor method: as for a moved object
         if method in ("to", "cuda", "cpu", "pin_memory"):
             return self._move(call, method, receiver)
+        if method == "type" and call.args and self.names_cuda_tensor_type(call.args[0].value):
+            return Kind.DEVICE  # `x.type(torch.cuda.FloatTensor)`: a copy to the GPU
         if receiver in MODEL_KINDS or (receiver is Kind.MOVED and method in tk.MODULE_METHODS):
             return self._module_method(call, method, receiver)
         if receiver is Kind.MOVED:
@@ -215,6 +242,19 @@ class CallKinds:
         if method in ("detach", "clone", "contiguous", "float", "half", "long", "mean", "sum"):
             return receiver
         return Kind.UNKNOWN
+
+    def names_cuda_tensor_type(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`torch.cuda.FloatTensor`, or a name bound to it on some path
+        (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`)."""
+        if depth > 4:
+            return False
+        if (self.qualname(expr) or "").startswith("torch.cuda.") and (self.qualname(expr) or "").endswith("Tensor"):
+            return True
+        if isinstance(expr, cst.IfExp):
+            return self.names_cuda_tensor_type(expr.body, depth + 1) or self.names_cuda_tensor_type(expr.orelse, depth + 1)
+        if isinstance(expr, cst.Name):
+            return any(d.how == "assign" and d.value is not None and self.names_cuda_tensor_type(d.value, depth + 1) for d in self.reaching_defs(expr))
+        return False
 
     def _move(self, call: cst.Call, method: str, receiver: Kind | None) -> Kind | None:
         """`.to(...)`, `.cuda()`, `.cpu()`, `.pin_memory()`."""

@@ -41,7 +41,10 @@ class DeviceArguments:
         parameter, `args.device`, `x.device`) counts as an accelerator.
         """
         if self._uses_accelerator is None:
-            self._uses_accelerator = self._mentions_device and (self._names_accelerator or self._passes_a_non_cpu_device())
+            local = self._mentions_device and (self._names_accelerator or self._passes_a_non_cpu_device())
+            # A helper module that never names a device still receives device tensors from the
+            # modules of its project that use one (the project view says so).
+            self._uses_accelerator = local or self.env.project_uses_accelerator()
         return self._uses_accelerator
 
     def _passes_a_non_cpu_device(self) -> bool:

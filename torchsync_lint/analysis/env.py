@@ -12,7 +12,18 @@ import libcst as cst
 
 
 class Env:
+    def bind(self, analysis) -> None:
+        """Called once with the module analysis that consults this environment."""
+    def project_uses_accelerator(self) -> bool:
+        """Do the modules this one is connected to put tensors on an accelerator?"""
+        return False
+
     # -- values -------------------------------------------------------------------------------
+    def star_import(self, name: str):
+        """What ``name`` is bound to by this module's `from m import *` of a project module
+        (a dotted import name), or None."""
+        return None
+
     def symbol_kind(self, qualname: str):
         """Kind of a project module's top-level name imported here (`from proj.cfg import device`)."""
         return None
@@ -56,6 +67,21 @@ class Env:
     def is_lightning_class(self, qualname: str) -> bool:
         return False
 
+
+    # -- trackers ------------------------------------------------------------------------------
+    def loader_feeds_elsewhere(self, call: cst.Call) -> bool:
+        """Does another module move the batches of the DataLoader built by ``call`` to the
+        device (or hand it to a trainer that does)?"""
+        return False
+
+    def has_remote_metrics(self) -> bool:
+        """Do other modules pass torchmetrics metrics to this module's functions?"""
+        return False
+
+    def param_metrics(self, func: cst.FunctionDef, param: cst.Param):
+        """The torchmetrics metrics every call site in another module passes for ``param``
+        (all of one class, configuration and device), as metric sites; None when unknown."""
+        return None
 
     # -- per-step code ------------------------------------------------------------------------
     def hot_caller(self, func: cst.FunctionDef):

@@ -22,7 +22,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
 from torchsync_lint.analysis.kinds import CALLABLE_MODELS, LOADER_KINDS, Kind
 from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS, ValueAnalysis
-from torchsync_lint.knowledge import gym, registry
+from torchsync_lint.knowledge import gym, lightning, registry
 
 _LOADER_NAME = re.compile(r"(^|_)(data)?loaders?$|^dl$|_dl$|dataloader", re.I)
 _OPTIMIZER_NAME = re.compile(r"optim|^opt$|_opt$|^opt_", re.I)
@@ -48,6 +48,7 @@ class HotContext:
 
     reason: str
     gate: cst.BaseExpression | None = None
+    remote: bool = False  # per step because another module calls it every step: say where
 
     @property
     def gated(self) -> bool:
@@ -72,13 +73,16 @@ class HotLoopAnalysis:
         self._drop_epoch_loops()
         # Lightning per-step hooks are hot by contract.
         for func, info in self.index.class_of_method.items():
-            if func.name.value in LIGHTNING_BATCH_HOOKS and self.values.is_lightning_class(info.node):
-                self.hot_functions[func] = HotContext(f"`{func.name.value}` runs every step")
+            name = func.name.value
+            if (name in LIGHTNING_BATCH_HOOKS and self.values.is_lightning_class(info.node)) or (
+                name in lightning.CALLBACK_HOOK_PARAMS and self.values.is_lightning_callback(info.node)
+            ):
+                self.hot_functions[func] = HotContext(f"`{name}` runs every step")
         # Functions another module calls every step.
         for func in self.index.returns:
             remote = self.values.env.hot_caller(func)
             if remote is not None and func not in self.hot_functions:
-                self.hot_functions[func] = HotContext(remote[0], remote[1])
+                self.hot_functions[func] = HotContext(remote[0], remote[1], remote=True)
         # Functions called from hot regions are hot, transitively (a fixed point). So are
         # functions handed to a call that runs them at once, like the closure in
         # `optimizer.step(closure)`.
@@ -100,7 +104,8 @@ class HotLoopAnalysis:
                     continue
                 ctx = self.hot_context(call)
                 if ctx is not None and not self.index.inside(call, target):
-                    self.hot_functions[target] = HotContext(f"`{target.name.value}` is called every step", ctx.gate)
+                    reason = ctx.reason if ctx.remote else f"`{target.name.value}` is called every step"
+                    self.hot_functions[target] = HotContext(reason, ctx.gate, ctx.remote)
                     changed = True
 
     def _implicit_dunder_calls(self) -> list[tuple[cst.CSTNode, cst.FunctionDef]]:
@@ -309,7 +314,7 @@ class HotLoopAnalysis:
             if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
                 if isinstance(anc, cst.FunctionDef) and anc in self.hot_functions:
                     outer = self.hot_functions[anc]
-                    return HotContext(outer.reason, gate or outer.gate)
+                    return HotContext(outer.reason, gate or outer.gate, outer.remote)
                 return None
             child = anc
         return None

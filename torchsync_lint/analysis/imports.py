@@ -19,6 +19,8 @@ CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
     ("torch.nn.parallel.distributed.", "torch.nn.parallel."),
     ("torch.optim.optimizer.", "torch.optim."),
     ("torch.cuda.streams.", "torch.cuda."),
+    ("torch.cuda.amp.grad_scaler.", "torch.cuda.amp."),
+    ("torch.amp.grad_scaler.", "torch.amp."),
     ("torchmetrics.aggregation.", "torchmetrics."),
     ("torchmetrics.classification.accuracy.", "torchmetrics.classification."),
     ("torchmetrics.classification.precision_recall.", "torchmetrics.classification."),
@@ -28,6 +30,8 @@ CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
     ("pytorch_lightning.core.module.", "pytorch_lightning."),
     ("pytorch_lightning.core.", "pytorch_lightning."),
     ("lightning.pytorch.core.module.", "lightning."),
+    ("lightning.pytorch.callbacks.prediction_writer.", "lightning.callbacks."),
+    ("lightning.pytorch.callbacks.callback.", "lightning.callbacks."),
     ("lightning.pytorch.", "lightning."),
     ("pytorch_lightning.", "lightning."),
     ("lightning_fabric.", "lightning.fabric."),
@@ -77,6 +81,7 @@ class ImportMap:
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        self.star_imports: list[str] = []  # modules of `from m import *`
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -88,13 +93,16 @@ class ImportMap:
                     top = full.split(".")[0]
                     self.aliases[top] = top
             return
-        if node.relative or isinstance(node.names, cst.ImportStar):
-            return  # relative imports are the project's own code; star imports are unknowable
-        module = _module_name(node.module)
+        if isinstance(node.names, cst.ImportStar):
+            self.star_imports.append("." * len(node.relative) + _module_name(node.module))
+            return  # the names it binds are known to the project view only
+        # Relative imports keep their dots (`from .engine import f` -> `.engine.f`): the project
+        # view resolves them against the importing file's package.
+        module = "." * len(node.relative) + _module_name(node.module)
         for alias in node.names:
             name = _module_name(alias.name)
             local = alias.asname.name.value if alias.asname is not None else name  # type: ignore[union-attr]
-            self.aliases[local] = f"{module}.{name}"
+            self.aliases[local] = f"{module}.{name}" if not module.endswith(".") else f"{module}{name}"
 
     def qualname(self, node: cst.BaseExpression) -> str | None:
         """Canonical qualified name of a dotted expression rooted at an import, else None."""

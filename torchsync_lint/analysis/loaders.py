@@ -172,6 +172,9 @@ class LoaderTracker:
                 out = []
                 for r in self.index.returns.get(target, []):
                     out += self.loaders_of(r, depth + 1)
+                yielded = self.values._generator_items(expr)  # noqa: SLF001 - `sample_data(loader)` yields its batches
+                if yielded is not None:
+                    out += self.loaders_of(yielded, depth + 1)
                 return out
             return []
         if isinstance(expr, cst.Name):
@@ -240,6 +243,15 @@ class LoaderTracker:
             for info in self.loaders_of(loop.iter):
                 if loop not in info.loops:
                     info.loops.append(loop)
+        # `batch = next(batches)` inside a loop reads the loader once per iteration, like a
+        # `for` over it (StyleGAN's `sample_data` generator).
+        for call in self.index.calls:
+            if isinstance(call.func, cst.Name) and call.func.value == "next" and call.args:
+                loop = next((a for a in self.index.ancestors(call) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)
+                if isinstance(loop, (cst.For, cst.While)):
+                    for info in self.loaders_of(call.args[0].value):
+                        if loop not in info.loops:
+                            info.loops.append(loop)
 
     def _link_trainers(self) -> None:
         for call in self.index.calls:
@@ -281,6 +293,8 @@ class LoaderTracker:
         runners = [c for c in self.index.calls if (self.analysis.qualname(c.func) or "") in _RUNNERS]
         if runners and all(self._explicit_cpu(c) for c in runners):
             return False
+        if self.analysis.env.project_uses_accelerator():
+            return True  # a data module of a project whose trainer runs on an accelerator
         for call in self.index.calls:
             if self.is_h2d_call(call, any_receiver=True):
                 return True
@@ -306,12 +320,14 @@ class LoaderTracker:
     def is_h2d_call(self, call: cst.Call, any_receiver: bool = False) -> bool:
         """`x.cuda(...)` or `x.to(<accelerator>, ...)` on a host tensor (any non-model with ``any_receiver``)."""
         func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "type"):
             return False
         if self.analysis.qualname(func) is not None:
             return False  # `torch.cuda`, a module attribute, not a method call
         if func.attr.value == "to" and self.values.to_destination(call) != "accelerator":
             return False
+        if func.attr.value == "type" and not (call.args and self.values.names_cuda_tensor_type(call.args[0].value)):
+            return False  # a dtype cast on the host
         kind = self.batch_kind(func.value)
         if any_receiver:
             return True if func.attr.value == "to" else kind is not Kind.HOST
@@ -380,17 +396,23 @@ class LoaderTracker:
         return info.feeds
 
     def _feeds_accelerator(self, info: LoaderInfo) -> bool:
+        if self.analysis.env.loader_feeds_elsewhere(info.call):
+            return True  # another module of the project moves its batches to the device
         if not self.module_feeds_accelerator:
             return False
         if info.handed_to_trainer:
             return True
-        # Does a loop over it copy something to the accelerator, or run a model that is not
-        # provably on the CPU? (A CPU model trained in a script that merely mentions cuda
-        # feeds nothing.)
-        for loop in info.loops:
-            for node in self.analysis.tree.walk_subtree(loop.body):
-                if isinstance(node, cst.Call) and (self.is_h2d_call(node, any_receiver=True) or self._runs_device_model(node)):
-                    return True
+        return any(self.loop_feeds_accelerator(loop) for loop in info.loops)
+
+    def loop_feeds_accelerator(self, loop: cst.For) -> bool:
+        """Does the loop copy something to the accelerator, or run a model that is not
+        provably on the CPU? (A CPU model trained in a script that merely mentions cuda feeds
+        nothing.)"""
+        if not self.module_feeds_accelerator:
+            return False
+        for node in self.analysis.tree.walk_subtree(loop.body):
+            if isinstance(node, cst.Call) and (self.is_h2d_call(node, any_receiver=True) or self._runs_device_model(node)):
+                return True
         return False
 
     def _runs_device_model(self, call: cst.Call) -> bool:

@@ -48,6 +48,7 @@ class MetricSite:
     call: cst.Call
     cls: MetricClass
     members: list[MetricSite] = field(default_factory=list)  # MetricCollection members
+    remote_device: str | None = None  # a metric built in another module: where it lives there
 
     def argument(self, key: str) -> cst.Arg | None:
         positional = [a for a in self.call.args if a.keyword is None and not a.star]
@@ -127,12 +128,13 @@ class MetricTracker:
         self._escaped_names: set[str] = set()
         self._escaped_attrs: set[str] = set()
         self._unresolved_names: set[str] | None = None
-        if not self.index.imports.imports_module("torchmetrics"):
-            return  # no metric can be constructed in this module
+        remote = analysis.env.has_remote_metrics()
+        if not self.index.imports.imports_module("torchmetrics") and not remote:
+            return  # no metric can be constructed in this module, nor is one passed in
         self._scan_module()
         for call in self.index.calls:
             self._site_of_call(call)
-        if not self.sites:
+        if not self.sites and not remote:
             return
         self._moves = self._find_moves()
         # From here on a parameter's call sites must also agree on where the metric lives.
@@ -432,6 +434,9 @@ class MetricTracker:
             return _UNBOUND
         passed: list = []
         recursive = False
+        remote = self.analysis.env.param_metrics(func, param) if what == "sites" else None
+        if remote:
+            passed.append(remote)  # what call sites in other modules of the project pass
         for call in self.index.call_sites(func):
             expr = self.index.argument_for(call, func, param)
             if expr is None:
@@ -682,6 +687,8 @@ class MetricTracker:
 
     def device_of(self, site: MetricSite) -> str | None:
         """"device" when the metric is moved to an accelerator, "cpu" when it never is."""
+        if site.remote_device is not None:
+            return site.remote_device
         where = self._moves.get(id(site), set())
         if "accelerator" in where:
             return "device" if self.values.uses_accelerator else "cpu"

@@ -44,6 +44,7 @@ class HostRead:
     # True when the sink reads a device value that ``expr`` is not itself: a torchmetrics
     # metric on the device, whose batch value from this step's forward Lightning reads.
     device_value: bool = False
+    gate: str | None = None  # the library reads it on some steps only: says which
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class SinkAnalysis:
         self.analysis = analysis
         self.values: ValueAnalysis = analysis.values
         self.index = analysis.index
+        self._no_logger: bool | None = None
         self._by_function = {name: sink for sink in table.SINKS for name in sink.functions}
         self._by_method: dict[str, list[table.Sink]] = {}
         for sink in table.SINKS:
@@ -152,16 +154,36 @@ class SinkAnalysis:
         on_step = _literal(_keyword(call, "on_step", first + 2), default=hook.default_on_step)
         if on_step is not True:
             return []  # per epoch, or unknown
+        gate = None
         if hook.training:
-            if prog_bar is not True:
-                return []  # the logger reads it every `log_every_n_steps` only (or unknown)
-            where = table.LIGHTNING_TRAINING_WHERE
+            if prog_bar is True:
+                where = table.LIGHTNING_TRAINING_WHERE
+            elif prog_bar is False and logger is True:
+                if self._trainers_have_no_logger():
+                    return []  # the values go nowhere: Lightning converts them only for a logger
+                where, gate = table.LIGHTNING_LOGGER_WHERE, table.LIGHTNING_LOGGER_GATE  # every `log_every_n_steps`
+            else:
+                return []  # configured: unknown
         else:
-            if not (prog_bar is True or logger is True):
+            if not (prog_bar is True or (logger is True and not self._trainers_have_no_logger())):
                 return []
             where = table.LIGHTNING_EVALUATION_WHERE
         exprs = _values_read(_argument(call, reads), reads)
-        return [HostRead(e, "lightning", where, "step", self._forwarded_device_metric(e, hook_func)) for e in exprs]
+        reads = [HostRead(e, "lightning", where, "step", self._forwarded_device_metric(e, hook_func), gate) for e in exprs]
+        # A metric object handed to the logger is computed by Lightning on its own schedule: only
+        # the progress bar's per-step read of its batch value counts.
+        return [r for r in reads if not (gate and (r.device_value or metric_tracker(self.analysis).sites_of(r.expr)))]
+
+    def _trainers_have_no_logger(self) -> bool:
+        """This module builds its Trainers, every one with `logger=False`: Lightning's
+        `log_metrics` returns before converting anything when the trainer has no loggers. A
+        Trainer built elsewhere (or none seen) keeps the default logger."""
+        if self._no_logger is None:
+            trainers = [c for c in self.index.calls if self.values.qualname(c.func) in table.LIGHTNING_TRAINERS]
+            self._no_logger = bool(trainers) and all(
+                _literal(_keyword(c, "logger", None), default=True) is False for c in trainers
+            )
+        return self._no_logger
 
     def _forwarded_device_metric(self, expr: cst.BaseExpression, hook_func: cst.FunctionDef) -> bool:
         """A metric on the device whose forward (`self.acc(preds, y)`) runs in this hook: Lightning

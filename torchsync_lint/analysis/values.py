@@ -23,7 +23,7 @@ from torchsync_lint.analysis.bindings import Bindings
 from torchsync_lint.analysis.calls import CallKinds
 from torchsync_lint.analysis.devices import DeviceArguments, source_names_accelerator, source_uses_accelerator
 from torchsync_lint.analysis.env import NULL_ENV, Env
-from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex
 from torchsync_lint.analysis.kinds import HOST_KINDS, MODEL_KINDS, Kind, combine, join
 from torchsync_lint.knowledge import lightning, registry
@@ -76,6 +76,8 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         """The imported name ``node`` (a dotted name) refers to, unless a local binding of its
         root shadows the import (`import model` ... `model = model.Net()` in a script)."""
         qn = self.index.imports.qualname(node)
+        if qn is None and self.index.imports.star_imports:
+            qn = self._star_qualname(node)
         if qn is None:
             return None
         root = node
@@ -84,6 +86,21 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         if isinstance(root, cst.Name) and self._shadows_import(root):
             return None
         return qn
+
+    def _star_qualname(self, node: cst.BaseExpression) -> str | None:
+        """`torch.zeros` where `torch` came from `from utils import *` (the project view knows
+        what that module binds)."""
+        parts = dotted_parts(node)
+        if not parts or self.reaching_defs_of_root(node):
+            return None
+        base = self.env.star_import(parts[0])
+        return canonical(".".join([base, *parts[1:]])) if base is not None else None
+
+    def reaching_defs_of_root(self, node: cst.BaseExpression) -> list[Def]:
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return self.reaching_defs(root) if isinstance(root, cst.Name) else []
 
     def _shadows_import(self, name: cst.Name) -> bool:
         key = id(name)
@@ -109,11 +126,14 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         if depth > 8:
             return None  # `a = b; b = a` in a loop, or a long chain of aliases
         if isinstance(expr, cst.Call):
-            return self.qualname(expr.func)
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _SAME_OBJECT_METHODS and self.qualname(func) is None:
+                return self.origin_qualname(func.value, depth + 1)  # `MultiBoxLoss(...).to(device)`
+            return self.qualname(func)
         if isinstance(expr, cst.Name):
             defs = self.reaching_defs(expr)
             if defs and all(d.how == "param" for d in defs):
-                return self.env.param_origin(defs[0].func, defs[0].param) if len(defs) == 1 else None
+                return self._param_origin(defs[0], depth) if len(defs) == 1 else None
             origins = {self.origin_qualname(d.value, depth + 1) for d in defs if d.how == "assign" and d.value is not None}
             return origins.pop() if len(origins) == 1 else None
         parts = dotted_parts(expr)
@@ -123,6 +143,19 @@ class ValueAnalysis(CallKinds, DeviceArguments):
                 origins = {self.origin_qualname(d.value, depth + 1) for d in info.self_attrs.get(parts[1], []) if d.how == "assign" and d.value is not None}
                 return origins.pop() if len(origins) == 1 else None
         return None
+
+    def _param_origin(self, d: Def, depth: int) -> str | None:
+        """The maker of what every call site (here and, with a project view, elsewhere) passes
+        for a parameter, when they all agree (`train(loader, model, criterion)` called with
+        `criterion = MultiBoxLoss(...).to(device)`)."""
+        origins = set()
+        for call in self.index.call_sites(d.func):
+            arg = self.index.argument_for(call, d.func, d.param)
+            origins.add(self.origin_qualname(arg, depth + 1) if arg is not None else None)
+        remote = self.env.param_origin(d.func, d.param)
+        if remote is not None:
+            origins.add(remote)
+        return origins.pop() if len(origins) == 1 else None
 
     # -- evaluation: memo and cycles ------------------------------------------------------
     def _eval(self, node: cst.BaseExpression) -> Kind | None:
@@ -178,6 +211,8 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         if isinstance(node, cst.BinaryOperation):
             if isinstance(node.operator, cst.Modulo) and self._is_text(node.left):
                 return Kind.HOST  # "%s" % t: string formatting
+            if isinstance(node.operator, cst.Add) and (self._is_text(node.left) or self._is_text(node.right)):
+                return Kind.HOST  # `dir + "/" + name`: text
             return combine(self._eval(node.left), self._eval(node.right))
         if isinstance(node, cst.UnaryOperation):
             if isinstance(node.operator, cst.Not):
@@ -229,7 +264,25 @@ class ValueAnalysis(CallKinds, DeviceArguments):
             remote = self.env.symbol_kind(qn) if qn is not None else None
             return remote if remote is not None else Kind.UNKNOWN
         kinds = [self._def(d) for d in defs]
+        if any(d.how == "assign" and isinstance(d.value, (cst.List, cst.Dict)) for d in defs) and self._device_added_to(node):
+            kinds.append(Kind.DEVICE)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
         return join(kinds) if any(k is not None for k in kinds) else None
+
+    def _device_added_to(self, node: cst.Name) -> bool:
+        """Was a device value appended to, or stored into, this list or dict before ``node``
+        reads it, in the same function?"""
+        frame = self.index.frame_of(node)
+        seq = self.index.seq(node)
+        for call in self.index.calls:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert", "update", "setdefault")
+                and isinstance(func.value, cst.Name) and func.value.value == node.value and call.args
+                and self.index.seq(call) < seq and self.index.frame_of(call) is frame
+                and self._eval(call.args[-1].value) in (Kind.DEVICE, Kind.MOVED)
+            ):
+                return True
+        return False
 
     def _def(self, d: Def) -> Kind | None:
         if d.how == "assign":
@@ -478,6 +531,8 @@ class ValueAnalysis(CallKinds, DeviceArguments):
             hook_params = lightning.BATCH_HOOK_PARAMS.get(func.name.value, ())
             if position - 1 in hook_params:
                 return Kind.DEVICE  # Lightning moves the batch to the module's device first
+        if info is not None and position is not None and position in lightning.CALLBACK_HOOK_PARAMS.get(func.name.value, ()) and self.is_lightning_callback(info.node):
+            return Kind.DEVICE  # a callback's view of the step's outputs and batch
         kinds: list[Kind | None] = []
         for call in self.index.call_sites(func):
             arg = self.index.argument_for(call, func, param)
@@ -501,21 +556,31 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         parts = dotted_parts(node)
         if parts and len(parts) == 2 and parts[0] == "self":
             return self._self_attr(node, parts[1])
-        if attr in torch_knowledge.HOST_ATTRIBUTES:
+        return self.attribute_of(node.value, attr)
+
+    def attribute_of(self, base_expr: cst.BaseExpression, attr: str) -> Kind | None:
+        """The kind of `base_expr.attr` (also for attributes named in a format string)."""
+        if attr in torch_knowledge.HOST_ATTRIBUTES or (attr.startswith("__") and attr.endswith("__")):
             return Kind.HOST
-        base = self._eval(node.value)
+        base = self._eval(base_expr)
         if attr in torch_knowledge.SAME_VALUE_ATTRIBUTES:
             return Kind.DEVICE if base is Kind.MOVED else base
         if base is Kind.DEVICE:
             return Kind.DEVICE  # fields of a model output (`out.logits`, `out.loss`)
         if base in HOST_KINDS:
             return base
-        origin = self.origin_qualname(node.value)
+        if isinstance(base_expr, cst.Name):
+            cls = self.index._instance_class(self.reaching_defs(base_expr))  # noqa: SLF001
+            if cls is not None and attr in cls.self_attrs:
+                # `meter.val`, where `meter = AverageMeter()` of this module stores what
+                # `meter.update(v)` is given
+                return join(Kind.MODEL if k is Kind.CPU_MODEL else k for k in (self._def(d) for d in cls.self_attrs[attr]))
+        origin = self.origin_qualname(base_expr)
         if origin is not None:
             known = registry.attribute_returns(origin, attr)  # `scheduler.sigmas`: a CPU table
             if known is not None:
                 return self._library_result(known, None)
-        remote = self.env.attribute_kind(node.value, attr, self)
+        remote = self.env.attribute_kind(base_expr, attr, self)
         return remote if remote is not None else Kind.UNKNOWN  # a model's submodule or parameter, or unknown
 
     def _qualified_value(self, qn: str, node: cst.Attribute) -> Kind:
@@ -541,6 +606,9 @@ class ValueAnalysis(CallKinds, DeviceArguments):
     def is_module_class(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, lambda qn: qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES or self.env.is_module_class(qn))
 
+    def is_lightning_callback(self, cls: cst.ClassDef) -> bool:
+        return self._derives_from(cls, lambda qn: qn in lightning.CALLBACK_BASES)
+
     def is_lightning_class(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, lambda qn: qn in LIGHTNING_MODULES or self.env.is_lightning_class(qn))
 
@@ -558,6 +626,8 @@ class ValueAnalysis(CallKinds, DeviceArguments):
 
 
 _NO_CUT = 1 << 30
+# Methods of a module that return the same object (its maker stays its origin).
+_SAME_OBJECT_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_", "to_empty", "xpu"})
 # Methods that move a module (or tensor) to another device in place or by returning it.
 _MOVING_METHODS = frozenset({"to", "cuda", "xpu", "npu", "mps", "ipu", "mtia", "to_empty"})
 # Builtins that read a value without keeping it (a model passed to them does not escape).

@@ -29,6 +29,11 @@ BATCH_HOOK_PARAMS: dict[str, tuple[int, ...]] = {
     "training_step_end": (0,),
     "validation_step_end": (0,),
     "test_step_end": (0,),
+    # once per optimisation step, around backward and the optimizer
+    "on_before_backward": (0,),
+    "on_after_backward": (),
+    "on_before_optimizer_step": (),
+    "on_before_zero_grad": (),
 }
 BATCH_HOOKS = frozenset(BATCH_HOOK_PARAMS)
 # Hooks whose returned DataLoaders Lightning iterates (and moves to the device).
@@ -42,3 +47,22 @@ FABRIC_SETUP = frozenset({"setup", "setup_module"})
 FABRIC_SETUP_LOADERS = frozenset({"setup_dataloaders"})
 # `setup_dataloaders(..., move_to_device=False)` leaves the batches on the host.
 NO_MOVE_KEYWORDS = frozenset({"move_to_device"})
+
+# Callbacks: their per-batch hooks run every step, with the step's outputs and the batch (on
+# the device) after `self, trainer, pl_module`; a prediction writer's `write_on_batch_end` too
+# (with write_interval="batch").
+CALLBACK_BASES = frozenset({"lightning.Callback", "lightning.callbacks.Callback", "lightning.callbacks.BasePredictionWriter", "lightning.fabric.Callback"})
+CALLBACK_HOOK_PARAMS: dict[str, tuple[int, ...]] = {
+    "on_train_batch_start": (3,),
+    "on_train_batch_end": (3, 4),
+    "on_validation_batch_start": (3,),
+    "on_validation_batch_end": (3, 4),
+    "on_test_batch_start": (3,),
+    "on_test_batch_end": (3, 4),
+    "on_predict_batch_start": (3,),
+    "on_predict_batch_end": (3, 4),
+    "on_before_backward": (3,),
+    "on_after_backward": (),
+    "on_before_optimizer_step": (),
+    "write_on_batch_end": (3, 5),
+}

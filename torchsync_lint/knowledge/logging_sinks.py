@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from torchsync_lint.knowledge.lightning import TRAINERS as LIGHTNING_TRAINERS
+
 
 @dataclass(frozen=True)
 class Reads:
@@ -125,7 +127,8 @@ class LightningHook:
 #   _ResultCollection.metrics -> convert_tensors_to_scalars (`.item()`) of every `prog_bar=True`
 #   value, every `refresh_rate` (default 1) steps: per step. Logger values are converted in
 #   update_train_step_metrics only when should_update_logs (every `log_every_n_steps`,
-#   default 50): gated by Lightning, not reported.
+#   default 50): gated by Lightning, reported as gated. `log_metrics` returns before any
+#   conversion when the trainer has no loggers (`Trainer(logger=False)`).
 # - evaluation hooks (`on_step` defaults to False): with `on_step=True`, update_eval_step_metrics
 #   converts the logger values (and the progress-bar ones) on every evaluation step.
 # - `on_step=False` values are reduced on the device and read once per epoch; a torchmetrics
@@ -133,6 +136,9 @@ class LightningHook:
 #   forward call in the step) is converted like a tensor: per step with `prog_bar=True`.
 LIGHTNING_LOG_METHODS: dict[str, Reads] = {"log": Reads(1, "value"), "log_dict": Reads(0, "dictionary", container=True)}
 LIGHTNING_TRAINING_WHERE = "Lightning's progress bar calls `.item()` on it after every step (`prog_bar=True`)"
+LIGHTNING_LOGGER_WHERE = "Lightning's logger calls `.item()` on it"
+# Without `prog_bar`, a training-step value reaches the logger every `log_every_n_steps` only.
+LIGHTNING_LOGGER_GATE = "gated by Lightning's `log_every_n_steps` (50 by default); it still syncs on those steps"
 LIGHTNING_EVALUATION_WHERE = "Lightning's logger calls `.item()` on it after every evaluation step (`on_step=True`)"
 LIGHTNING_HOOKS: dict[str, LightningHook] = {
     **{name: LightningHook(True, True) for name in (

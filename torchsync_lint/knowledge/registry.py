@@ -10,6 +10,7 @@ the run), "accelerator-device".
 from __future__ import annotations
 
 from torchsync_lint.knowledge import accelerate, diffusers, evaluate, gym, lightning, loaders, transformers
+from torchsync_lint.knowledge import torch as torch_knowledge
 
 _CALLS: dict[str, str] = {**accelerate.CALLS, **evaluate.CALLS, **transformers.CALLS, **{q: "object" for q in lightning.FABRICS}}
 _METHODS: dict[tuple[str, str], str] = {**accelerate.METHODS, **evaluate.METHODS}
@@ -67,6 +68,11 @@ def is_step_method(origin: str, method: str) -> bool:
 def reads_arguments_on_host(origin: str, method: str) -> bool:
     """Does ``method`` convert the tensors it is given to host values at once?"""
     return (origin, method) in evaluate.HOST_READING_METHODS
+
+
+def reads_itself_on_host(origin: str, method: str) -> bool:
+    """Does ``method`` read the object's own device state back (`scaler.get_scale()`)?"""
+    return (origin, method) in torch_knowledge.SELF_READING_METHODS
 
 
 def is_environment(origin: str) -> bool:

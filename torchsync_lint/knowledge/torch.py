@@ -27,6 +27,9 @@ HOST_RESULTS = frozenset(
 HOST_NAMESPACES = ("torch.cuda.", "torch.distributed.", "torch.backends.")
 # The total gradient norm: a tensor on the parameters' device.
 NORM_FUNCTIONS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm"})
+# Classes whose objects hold tensors where their arguments are, and whose methods return such
+# tensors (`Categorical(logits=l).entropy()`): device inputs make device results.
+TENSOR_OBJECT_NAMESPACES = ("torch.distributions.", "torch.nn.utils.rnn.")
 # Wrappers returning the module they are given (its place unchanged).
 MODEL_WRAPPERS = frozenset({"torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"})
 
@@ -140,4 +143,10 @@ SYNC_OBJECTS = frozenset(
         "torch.Stream", "torch.accelerator.current_stream", "torch.xpu.Event", "torch.xpu.Stream", "torch.npu.Event",
         "torch.npu.Stream", "torch.npu.current_stream", "torch.mps.event.Event",
     }
+)
+
+# Methods that read their own object's device state on the host: `GradScaler.get_scale()`
+# calls `.item()` on the scale (when the scaler is enabled on CUDA).
+SELF_READING_METHODS = frozenset(
+    {(cls, "get_scale") for cls in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler")}
 )

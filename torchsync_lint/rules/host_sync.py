@@ -219,11 +219,26 @@ class HostReadInLoop(Rule):
     STORE_MESSAGE = "`{expr}` stores a device tensor into a CPU tensor: a copy to the host that waits for the GPU in a per-step loop; keep the buffer on the device and copy it once after the loop"
 
     def _library_reads_device_arguments(self, node: cst.Call, func: cst.Attribute) -> bool:
-        """A library method that converts the tensors it is given to host values at once."""
+        """A library method that converts the tensors it is given to host values at once
+        (`metric.add_batch(...)`), or reads its own device state (`scaler.get_scale()`)."""
         origin = self.analysis.values.origin_qualname(func.value)
-        if origin is None or not registry.reads_arguments_on_host(origin, func.attr.value):
+        if origin is None:
+            return False
+        if registry.reads_itself_on_host(origin, func.attr.value):
+            return self.analysis.values.uses_accelerator and self._enabled(func.value)
+        if not registry.reads_arguments_on_host(origin, func.attr.value):
             return False
         return any(self._on_device(a.value) for a in node.args if not a.star)
+
+    def _enabled(self, obj: cst.BaseExpression) -> bool:
+        """Built without `enabled=<not literally True>` (a disabled scaler reads nothing)."""
+        defs = self.analysis.values.reaching_defs(obj) if isinstance(obj, cst.Name) else []
+        for d in defs:
+            if d.how == "assign" and isinstance(d.value, cst.Call):
+                for a in d.value.args:
+                    if a.keyword is not None and a.keyword.value == "enabled" and not (isinstance(a.value, cst.Name) and a.value.value == "True"):
+                        return False  # disabled, or configured: never flag a user's setting
+        return bool(defs)
 
     def _is_cpu_buffer(self, expr: cst.BaseExpression) -> bool:
         """A tensor made on the CPU by a torch factory (`torch.zeros(n)`), not a container
@@ -411,6 +426,12 @@ class TensorFormatInLoop(Rule):
                     hot = self.hot(node)
                     if hot is not None:
                         self.report(arg.value, expr=self.snippet(arg.value, 40), hot=hot)
+            for arg, attr in _formatted_attributes(func.value, node):
+                # `"{top1.val:.3f}".format(top1=top1)`: the field reads an attribute of the argument
+                if self.analysis.values.attribute_of(arg.value, attr) is Kind.DEVICE:
+                    hot = self.hot(node)
+                    if hot is not None:
+                        self.report(arg.value, expr=f"{self.snippet(arg.value, 30)}.{attr}", hot=hot)
         elif parts and parts[-1] in _LOG_METHODS and (parts[0] in ("logging", "logger", "log", "LOGGER", "_logger") or (self.analysis.qualname(func) or "").startswith("logging.")):
             # `logger.info("%s", t)`: the record formats `t` only if the level is enabled.
             for arg in node.args[1:]:
@@ -452,6 +473,37 @@ class TensorFormatInLoop(Rule):
         hot = self.hot(at)
         if hot is not None:
             self.report(expr, message, expr=self.snippet(expr, 40), hot=hot)
+
+
+def _formatted_attributes(template: cst.BaseExpression, call: cst.Call):
+    """(argument, attribute) for every `{name.attr}` / `{0.attr}` field of a literal format."""
+    import string
+
+    text = template.evaluated_value if isinstance(template, cst.SimpleString) else None
+    if not isinstance(text, str):
+        return
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    keywords = {a.keyword.value: a for a in call.args if a.keyword is not None}
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f]
+    except ValueError:
+        return
+    auto = 0
+    for field_name in fields:
+        head, _, rest = field_name.partition(".")
+        attr = rest.split(".")[0].split("[")[0]
+        if not attr:
+            if head == "" or head.isdigit():
+                auto += 1
+            continue
+        if head.isdigit() or head == "":
+            index = int(head) if head else auto
+            auto += 1
+            arg = positional[index] if index < len(positional) else None
+        else:
+            arg = keywords.get(head)
+        if arg is not None:
+            yield arg, attr
 
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
@@ -576,7 +628,10 @@ class DynamicShapeInLoop(Rule):
         Invalid(in_loop("sel = torch.masked_select(logits, logits > 0)"), line=L),
     ]
 
-    _FUNCTIONS = frozenset({"torch.nonzero", "torch.masked_select", "torch.unique", "torch.unique_consecutive", "torch.argwhere"})
+    _FUNCTIONS = frozenset(
+        {"torch.nonzero", "torch.masked_select", "torch.unique", "torch.unique_consecutive", "torch.argwhere",
+         "torchvision.ops.nms", "torchvision.ops.batched_nms", "torchvision.ops.boxes.nms", "torchvision.ops.boxes.batched_nms"}
+    )
     _METHODS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere"})
     _MASK_FUNCTIONS = frozenset(
         {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf", "torch.logical_and", "torch.logical_or",

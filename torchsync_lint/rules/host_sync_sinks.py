@@ -56,6 +56,7 @@ class Classifier(L.LightningModule):
         return loss
 """
 _LIT_LINE = 17
+_NO_LOGGER = "\n\nL.Trainer(max_steps=5, logger=False).fit(Classifier())\n"
 
 
 def _lit(line: str, hook: str = "training_step") -> str:
@@ -82,12 +83,12 @@ class TensorLoggedInLoop(Rule):
     | `mlflow.log_metric` / `log_metrics`, `MlflowClient().log_metric` | `.cpu()`, `float()` |
     | comet `Experiment(...).log_metric(s)`, neptune `run[key].append`, ClearML `report_scalar` | `.item()` / `float()` |
 
-    Not flagged, because the library does not read the value every step: Lightning's
-    `self.log(name, tensor)` without `prog_bar=True` in a training hook (the logger converts
-    it every `log_every_n_steps`, 50 by default), `on_step=False` (reduced on the device and
-    read once per epoch), a torchmetrics `Metric` object without `prog_bar=True` (computed at
-    epoch end), and `accelerator.log` on an `Accelerator` made without `log_with` (it has no
-    trackers). A device `Metric` whose forward runs in the hook (`self.acc(preds, y)`) and is
+    Lightning's `self.log(name, tensor)` without `prog_bar=True` in a training hook is
+    reported as gated: the logger converts it every `log_every_n_steps` (50 by default), a
+    sync once per interval rather than per step. Not flagged, because the library does not
+    read the value while training: `on_step=False` (reduced on the device and read once per
+    epoch), a torchmetrics `Metric` object without `prog_bar=True` (computed at epoch end),
+    and `accelerator.log` on an `Accelerator` made without `log_with` (it has no trackers). A device `Metric` whose forward runs in the hook (`self.acc(preds, y)`) and is
     logged with `prog_bar=True` is flagged: the progress bar shows its batch value, read with
     `.item()` after every step.
 
@@ -146,12 +147,12 @@ class TensorLoggedInLoop(Rule):
         Valid(_with("pbar = tqdm(range(10))", "pbar.set_postfix(lr=optimizer.param_groups[0]['lr'], refresh=False)", imports="from tqdm import tqdm")),
         Valid(_lit("self.log('train/acc', self.acc)")),  # a torchmetrics Metric: computed at epoch end
         Valid(_lit("self.acc.update(logits, y)\n        self.log('train/acc', self.acc, prog_bar=True)")),  # no forward: no batch value to show
-        Valid(_lit("self.log('train/loss', loss)")),  # the logger reads it every `log_every_n_steps`
         Valid(_lit("self.log('train/loss', loss, prog_bar=True, on_step=False, on_epoch=True)")),  # per epoch
         Valid(_lit("self.log('train/loss', loss, prog_bar=show_loss)")),  # not a literal: unknown
         Valid(_lit("self.log('val/loss', loss, prog_bar=True)", hook="validation_step")),  # on_step defaults to False there
         Valid(_lit("self.log('train/loss', loss.item(), prog_bar=True)")),  # a host float
         Valid(_lit("self.log('loss', loss, prog_bar=True)").replace("(L.LightningModule)", "(torch.nn.Module)")),  # not Lightning
+        Valid(_lit("self.log('train/loss', loss)") + _NO_LOGGER),  # every Trainer here has no logger: nothing reads it
     ]
     INVALID = [
         Invalid(_with(_WRITER, "writer.add_scalar('train/loss', loss, step)", imports=_TB), line=_line(_WRITER, _TB), message_contains="make_np"),
@@ -177,6 +178,12 @@ class TensorLoggedInLoop(Rule):
         Invalid(_with("run = neptune.init_run()", "run['train/loss'].append(loss)", imports="import neptune"), line=_line("x", "x")),
         Invalid(_with("task = Task.init(project_name='p')\nlog = task.get_logger()", "log.report_scalar('loss', 'train', loss, step)", imports="from clearml import Task"), line=_line("x\nx", "x")),
         Invalid(_lit("self.log('train/loss', loss, prog_bar=True)"), line=_LIT_LINE, message_contains="progress bar"),
+        # without the progress bar the logger reads it every `log_every_n_steps`: gated, and said so
+        Invalid(_lit("self.log('train/loss', loss)"), line=_LIT_LINE, message_contains="log_every_n_steps"),
+        Invalid(_lit("self.log_dict({'loss': loss}, prog_bar=False, logger=True, on_step=True)"), line=_LIT_LINE, message_contains="gated"),
+        # one of the Trainers keeps the default logger
+        Invalid(_lit("self.log('train/loss', loss)") + _NO_LOGGER + "L.Trainer(max_steps=5).fit(Classifier())\n", line=_LIT_LINE, message_contains="gated"),
+        Invalid(_lit("self.log('train/loss', loss, prog_bar=True)") + _NO_LOGGER, line=_LIT_LINE, message_contains="progress bar"),
         Invalid(_lit("self.log_dict({'loss': loss, 'acc': self.acc}, prog_bar=True)"), line=_LIT_LINE),
         Invalid(_lit("self.log('val/loss', loss, on_step=True)", hook="validation_step"), line=_LIT_LINE, message_contains="evaluation step"),
         # the metric's forward value for this batch goes to the progress bar every step
@@ -192,4 +199,5 @@ class TensorLoggedInLoop(Rule):
         if hot is None:
             return  # logged once, outside the per-step path
         expr = ", ".join(dict.fromkeys(self.snippet(r.expr, 30) for r in on_device))
-        self.report(node, expr=expr, sink=self.snippet(node.func, 40), where=on_device[0].where, hot=hot)
+        message = self.message + (f" ({on_device[0].gate})" if on_device[0].gate and not hot.gated else "")
+        self.report(node, message, expr=expr, sink=self.snippet(node.func, 40), where=on_device[0].where, hot=hot)

@@ -184,7 +184,7 @@ class BlockingHostToDeviceCopy(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in ("to", "cuda"):
+        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in ("to", "cuda", "type"):
             return  # cheap, before the module's loader analysis is built
         tracker = loaders(self.analysis)
         # A host tensor copied to an accelerator (not a module attribute like `torch.cuda`, a

@@ -138,9 +138,7 @@ class HostFloatNormalization(Rule):
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
-        tracker = loaders(self.analysis)
-        if not tracker.module_feeds_accelerator:
-            return
+        tracker = loaders(self.analysis)  # each loader says whether it feeds the device (here or elsewhere)
         found: dict[cst.CSTNode, list[cst.Call]] = {}  # finding node -> the Normalize calls beside it
         self._class_calls: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # per class / __getitem__
         done: set[int] = set()
@@ -421,8 +419,8 @@ class HostTensorInLoop(Rule):
         if not positional or self.analysis.kind(node.func.value) not in (Kind.DEVICE, Kind.MOVED):  # type: ignore[union-attr]
             return
         data = positional[0].value
-        if node.func.attr.value == "new" and isinstance(data, (cst.Integer, cst.Name)) and self.analysis.kind(data) is Kind.HOST and not isinstance(data, cst.List):  # type: ignore[union-attr]
-            return  # `t.new(n)`: an uninitialised tensor of that size, no data copied
+        if node.func.attr.value == "new" and not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):  # type: ignore[union-attr]
+            return  # `t.new(n)`, `t.new(x.shape)`: an uninitialised tensor of that size, no data copied
         if self.analysis.kind(data) is Kind.DEVICE:
             return
         hot = self.hot(node)

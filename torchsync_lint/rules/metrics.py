@@ -222,7 +222,9 @@ class MetricUpdateNanCheck(_MetricRule):
             caveat = ": but this metric gets a `weight`, which `\"disable\"` silently replaces by ones (Lightning-AI/torchmetrics#3434); drop the weight first or keep the check"
         else:
             caveat = " (note: `\"disable\"` would drop a user-supplied `weight`, Lightning-AI/torchmetrics#3434)"
-            if "__init__" not in site.cls.overrides:  # a subclass's own `__init__` has its own parameters
+            # A metric built in another module has its constructor there; a subclass's own
+            # `__init__` has its own parameters.
+            if site.call is not None and "__init__" not in site.cls.overrides:
                 fix = self.make_fix(_set_argument(self, site, "nan_strategy", '"disable"'), applicability=Applicability.UNSAFE)
         self.report(node, expr=self.snippet(node), cls=site.cls.name, caveat=caveat, fix=fix, hot=hot)
 

@@ -16,14 +16,42 @@ BACKENDS = ("auto", "emulate", "cuda")
 FORMATS = ("text", "json", "junit", "markdown")
 
 
+SCALES = ("small", "medium")
+SCALE_ENV = "TORCHSYNC_FIXTURE_SCALE"  # how the bundled fixtures read --scale
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="scripts or directories (default: fixtures/)")
+    parser.usage = "%(prog)s [options] [PATH ...] [-- SCRIPT ARGS ...]"
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH",
+        help="scripts, or directories of fixture scripts (default: fixtures/); arguments after `--` go to every script",
+    )
     parser.add_argument(
         "--backend", choices=BACKENDS, default="auto", help="auto = cuda when torch.cuda.is_available(), else emulate"
     )
-    parser.add_argument("--steps", type=int, default=None, help="steps per script (default: the fixture pragma, else 8)")
+    parser.add_argument(
+        "--steps", type=int, default=None,
+        help="steady-state steps to record (default: the fixture pragma, else 8): a fixture gets --steps N; "
+        "any other script is stopped by the step clock after the warm-up and N optimizer steps "
+        "(or batches, without an optimizer)",
+    )
     parser.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from steady state (default 2)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per script run before it counts as hung")
+    parser.add_argument(
+        "--cwd", default=None, metavar="DIR",
+        help="working directory of the scripts (default: the project root, the nearest directory above the "
+        "script with a pyproject.toml, setup.cfg or .git)",
+    )
+    parser.add_argument(
+        "--sys-path", action="append", default=None, metavar="DIR", dest="sys_path",
+        help="put DIR on the scripts' sys.path after their own directory, like PYTHONPATH (repeatable; "
+        "default: the project root and its src/, after everything installed)",
+    )
+    parser.add_argument(
+        "--scale", choices=SCALES, default=None,
+        help=f"model and batch size of the bundled fixtures (they read ${SCALE_ENV}); default small (fast, for CI); "
+        "medium for step-time costs of a realistic size on a GPU",
+    )
     parser.add_argument(
         "--jobs", type=int, default=_default_jobs(), help="emulate: scripts replayed in parallel (default: up to 4, one per core); cuda runs one at a time"
     )
@@ -51,6 +79,14 @@ def _default_jobs() -> int:
     import os
 
     return max(1, min(4, os.cpu_count() or 1))
+
+
+def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``verify train.py --steps 20 -- --epochs 1``: (the verifier's arguments, the script's)."""
+    if "--" not in argv:
+        return argv, []
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1 :]
 
 
 def run(args: argparse.Namespace) -> int:

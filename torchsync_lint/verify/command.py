@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
+import dataclasses
 import os
+import signal
 import sys
+import threading
 import tokenize
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
-from torchsync_lint.verify import runner, scripts as script_files
+from torchsync_lint.verify import launch, runner, scripts as script_files
 from torchsync_lint.verify.fixed_variant import compare_entry, fixed_variant
 from torchsync_lint.verify.matching import Entry, Expectation, match_script, merge_expectations
+from torchsync_lint.verify.progress import Progress
 from torchsync_lint.verify.report import render
 
 EMULATE_HARNESS = "torchsync_lint.verify.emulate.harness"
+# What every emulated run imports: loaded once by the fork server. torch._dynamo is imported
+# by the first TorchDispatchMode call; torchmetrics is skipped where it is not installed.
+EMULATE_PRELOAD = ["torch", "torch.utils.data", "torch._dynamo", "torchmetrics", EMULATE_HARNESS,
+                   "torchsync_lint.verify.emulate.patches", "torchsync_lint.verify.emulate.virtual_cuda"]
 
 
 def resolve_backend(requested: str) -> str:
@@ -78,37 +90,67 @@ def _script_entry(path: str, backend: str, status: str, detail: str, failed: boo
     return Entry(path, None, None, status, backend, failed=failed, detail=detail)
 
 
-def _replay(
-    backend: str, path: str, script_args: list[str], timeout: float, is_fixture: bool, extra_sys_path: list[str] | None = None
-) -> runner.RunRecord:
-    """The backend's attribution run of one script, in a subprocess."""
-    if backend == "cuda":
+@dataclass
+class RunContext:
+    """What every script's verification shares: the parsed arguments, the rule tables, and
+    the machinery of this run (the fork server, the progress display, the cancel flag)."""
+
+    args: argparse.Namespace
+    backend: str
+    observable: dict[str, bool] | None = None
+    names: dict[str, str] = field(default_factory=dict)
+    launcher: launch.FreshLauncher | launch.ForkServer | None = None
+    progress: Progress | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+def _replay(context: RunContext, script: script_files.Script, path: str | None = None, extra_sys_path: list[str] | None = None) -> runner.RunRecord:
+    """The backend's attribution run of one script (or of its fixed version ``path``)."""
+    options = script.options
+    if extra_sys_path:
+        options = dataclasses.replace(options, sys_path=[*extra_sys_path, *options.sys_path])
+    path = path or script.path
+    kwargs = {"options": options, "cancel": context.cancel, "progress": _progress_callback(context, script)}
+    if context.backend == "cuda":
         from torchsync_lint.verify.cuda import backend as cuda_backend
 
-        return cuda_backend.attribute(path, script_args, timeout, require_result=is_fixture, extra_sys_path=extra_sys_path)
-    harness_args = runner.sys_path_args(extra_sys_path)
-    return runner.run_harness(EMULATE_HARNESS, path, script_args, timeout, harness_args, require_result=is_fixture)
+        return cuda_backend.attribute(path, script.args, context.args.timeout, require_result=script.is_fixture, **kwargs)
+    return runner.run_harness(
+        EMULATE_HARNESS, path, script.args, context.args.timeout, require_result=script.is_fixture, launcher=context.launcher, **kwargs
+    )
 
 
-def verify_script(script: script_files.Script, backend: str, args: argparse.Namespace, observable, names) -> list[Entry]:
+def _progress_callback(context: RunContext, script: script_files.Script) -> runner.Progress | None:
+    display = context.progress
+    if display is None or not display.enabled:
+        return None
+    return lambda elapsed, steps: display.step(script.path, steps)
+
+
+def verify_script(script: script_files.Script, context: RunContext) -> list[Entry]:
+    backend, args = context.backend, context.args
     missing = script.missing_requirements
     if missing:
         return [_script_entry(script.path, backend, "skipped", f"requires {', '.join(missing)} (not importable)", False)]
-    expectations, lint_error = static_expectations(script.path, names)
+    expectations, lint_error = static_expectations(script.path, context.names)
     entries: list[Entry] = []
     if lint_error:
         entries.append(_script_entry(script.path, backend, "lint-error", lint_error, False))
 
-    is_fixture = script.is_fixture
-    script_args = ["--steps", str(script.steps)] if is_fixture else []
-    run = _replay(backend, script.path, script_args, args.timeout, is_fixture)
-
+    run = _replay(context, script)
     if run.status != runner.OK:
         entries.append(_script_entry(script.path, backend, run.status, run.detail, True))
-        return entries
+        if run.status not in (runner.TIMEOUT, runner.INTERRUPTED) or not (run.events or run.total_steps):
+            return entries
+        # Stopped at the deadline or interrupted, and the harness wrote what it had: keep that evidence.
+    elif run.notes:
+        status = "stopped" if run.stopped == runner.STOPPED_BY_STEPS else "note"
+        entries.append(_script_entry(script.path, backend, status, "; ".join(run.notes), False))
 
     window = run.window(script.warmup)
-    entries += match_script(script.path, expectations, run.events, window, backend, observable)
+    entries += match_script(script.path, expectations, run.events, window, backend, context.observable)
+    if run.status != runner.OK:
+        return entries
 
     # The fixed version (a *.fixed.py, else the fixer's output in a temporary file), made
     # once for --compare-fixed and --measure alike.
@@ -117,14 +159,22 @@ def verify_script(script: script_files.Script, backend: str, args: argparse.Name
     variant = fixed_variant(script) if compare or measure else None
     if compare and variant is not None:
         fixed_path, extra_path = variant
-        fixed_run = _replay(backend, fixed_path, script_args, args.timeout, is_fixture, extra_path)
+        fixed_run = _replay(context, script, fixed_path, extra_path)
         entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
 
     if backend == "cuda":
         from torchsync_lint.verify.cuda import backend as cuda_backend
 
-        entries += cuda_backend.profile_and_measure(script, script_args, args, entries, run, window, variant)
+        entries += cuda_backend.profile_and_measure(script, script.args, args, entries, run, window, variant)
     return entries
+
+
+def _outcome(entries: list[Entry]) -> str:
+    """One word for the progress line: the script-level status, else failing/ok."""
+    level = next((e.status for e in entries if e.line is None and e.status not in ("note", "lint-error")), None)
+    if level and level != "stopped":
+        return level
+    return "FAIL" if any(e.failed for e in entries) else "ok"
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -137,27 +187,140 @@ def run_verify(args: argparse.Namespace) -> int:
     if args.measure and backend != "cuda":
         print("torchsync-lint verify: --measure needs the cuda backend (a GPU)", file=sys.stderr)
         return 2
-    found, missing = script_files.discover(paths)
+    found, missing, empty = script_files.discover(paths)
     if missing:
         print(f"torchsync-lint verify: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if empty:
+        print(
+            f"torchsync-lint verify: no runnable script in {', '.join(empty)} (a directory contributes its "
+            f"*.py files that carry a `{script_files.PRAGMA}` line; name a script to run it: verify train.py)",
+            file=sys.stderr,
+        )
+        return 2
     observable, names = rule_metadata()
-    show_progress = sys.stderr.isatty()
+    context = RunContext(args, backend, observable, names, progress=Progress(sys.stderr, len(found)))
+    results: dict[str, list[Entry]] = {}
+    interrupted: list[int] = []
+    try:
+        with _interrupt_handlers(context.cancel, interrupted), _fixture_scale(args), _launcher(context, found) as context.launcher:
+            _verify_all(context, found, results)
+    finally:
+        context.progress.close()
+        # The report is written whatever happened above: what was verified, and every script
+        # that was not (a second Ctrl-C, an error in the verifier itself) as interrupted.
+        entries = [entry for path in found for entry in (results[path] if path in results else [_not_run(path, backend)])]
+        _write_reports(args, entries, found, backend)
+    if interrupted:
+        return 128 + interrupted[0]
+    return 1 if any(e.failed for e in entries) else 0
 
-    def verify_one(path: str) -> list[Entry]:
-        script = script_files.load_script(path, args.steps, args.warmup)
-        return verify_script(script, backend, args, observable, names)
 
+def _not_run(path: str, backend: str) -> Entry:
+    return _script_entry(path, backend, runner.INTERRUPTED, "not run: the verifier was interrupted", True)
+
+
+def _verify_all(context: RunContext, found: list[str], results: dict[str, list[Entry]]) -> None:
+    """Verify every script (``--jobs`` at a time), storing each one's entries in ``results``
+    as soon as it is done."""
+    args = context.args
+
+    def verify_one(path: str) -> None:
+        if context.cancel.is_set():
+            results[path] = [_not_run(path, context.backend)]
+            return
+        try:
+            script = script_files.load_script(
+                path, args.steps, args.warmup, getattr(args, "script_args", None), getattr(args, "cwd", None), getattr(args, "sys_path", None)
+            )
+            context.progress.started(path, script.expected_steps)
+            result = verify_script(script, context)
+        except Exception as exc:  # noqa: BLE001 - one script's problem must not lose the others' results
+            result = [_script_entry(path, context.backend, "internal-error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", True)]
+        context.progress.finished(path, _outcome(result))
+        results[path] = result
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=_jobs(context)) as pool:
+        for _ in pool.map(verify_one, found):
+            pass
+
+
+@contextlib.contextmanager
+def _launcher(context: RunContext, found: list[str]) -> Iterator[launch.FreshLauncher | launch.ForkServer]:
+    """How runs start. The cuda backend starts each from scratch, with the user's settings.
+    The emulate backend forks every run from one server that has imported torch (most of a
+    small script's run is that import; TORCHSYNC_VERIFY_FORK=0 turns it off), and gives each
+    run its share of the cores for torch's intra-op threads: jobs x threads beyond the cores
+    only makes the runs wait on each other (OMP_NUM_THREADS set by the user is kept)."""
+    if context.backend != "emulate":
+        launcher: launch.FreshLauncher | launch.ForkServer = launch.FreshLauncher()
+    else:
+        env = {}
+        if "OMP_NUM_THREADS" not in os.environ:
+            env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // min(_jobs(context), len(found))))
+        launcher = launch.FreshLauncher(env)
+        if os.environ.get("TORCHSYNC_VERIFY_FORK", "1") != "0" and launch.ForkServer.available():
+            try:
+                launcher = launch.ForkServer(EMULATE_PRELOAD, env)
+            except OSError:
+                pass  # runs start the slow way
+    try:
+        yield launcher
+    finally:
+        launcher.close()
+
+
+def _jobs(context: RunContext) -> int:
     # Each script runs in its own subprocess, so threads only wait. On the GPU, scripts run one
     # at a time so profiles and timings are not distorted by a neighbour.
-    jobs = 1 if backend == "cuda" else max(1, getattr(args, "jobs", 1) or 1)
-    entries: list[Entry] = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for number, (path, result) in enumerate(zip(found, pool.map(verify_one, found)), 1):
-            if show_progress:
-                print(f"[{number}/{len(found)}] {path} ({backend})", file=sys.stderr, flush=True)
-            entries += result
+    return 1 if context.backend == "cuda" else max(1, getattr(context.args, "jobs", 1) or 1)
 
+
+@contextlib.contextmanager
+def _fixture_scale(args: argparse.Namespace) -> Iterator[None]:
+    """--scale reaches the fixtures as an environment variable (every backend's runs inherit
+    the verifier's environment); restored afterwards, since tests run verify in-process."""
+    from torchsync_lint.verify import SCALE_ENV
+
+    scale = getattr(args, "scale", None)
+    if scale is None:
+        yield
+        return
+    saved = os.environ.get(SCALE_ENV)
+    os.environ[SCALE_ENV] = scale
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(SCALE_ENV, None)
+        else:
+            os.environ[SCALE_ENV] = saved
+
+
+@contextlib.contextmanager
+def _interrupt_handlers(cancel: threading.Event, received: list[int]) -> Iterator[None]:
+    """SIGINT/SIGTERM/SIGHUP to the verifier: stop the running scripts (their supervisors
+    kill them), skip the rest, and still write the report. A second one is not gentle."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        received.append(signum)
+        cancel.set()
+
+    signums = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    previous = {s: signal.signal(s, handler) for s in signums}
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+def _write_reports(args: argparse.Namespace, entries: list[Entry], found: list[str], backend: str) -> None:
     environment = None
     if args.format == "markdown":
         from torchsync_lint.verify import environment as run_environment
@@ -168,9 +331,9 @@ def run_verify(args: argparse.Namespace) -> int:
         _write(args.output_file, output)
     else:
         sys.stdout.write(output)
+        sys.stdout.flush()
     if getattr(args, "json_output", None):
         _write(args.json_output, render(entries, "json", found, backend))
-    return 1 if any(e.failed for e in entries) else 0
 
 
 def _write(path: str, text: str) -> None:

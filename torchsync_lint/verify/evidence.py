@@ -18,6 +18,8 @@ Evidence kind -> rule codes it confirms (the same table is in docs/verification/
 | dataloader-main-process | DataLoader.__iter__ with the user's num_workers == 0 (at the DataLoader line) | same (harness patch)                | TSL303 |
 | host-normalized-h2d     | a float tensor derived from uint8 on the host, copied H2D (at the copy line and the line that made the float) | same | TSL304 |
 | explicit-sync           | torch.cuda.synchronize, Stream/Event.synchronize             | device/event-sync callback                          | TSL104 |
+| distributed-sync        | a sync inside torchmetrics' cross-rank state gather (Metric._sync_dist); dist.barrier and the *_object collectives of a script that asked for NCCL | (not labelled yet) | TSL204 |
+| emulated                | not evidence: a note that the emulation differs from a GPU run at that line (torch.compile ran eagerly) | - | - |
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ HOST_NORMALIZED_H2D = "host-normalized-h2d"
 EXPLICIT_SYNC = "explicit-sync"
 # Only the cuda backend produces this one: a sync the GPU trace saw that no op label explains.
 DEVICE_SYNC = "device-sync"
+# A host sync made while ranks exchange state (an NCCL barrier, a metric's gather of its
+# states in compute()). Kept apart so a gather every N steps reads as gated, not as a leak.
+DISTRIBUTED_SYNC = "distributed-sync"
+# Not evidence: the emulator ran something differently from a GPU (torch.compile -> eager).
+EMULATED = "emulated"
 
 CONFIRMS: dict[str, frozenset[str]] = {
     # TSL106: a logging library reads the tensor with one of these three (.item(), str(), .cpu()).
@@ -51,6 +58,7 @@ CONFIRMS: dict[str, frozenset[str]] = {
     DATALOADER_MAIN_PROCESS: frozenset({"TSL303"}),
     HOST_NORMALIZED_H2D: frozenset({"TSL304"}),
     EXPLICIT_SYNC: frozenset({"TSL104"}),
+    DISTRIBUTED_SYNC: frozenset({"TSL204"}),
     # An unlabelled GPU sync proves *a* host sync happened at the line; it confirms the
     # host-read family but not copy/pipeline hazards, whose evidence is more specific.
     DEVICE_SYNC: frozenset({"TSL101", "TSL102", "TSL103", "TSL104", "TSL105", "TSL106", "TSL201", "TSL204", "TSL206"}),
@@ -61,7 +69,7 @@ CONFIRMS: dict[str, frozenset[str]] = {
 # that cost throughput but are not synchronisations, so they are reported but never fail a
 # clean fixture on their own (a blocking copy of the same batch is reported as h2d-blocking).
 SYNC_KINDS = frozenset(
-    {SCALAR_READ, HOST_READ, D2H_COPY, DYNAMIC_SHAPE, BINCOUNT, H2D_BLOCKING, H2D_PAGEABLE, EXPLICIT_SYNC, DEVICE_SYNC}
+    {SCALAR_READ, HOST_READ, D2H_COPY, DYNAMIC_SHAPE, BINCOUNT, H2D_BLOCKING, H2D_PAGEABLE, EXPLICIT_SYNC, DEVICE_SYNC, DISTRIBUTED_SYNC}
 )
 
 

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import tempfile
+import tokenize
 
 from torchsync_lint.verify import runner
 from torchsync_lint.verify.matching import Entry, syncs_per_step
@@ -24,15 +25,20 @@ def fixed_variant(script: Script) -> tuple[str, list[str]] | None:
         return script.fixed_path, []
     from torchsync_lint.fixer import fix_source
 
-    with open(script.path, encoding="utf-8") as handle:
-        source = handle.read()
+    # Decoded as the file declares (PEP 263: a latin-1 script is not UTF-8) and written back
+    # in that encoding, so the copy keeps its coding line true.
+    with open(script.path, "rb") as handle:
+        raw = handle.read()
+    encoding, _ = tokenize.detect_encoding(iter(raw.splitlines(keepends=True)).__next__)
+    source = raw.decode(encoding)
     fixed = fix_source(source, script.path, unsafe=True).new_source
     if fixed == source:
         return None
     directory = tempfile.mkdtemp(prefix="torchsync-fixed-")
-    path = os.path.join(directory, os.path.basename(script.path)[: -len(".py")] + ".autofixed.py")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(fixed)
+    stem = os.path.basename(script.path)
+    path = os.path.join(directory, (stem[: -len(".py")] if stem.endswith(".py") else stem) + ".autofixed.py")
+    with open(path, "wb") as handle:
+        handle.write(fixed.encode("utf-8" if encoding == "utf-8-sig" else encoding))
     return path, [os.path.dirname(os.path.abspath(script.path))]
 
 

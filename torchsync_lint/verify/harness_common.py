@@ -12,7 +12,9 @@ import inspect
 import json
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -48,16 +50,50 @@ class Patcher:
                 setattr(obj, name, value)
 
 
+class StopRun(BaseException):
+    """Raised into the script to end it early, keeping everything recorded so far: by the
+    step clock after ``--stop-after`` steps, or by GRACEFUL_STOP at the verifier's deadline.
+    A BaseException, so ``except Exception`` in the script does not swallow it; its
+    ``finally`` blocks and context managers still run (a SummaryWriter is closed)."""
+
+    def __init__(self, reason: str, note: str = "") -> None:
+        super().__init__(note or reason)
+        self.reason = reason
+        self.note = note
+
+
+@dataclass
+class RunSettings:
+    """What ``harness_main`` was told about the one script this process runs. Module-level
+    so that every backend's StepClock and run_script pick it up without more plumbing;
+    tests that run a harness in-process get the defaults (no stop, no progress file)."""
+
+    stop_after: int | None = None
+    progress_path: str | None = None
+    fallback_path: list[str] | None = None
+    stopped: StopRun | None = None  # the stop that was raised, once it was
+
+
+SETTINGS = RunSettings()
+
+
 class StepClock:
     """Counts optimizer steps and DataLoader batches (see steady_state.py for the convention).
 
     ``listeners`` are called as ``listener(family, count)`` after every tick; the cuda
     harness uses them to drop profiler markers and CUDA timing events at step boundaries.
+
+    With ``SETTINGS.stop_after = T`` it stops the script (StopRun) at the T-th optimizer
+    step, or, in a script that has not stepped an optimizer, when it fetches batch T: the
+    steps before are complete, the stop step holds only the script's teardown
+    (steady_state.total_steps).
     """
 
     def __init__(self) -> None:
         self.optimizer_steps = 0
         self.batches = 0
+        self.stop_after = SETTINGS.stop_after
+        self._progress_fd = _open_progress(SETTINGS.progress_path)
         # Optimizers that stepped since the last tick: a GAN or a two-optimizer model steps
         # several per iteration, and counting each would halve every per-step rate.
         self._stepped_since_tick: list[Any] = []
@@ -86,11 +122,23 @@ class StepClock:
         self.optimizer_steps += 1
         for listener in self.listeners:
             listener(steady_state.OPTIMIZER, self.optimizer_steps)
+        self._report(self.optimizer_steps)
+        if self.stop_after and self.optimizer_steps >= self.stop_after:
+            _raise_stop(StopRun(STOPPED_BY_STEPS, f"stopped by the step clock after {self.optimizer_steps} optimizer steps"))
 
     def on_batch(self) -> None:
         self.batches += 1
         for listener in self.listeners:
             listener(steady_state.BATCHES, self.batches)
+        if not self.optimizer_steps:
+            self._report(self.batches)
+            if self.stop_after and self.batches > self.stop_after:
+                _raise_stop(StopRun(STOPPED_BY_STEPS, f"stopped by the step clock after {self.batches - 1} batches (no optimizer step)"))
+
+    def _report(self, steps: int) -> None:
+        if self._progress_fd is not None:
+            with contextlib.suppress(OSError):
+                os.pwrite(self._progress_fd, b"%-20d\n" % steps, 0)
 
     def on_loop_start(self) -> None:
         self.loop_starts.append(self.snapshot())
@@ -176,21 +224,60 @@ def instrument_dataloader(
     patcher.set(loader_cls, "__iter__", iterate)
 
 
+STOPPED_BY_STEPS = "steps"
+STOPPED_AT_DEADLINE = "deadline"
+# supervisor.GRACEFUL_STOP (not imported: that module is also a stand-alone script).
+GRACEFUL_STOP = getattr(signal, "SIGUSR2", None)
+
+
+def _main_thread() -> bool:
+    return GRACEFUL_STOP is not None and threading.current_thread() is threading.main_thread()
+
+
+def _open_progress(path: str | None) -> int | None:
+    if not path:
+        return None
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError:
+        return None
+
+
+def _raise_stop(stop: StopRun) -> None:
+    SETTINGS.stopped = SETTINGS.stopped or stop
+    raise stop
+
+
+def _stop_at_deadline(signum: int, frame: Any) -> None:
+    """GRACEFUL_STOP from the supervisor: the deadline passed; end the script, keep the record."""
+    signal.signal(signum, signal.SIG_IGN)  # once: the supervisor kills what does not stop
+    _raise_stop(StopRun(STOPPED_AT_DEADLINE, "stopped at the verifier's deadline"))
+
+
 @dataclass
 class ScriptOutcome:
     exit_code: int = 0
     error: str | None = None
+    stopped: StopRun | None = None
 
 
 def run_script(path: str, script_args: list[str], extra_sys_path: list[str] | None = None) -> ScriptOutcome:
-    """Run ``path`` as ``__main__`` with ``sys.argv``/``sys.path`` as ``python path args`` would."""
+    """Run ``path`` as ``__main__`` with ``sys.argv``/``sys.path`` as ``python path args`` would:
+    the script's directory first, then ``extra_sys_path`` (like PYTHONPATH entries), and
+    ``SETTINGS.fallback_path`` after everything else (the project root, so that a ``src/``
+    package imports without shadowing an installed module)."""
     path = os.path.abspath(path)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *script_args]
     sys.path[:0] = [os.path.dirname(path), *(extra_sys_path or [])]
+    sys.path += [p for p in SETTINGS.fallback_path or [] if p not in sys.path]
+    SETTINGS.stopped = None
     outcome = ScriptOutcome()
+    previous = signal.signal(GRACEFUL_STOP, _stop_at_deadline) if _main_thread() else None
     try:
         runpy.run_path(path, run_name="__main__")
+    except StopRun:
+        pass  # outcome.stopped is set below, also when the script turned the stop into another exit
     except SystemExit as exc:
         code = exc.code
         outcome.exit_code = code if isinstance(code, int) else (0 if code is None else 1)
@@ -201,6 +288,12 @@ def run_script(path: str, script_args: list[str], extra_sys_path: list[str] | No
         outcome.error = format_user_traceback(exc, path)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+        if previous is not None:
+            signal.signal(GRACEFUL_STOP, previous)
+    if SETTINGS.stopped is not None:
+        # We ended it: a clean stop even when the script's own handler exited non-zero.
+        outcome.stopped = SETTINGS.stopped
+        outcome.exit_code = 0
     return outcome
 
 
@@ -219,14 +312,17 @@ def run_record(backend: str, clock: StepClock, state: Any, outcome: ScriptOutcom
     events = [] if state is None else [
         {"line": e.line, "kind": e.kind, "op": e.op, "step": steady_state.step_index(basis, *e.clock)} for e in state.events
     ]
+    stopped = outcome.stopped.reason if outcome.stopped else None
     return {
         "backend": backend,
         "events": events,
         "step_basis": basis,
-        "total_steps": steady_state.total_steps(basis, clock.optimizer_steps, clock.batches),
+        "total_steps": steady_state.total_steps(basis, clock.optimizer_steps, clock.batches, stopped == STOPPED_BY_STEPS),
         "excluded_steps": steady_state.loop_start_steps(basis, clock.loop_starts),
         "exit_code": outcome.exit_code,
         "error": outcome.error,
+        "stopped": stopped,
+        "stop_note": outcome.stopped.note if outcome.stopped else None,
     }
 
 
@@ -259,11 +355,17 @@ def harness_main(
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--out", required=True)
     parser.add_argument("--sys-path", action="append", default=[])
+    parser.add_argument("--fallback-path", action="append", default=[])
+    parser.add_argument("--stop-after", type=int, default=None)
+    parser.add_argument("--progress", default=None)
     if add_arguments is not None:
         add_arguments(parser)
     parser.add_argument("script")
     parser.add_argument("script_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    SETTINGS.stop_after, SETTINGS.progress_path, SETTINGS.fallback_path = args.stop_after, args.progress, args.fallback_path
+    if GRACEFUL_STOP is not None:
+        signal.signal(GRACEFUL_STOP, signal.SIG_IGN)  # until run_script runs the script
     with flushed_std():
         record = run(args)
     write_json(args.out, record)

@@ -10,6 +10,12 @@ Per script:
 * every steady-state event whose kind no finding/marker at its line explains becomes a
   ``runtime-only`` entry (a static false negative). DataLoader hazards are per loader, not
   per step, so they are reported wherever they happen.
+* a line whose only unexplained syncs are ``distributed-sync`` (a metric gathering its states
+  across ranks in ``compute()``) and happen in some steady steps but not all is ``gated``: the
+  expected cost of computing metrics every N steps under DDP, which the linter deliberately does
+  not flag (TSL204 is for every-step compute). It is reported, never failed.
+* an ``emulated`` note (the emulate backend ran something differently from a GPU, e.g.
+  ``torch.compile`` eagerly) becomes a ``note`` entry at its line.
 
 An entry ``failed`` (the run exits 1) when a marker of a runtime-observable rule is
 unconfirmed, an expect-sync line does not sync, or a script with no markers at all (a clean
@@ -30,6 +36,8 @@ CONFIRMED = "confirmed"
 UNCONFIRMED = "unconfirmed"
 NOT_OBSERVABLE = "not-observable"
 RUNTIME_ONLY = "runtime-only"
+GATED = "gated"
+NOTE = "note"
 
 # Rules whose hazard needs more than one process (NCCL) to show up; used only when the rule
 # registry cannot be imported.
@@ -121,6 +129,7 @@ class _LineEvidence:
     def __init__(self) -> None:
         self.total: dict[tuple[str, str], int] = defaultdict(int)
         self.steady: dict[tuple[str, str], int] = defaultdict(int)
+        self.steady_steps: dict[str, set[int]] = defaultdict(set)  # kind -> steady steps it occurred in
 
     def evidence(self, window: SteadyWindow, kinds: Iterable[str] | None = None) -> list[Evidence]:
         wanted = None if kinds is None else set(kinds)
@@ -144,6 +153,8 @@ def _index(events: Iterable[RuntimeEvent], window: SteadyWindow) -> dict[int, _L
         line.total[(event.kind, event.op)] += 1
         if window.contains(event.step):
             line.steady[(event.kind, event.op)] += 1
+            if event.step is not None:
+                line.steady_steps[event.kind].add(event.step)
     return by_line
 
 
@@ -214,25 +225,50 @@ def match_script(
     anywhere = {ev.HOST_NORMALIZED_H2D} if any(exp.code == "TSL304" for exp in expectations) else set()
     for line in sorted(by_line):
         at_line = by_line[line]
-        candidates = at_line.steady_kinds() | (at_line.kinds() & _PER_LOADER_KINDS)
+        if ev.EMULATED in at_line.kinds():
+            entries.append(_note_entry(path, line, at_line, window, backend))
+        candidates = (at_line.steady_kinds() | (at_line.kinds() & _PER_LOADER_KINDS)) - {ev.EMULATED}
         leftover = candidates - explained.get(line, set()) - anywhere
         if not leftover:
             continue
         steady_syncs = leftover & at_line.steady_kinds() & ev.SYNC_KINDS
-        failed = clean and bool(steady_syncs)
+        gated = bool(steady_syncs) and steady_syncs <= {ev.DISTRIBUTED_SYNC} and _is_gated(at_line, ev.DISTRIBUTED_SYNC, window)
+        failed = clean and bool(steady_syncs) and not gated
+        if gated:
+            detail = (
+                f"gated: a cross-rank gather in {len(at_line.steady_steps[ev.DISTRIBUTED_SYNC])} of {window.length} "
+                "steady steps (metrics computed every N steps), not a per-step sync"
+            )
+        else:
+            detail = "a script with no markers (clean) syncs in its steady state" if failed else ""
         entries.append(
             Entry(
                 path,
                 line or None,
                 None,
-                RUNTIME_ONLY,
+                GATED if gated else RUNTIME_ONLY,
                 backend,
                 at_line.evidence(window, leftover),
                 failed=failed,
-                detail="a script with no markers (clean) syncs in its steady state" if failed else "",
+                detail=detail,
             )
         )
     return entries
+
+
+def _is_gated(at_line: _LineEvidence, kind: str, window: SteadyWindow) -> bool:
+    """The line shows ``kind`` in some steady steps but not in all of them. Without a step
+    clock there is no telling, so the strict answer (not gated) stands."""
+    if window.basis is None:
+        return False
+    return 0 < len(at_line.steady_steps[kind]) < window.length
+
+
+def _note_entry(path: str, line: int, at_line: _LineEvidence, window: SteadyWindow, backend: str) -> Entry:
+    notes = at_line.evidence(window, {ev.EMULATED})
+    return Entry(
+        path, line or None, None, NOTE, backend, notes, detail="; ".join(item.op for item in notes)
+    )
 
 
 def syncs_per_step(events: list[RuntimeEvent], window: SteadyWindow) -> float | None:

@@ -9,7 +9,31 @@ from xml.etree import ElementTree as ET
 from torchsync_lint.reporters.junit import xml_safe
 from torchsync_lint.verify.matching import Entry
 
-SCRIPT_STATUSES = ("crashed", "timeout", "early-exit", "skipped", "lint-error")
+SCRIPT_STATUSES = ("crashed", "timeout", "early-exit", "interrupted", "internal-error", "skipped", "lint-error", "stopped", "note")
+INFO_STATUSES = ("stopped", "note")  # script-level, but the run went as it should
+
+# What the marks in the text table mean; the legend under it lists those it shows.
+LEGEND = (
+    ("confirmed", "the hazard of the finding/marker happened at its line at runtime"),
+    ("unconfirmed", "no runtime event at the line confirms it (FAIL when a `# expect:` marker says it should)"),
+    ("not-observable", "the rule's hazard does not show up in a single process (e.g. it needs NCCL)"),
+    ("runtime-only", "a sync or pipeline hazard at a line with no finding: a linter false negative (FAIL in a script with no markers)"),
+    ("expect-sync", "a line marked `# expect-sync:` (a known false negative): any sync there confirms it"),
+    ("FAIL", "this row makes the exit status 1"),
+    ("stopped", "the step clock ended the script after its warm-up and --steps steady steps (evidence kept)"),
+    ("note", "what the verifier noticed while containing the run (signals, processes left running, output cut)"),
+    ("timeout", "no exit within --timeout; the evidence recorded until then is kept when the script could be stopped"),
+    ("crashed", "the script (or the harness) failed; the last line of its traceback is shown"),
+    ("early-exit", "a fixture exited 0 without its `RESULT {json}` line"),
+    ("interrupted", "the verifier was interrupted (Ctrl-C, SIGTERM) before or while this script ran"),
+    ("internal-error", "the verifier failed on this script; the others were still verified"),
+    ("skipped", "a `requires=` package of the fixture is not importable"),
+    ("lint-error", "the static linter could not check the file (the runtime check still ran)"),
+    ("fixed-compared", "syncs per steady step of the script before -> after its fixed version"),
+    ("xN", "events at the line over the whole run (setup and warm-up included)"),
+    ("N/step", "events per steady-state step: after the warm-up, not counting the last step and epoch starts"),
+    ("cost", "--measure: step time saved by the fixed version, in ms and % of the step"),
+)
 
 
 def render(entries: list[Entry], fmt: str, scripts: list[str], backend: str, environment: dict | None = None) -> str:
@@ -100,8 +124,27 @@ def render_text(entries: list[Entry], scripts: list[str], backend: str | None = 
         header = ("LOCATION", "CODE", "STATUS", "EVIDENCE")
         for row in [header, *rows]:
             lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+        lines += ["", *legend_lines(entries), ""]
     lines.append(summary_line(entries, scripts, backend))
     return "\n".join(lines) + "\n"
+
+
+def legend_lines(entries: list[Entry]) -> list[str]:
+    """The LEGEND rows for the marks these entries show in the table."""
+    shown = {e.status for e in entries}
+    if any(e.marker == "expect-sync" for e in entries):
+        shown.add("expect-sync")
+    if any(e.failed for e in entries):
+        shown.add("FAIL")
+    if any(e.evidence for e in entries):
+        shown.add("xN")
+    if any(item.per_step is not None for e in entries for item in e.evidence):
+        shown.add("N/step")
+    if any(e.cost_ms_per_step is not None for e in entries):
+        shown.add("cost")
+    rows = [(mark, text) for mark, text in LEGEND if mark in shown]
+    width = max((len(mark) for mark, _ in rows), default=0)
+    return ["legend:"] + [f"  {mark.ljust(width)}  {text}" for mark, text in rows]
 
 
 def summary_line(entries: list[Entry], scripts: list[str], backend: str | None = None) -> str:
@@ -109,7 +152,7 @@ def summary_line(entries: list[Entry], scripts: list[str], backend: str | None =
     failed = sum(1 for e in entries if e.failed)
     backends = [backend] if backend else sorted({e.backend for e in entries}) or ["-"]
     parts = [f"{len(scripts)} script(s)", f"backend {'/'.join(backends)}"]
-    for status in ("confirmed", "unconfirmed", "not-observable", "runtime-only", *SCRIPT_STATUSES):
+    for status in ("confirmed", "unconfirmed", "not-observable", "runtime-only", "gated", "note", *SCRIPT_STATUSES):
         if counts.get(status):
             parts.append(f"{counts[status]} {status}")
     parts.append(f"{failed} failing" if failed else "OK")
@@ -128,7 +171,7 @@ def render_junit(entries: list[Entry], scripts: list[str]) -> str:
         suite_entries = _sorted(by_script.get(path, []))
         suite = ET.SubElement(root, "testsuite", name=path)
         cases: list[tuple[str, str | None, str | None, str]] = []  # (name, failure, skipped, body)
-        script_level = [e for e in suite_entries if e.status in SCRIPT_STATUSES]
+        script_level = [e for e in suite_entries if e.status in SCRIPT_STATUSES and e.status not in INFO_STATUSES]
         run_failure = next((e for e in script_level if e.failed), None)
         skipped = next((e for e in script_level if e.status == "skipped"), None)
         cases.append(

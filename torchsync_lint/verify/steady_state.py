@@ -31,6 +31,12 @@ DEFAULT_WARMUP = 2
 DEFAULT_STEPS = 8
 
 
+def stop_tick(steps: int, warmup: int) -> int:
+    """Where the step clock stops a script that is not a fixture: after the warm-up and
+    ``steps`` steady steps (the window ``[warmup, T)`` then holds ``steps`` steps)."""
+    return max(1, warmup) + max(1, steps)
+
+
 def choose_basis(optimizer_steps: int, batches: int) -> str | None:
     if optimizer_steps > 0:
         return OPTIMIZER
@@ -48,9 +54,13 @@ def step_index(basis: str | None, optimizer_steps: int, batches: int) -> int | N
     return None
 
 
-def total_steps(basis: str | None, optimizer_steps: int, batches: int) -> int:
+def total_steps(basis: str | None, optimizer_steps: int, batches: int, stopped_by_clock: bool = False) -> int:
+    """Steps of the run. A script the step clock stopped at optimizer step T (harness_common)
+    ran steps 0..T-1 in full, and step T holds only what ran after the stop (its
+    ``finally`` blocks): T + 1 steps, so the last full one is not taken for a loop's tail. At
+    batch T the batch count is already T + 1."""
     if basis == OPTIMIZER:
-        return optimizer_steps
+        return optimizer_steps + (1 if stopped_by_clock else 0)
     if basis == BATCHES:
         return batches
     return 0

@@ -18,10 +18,16 @@ HARNESS = "torchsync_lint.verify.cuda.harness"
 
 
 def attribute(
-    path: str, script_args: list[str], timeout: float, require_result: bool = True, extra_sys_path: list[str] | None = None
+    path: str,
+    script_args: list[str],
+    timeout: float,
+    require_result: bool = True,
+    extra_sys_path: list[str] | None = None,
+    **run: object,
 ) -> runner.RunRecord:
+    """The attribution pass; ``run``: runner.run_harness's options/progress/cancel."""
     harness_args = ["--mode", "attribute"] + runner.sys_path_args(extra_sys_path)
-    return runner.run_harness(HARNESS, path, script_args, timeout, harness_args, require_result)
+    return runner.run_harness(HARNESS, path, script_args, timeout, harness_args, require_result, **run)
 
 
 def _trace_path(trace_dir: str, script_path: str) -> str:
@@ -39,6 +45,7 @@ def profile_entry(script: Script, script_args: list[str], args: argparse.Namespa
         args.timeout,
         ["--mode", "profile", "--trace", trace_path, "--warmup", str(script.warmup)],
         require_result=script.is_fixture,
+        options=script.options,
     )
     if run.status != runner.OK:
         # The attribution pass already passed; a profiler failure is reported, not fatal.
@@ -54,7 +61,7 @@ def profile_entry(script: Script, script_args: list[str], args: argparse.Namespa
 def _timed_run(path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> list[float] | None:
     """Steady-state step times (ms) of one fresh-process run; None when the run failed."""
     harness_args = ["--mode", "time"] + runner.sys_path_args(extra_path)
-    run = runner.run_harness(HARNESS, path, script_args, args.timeout, harness_args, require_result=False)
+    run = runner.run_harness(HARNESS, path, script_args, args.timeout, harness_args, require_result=False, options=script.options)
     if run.status != runner.OK:
         return None
     window = run.window(script.warmup)
@@ -78,7 +85,7 @@ def _interleaved_runs(
 
 
 def _fixed_syncs_per_step(fixed_path: str, script_args: list[str], extra_path: list[str], script: Script, args: argparse.Namespace) -> float | None:
-    run = attribute(fixed_path, script_args, args.timeout, require_result=False, extra_sys_path=extra_path)
+    run = attribute(fixed_path, script_args, args.timeout, require_result=False, extra_sys_path=extra_path, options=script.options)
     if run.status != runner.OK:
         return None
     return syncs_per_step(run.events, run.window(script.warmup))

@@ -29,6 +29,7 @@ def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str
     clock = StepClock()
     state = VirtualCudaState(user_line=lambda: finder.line(2), clock=clock.snapshot)
     patcher = Patcher()
+    flags = patches.backend_flags()
     clock.install()
     try:
         patches.install(patcher, state, clock)
@@ -38,6 +39,7 @@ def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str
     finally:
         patcher.restore()
         clock.uninstall()
+        patches.restore_backend_flags(flags)
 
     return run_record("emulate", clock, state, outcome)
 

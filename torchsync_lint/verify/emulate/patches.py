@@ -1,9 +1,16 @@
 """Patches that let an unmodified "cuda" training script run on a CPU-only torch wheel.
 
 Each patch keeps the user's intent visible to the recorder:
-* ``torch.cuda.is_available()`` is True, so the script picks its cuda code path;
-* ``torch.cuda.synchronize`` / ``Stream.synchronize`` / ``Event.synchronize`` record an
-  explicit sync (the CPU wheel has no streams, so small stand-ins replace them);
+* ``torch.cuda`` answers as one virtual GPU (cuda_api.py): ``is_available()`` is True, so the
+  script picks its cuda code path; device, memory, stream, event, RNG and NVTX calls work;
+  ``synchronize`` of the device, a stream or an event records an explicit sync;
+* ``torch.compile`` / ``nn.Module.compile`` return the model unchanged: it runs eagerly, and
+  the report says so at that line (an ``emulated`` note). The syncs of eager mode are the ones
+  a compiled model keeps: dynamo breaks its graph at every host read;
+* ``GradScaler.step`` labels its one sync per step: ``_maybe_opt_step`` reads ``found_inf``
+  with ``.item()`` on the device, a real D2H sync on a GPU too, recorded as a ``scalar-read``
+  at the ``scaler.step(...)`` line (an optimizer with ``_step_supports_amp_scaling``, e.g. a
+  fused Adam, takes ``found_inf`` as a tensor and does not sync);
 * ``nn.Module.to/.cuda`` run on CPU, then tag parameters, buffers and torchmetrics states
   as virtual-cuda and point each ``Metric``'s device at cuda, so torchmetrics'
   ``torch.as_tensor(x, device=self.device)`` is seen as the host-to-device copy it is;
@@ -11,7 +18,10 @@ Each patch keeps the user's intent visible to the recorder:
 * ``DataLoader`` loads in the main process (so transforms run under the modes) but remembers
   the user's ``num_workers``/``pin_memory``; its batches carry their loader of origin.
 * ``torch.distributed``: the CPU wheel has no NCCL, so a script that picks ``nccl`` because
-  CUDA "is available" gets ``gloo`` instead, and DDP forgets its CUDA ``device_ids``.
+  CUDA "is available" gets ``gloo`` instead, and DDP forgets its CUDA ``device_ids``. Where the
+  script asked for NCCL, ``barrier()`` (the host waits on the device for it) and the
+  ``*_object`` collectives (they pickle through device tensors read back on the host) record a
+  ``distributed-sync``.
 """
 
 from __future__ import annotations
@@ -23,56 +33,43 @@ import torch
 import torch.nn as nn
 
 from torchsync_lint.verify import evidence as ev
+from torchsync_lint.verify.emulate import cuda_api, library_hooks
 from torchsync_lint.verify.emulate.virtual_cuda import VIRTUAL_DEVICE, LoaderOrigin, VirtualCudaState, is_cuda_device
 from torchsync_lint.verify.harness_common import LoaderSettings, Patcher, StepClock, instrument_dataloader
 
 
-class VirtualStream:
-    def __init__(self, state: VirtualCudaState, *args: Any, **kwargs: Any) -> None:
-        self._state = state
-        self.device = VIRTUAL_DEVICE
-
-    def synchronize(self) -> None:
-        self._state.record(ev.EXPLICIT_SYNC, "Stream.synchronize")
-
-    def query(self) -> bool:
-        return True
-
-    def wait_stream(self, stream: Any) -> None:
-        pass
-
-    def wait_event(self, event: Any) -> None:
-        pass
-
-    def record_event(self, event: Any = None) -> "VirtualEvent":
-        event = event or VirtualEvent(self._state)
-        return event
-
-    def __enter__(self) -> "VirtualStream":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
+# Global settings scripts flip (cudnn.benchmark = True, TF32 matmuls): plain flags on the CPU
+# wheel too, so they just work; saved and restored so an in-process run leaves none behind.
+_BACKEND_FLAGS = (
+    ("cudnn", "benchmark"),
+    ("cudnn", "deterministic"),
+    ("cudnn", "allow_tf32"),
+    ("cudnn", "enabled"),
+    ("cuda.matmul", "allow_tf32"),
+    ("cuda.matmul", "allow_fp16_reduced_precision_reduction"),
+    ("cuda.matmul", "allow_bf16_reduced_precision_reduction"),
+)
 
 
-class VirtualEvent:
-    def __init__(self, state: VirtualCudaState, *args: Any, **kwargs: Any) -> None:
-        self._state = state
+def _flag_owner(path: str) -> Any:
+    owner = torch.backends
+    for part in path.split("."):
+        owner = getattr(owner, part)
+    return owner
 
-    def record(self, stream: Any = None) -> None:
-        pass
 
-    def wait(self, stream: Any = None) -> None:
-        pass
+def backend_flags() -> dict:
+    saved: dict = {(path, name): getattr(_flag_owner(path), name) for path, name in _BACKEND_FLAGS}
+    saved["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    return saved
 
-    def query(self) -> bool:
-        return True
 
-    def synchronize(self) -> None:
-        self._state.record(ev.EXPLICIT_SYNC, "Event.synchronize")
-
-    def elapsed_time(self, other: Any) -> float:
-        return 0.0
+def restore_backend_flags(saved: dict) -> None:
+    for key, value in saved.items():
+        if key == "float32_matmul_precision":
+            torch.set_float32_matmul_precision(value)
+        else:
+            setattr(_flag_owner(key[0]), key[1], value)
 
 
 def _metric_modules(module: nn.Module) -> list[nn.Module]:
@@ -116,8 +113,11 @@ def _install_distributed(patcher: Patcher, state: VirtualCudaState) -> None:
     original_new_group = dist.new_group
     original_ddp_init = DistributedDataParallel.__init__
     original_ddp_pre_forward = DistributedDataParallel._pre_forward
+    asked_for_nccl = [False]
 
     def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        backend = args[0] if args else kwargs.get("backend")
+        asked_for_nccl[0] = _without_nccl(backend) != backend
         if args:
             args = (_without_nccl(args[0]), *args[1:])
         if "backend" in kwargs:
@@ -144,6 +144,20 @@ def _install_distributed(patcher: Patcher, state: VirtualCudaState) -> None:
         with _allocating_on_device(state):  # bucket rebuild after the first iteration
             return original_ddp_pre_forward(self, *args, **kwargs)
 
+    def host_waits(name: str, why: str) -> None:
+        original = getattr(dist, name)
+
+        def collective(*args: Any, **kwargs: Any) -> Any:
+            if asked_for_nccl[0]:
+                state.record(ev.DISTRIBUTED_SYNC, f"dist.{name} ({why})")
+            return original(*args, **kwargs)
+
+        patcher.set(dist, name, collective)
+
+    host_waits("barrier", "NCCL: the host waits for the device")
+    for name in ("all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list"):
+        if hasattr(dist, name):
+            host_waits(name, "NCCL: objects travel as device tensors read back on the host")
     patcher.set(dist, "is_nccl_available", lambda: True)
     patcher.set(dist, "init_process_group", init_process_group)
     patcher.set(dist, "new_group", new_group)
@@ -151,28 +165,37 @@ def _install_distributed(patcher: Patcher, state: VirtualCudaState) -> None:
     patcher.set(DistributedDataParallel, "_pre_forward", ddp_pre_forward)
 
 
+def _install_compile(patcher: Patcher, state: VirtualCudaState) -> None:
+    def compile_eagerly(model: Any = None, *args: Any, **kwargs: Any) -> Any:
+        state.note("torch.compile: the model runs eagerly under emulation (no compiler on this backend)")
+        if model is None:  # @torch.compile(mode=...) used as a decorator factory
+            return lambda fn: fn
+        return model
+
+    def module_compile(self: nn.Module, *args: Any, **kwargs: Any) -> None:
+        state.note("nn.Module.compile: the model runs eagerly under emulation (no compiler on this backend)")
+
+    patcher.set(torch, "compile", compile_eagerly)
+    patcher.set(nn.Module, "compile", module_compile)
+
+
+def _install_grad_scaler(patcher: Patcher, state: VirtualCudaState) -> None:
+    from torch.amp.grad_scaler import GradScaler
+
+    original = GradScaler._maybe_opt_step
+
+    def maybe_opt_step(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with state.context("GradScaler.step (found_inf.item())"):
+            return original(self, *args, **kwargs)
+
+    patcher.set(GradScaler, "_maybe_opt_step", maybe_opt_step)
+
+
 def install(patcher: Patcher, state: VirtualCudaState, clock: StepClock) -> None:
-    cuda = torch.cuda
-    for name, value in {
-        "is_available": lambda: True,
-        "device_count": lambda: 1,
-        "current_device": lambda: 0,
-        "set_device": lambda device: None,
-        "get_device_name": lambda device=None: "virtual-cuda (torchsync-lint emulate)",
-        "get_device_capability": lambda device=None: (8, 0),
-        "is_bf16_supported": lambda *a, **k: True,
-        "empty_cache": lambda: None,
-        "memory_allocated": lambda device=None: 0,
-        "max_memory_allocated": lambda device=None: 0,
-        "reset_peak_memory_stats": lambda device=None: None,
-        "synchronize": lambda device=None: state.record(ev.EXPLICIT_SYNC, "torch.cuda.synchronize"),
-        "Stream": lambda *a, **k: VirtualStream(state),
-        "Event": lambda *a, **k: VirtualEvent(state),
-        "current_stream": lambda device=None: VirtualStream(state),
-        "default_stream": lambda device=None: VirtualStream(state),
-        "stream": lambda stream=None: contextlib.nullcontext(stream),
-    }.items():
-        patcher.set(cuda, name, value)
+    cuda_api.install(patcher, state)
+    _install_compile(patcher, state)
+    _install_grad_scaler(patcher, state)
+    library_hooks.install(patcher, state)
 
     original_to = nn.Module.to
 

@@ -18,9 +18,10 @@ the same branch it would on the GPU. Tags live in weak identity dictionaries own
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,13 @@ class VirtualCudaState:
         # > 0 while code that allocates on the GPU from C++ runs (DDP's reducer buckets): its
         # factory ops have no tensor input to inherit the tag from, so they are tagged directly.
         self.device_allocations = 0
+        # Script lines of the library transforms running now (innermost last): a float they make
+        # from uint8 is attributed to the line that built the transform (library_hooks.py).
+        self.transform_lines: list[int] = []
+        # (label, kind) of the library code running now whose syncs need naming (GradScaler's
+        # found_inf read, torchmetrics' cross-rank gather); kind, if given, replaces a sync's kind.
+        self._contexts: list[tuple[str, str | None]] = []
+        self._noted: set[tuple[int, str]] = set()
 
     # -- tags -------------------------------------------------------------------------------
     def is_virtual(self, value: Any) -> bool:
@@ -115,9 +123,35 @@ class VirtualCudaState:
                 return self.read_lines[leaf]
         return None
 
+    def normalizing_line(self) -> int:
+        """The line a host float made from uint8 right now is attributed to."""
+        return self.transform_lines[-1] if self.transform_lines else self.user_line()
+
     # -- events -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def context(self, label: str, kind: str | None = None) -> Iterator[None]:
+        """Events recorded inside are labelled ``op in label`` (and their sync kind replaced by
+        ``kind``): the user line alone would not say that the sync came from library code."""
+        self._contexts.append((label, kind))
+        try:
+            yield
+        finally:
+            self._contexts.pop()
+
     def record(self, kind: str, op: str, line: int | None = None) -> None:
+        if self._contexts:
+            label, context_kind = self._contexts[-1]
+            op = f"{op} in {label}"
+            if context_kind is not None and kind in ev.SYNC_KINDS:
+                kind = context_kind
         self.events.append(RawEvent(self.user_line() if line is None else line, kind, op, self._clock()))
+
+    def note(self, text: str) -> None:
+        """Something the emulation did differently from a GPU run, once per line (the report shows it)."""
+        line = self.user_line()
+        if (line, text) not in self._noted:
+            self._noted.add((line, text))
+            self.events.append(RawEvent(line, ev.EMULATED, text, self._clock()))
 
     def record_host_to_device(
         self, source: torch.Tensor, non_blocking: bool, op: str, *, pinned: bool | None = None, record_blocking: bool = True
@@ -353,7 +387,7 @@ def track_host_provenance(state: VirtualCudaState, leaves: list, out: Any) -> No
         if origin is not None:
             state.loader_origin[result] = origin
         if result.is_floating_point() and (made_at is not None or from_uint8):
-            state.host_normalized[result] = made_at if made_at is not None else state.user_line()
+            state.host_normalized[result] = made_at if made_at is not None else state.normalizing_line()
 
 
 TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep

@@ -1,0 +1,1 @@
+"""The package train.py imports (a src/ layout, not installed)."""

@@ -1,0 +1,6 @@
+"""Test stand-in for torchvision (see ../README.md); not the real package."""
+
+from torchvision import datasets, transforms
+
+__version__ = "0.0.0+torchsync-standin"
+__all__ = ["datasets", "transforms"]

@@ -1,0 +1,102 @@
+"""Abstract values that cross module boundaries, as plain JSON-able dicts.
+
+A module's summary (summary.py) says what its functions return, what its calls pass and what
+its loops read in these terms; the project view (view.py) resolves the symbolic ones against
+other modules' summaries. The forms:
+
+  {"k": <Kind value>}                          a kind ("device", "host", "model", ...)
+  {"k": "loader", "sites": [site, ...]}         a DataLoader built at these sites (file:seq)
+  {"k": "metric", "cls": ..., "settings": {...}, "device": "device"|"cpu", ...}
+  {"k": "object", "origin": qualname}           a library object (made by that call)
+  {"k": "instance", "cls": ref}                 an instance of a project class
+  {"k": "devspec", "where": "accelerator"|"cpu"}
+  {"k": "tuple", "items": [...]} / {"k": "dict", "items": {...}}
+  {"k": "item", "of": abs}                      an item of iterating it (a batch of a loader)
+  {"k": "elem", "of": abs, "i": n}               element n of unpacking it
+  {"k": "like", "of": abs}                       a tensor computed from it (on its device)
+  symbolic, resolved by the view:
+  {"k": "param", "fn": ref, "i": n}             what callers pass for parameter n
+  {"k": "call", "fn": dotted, "kind": k}        the result of calling an imported name
+  {"k": "sym", "name": dotted}                  an imported name's value
+A ``ref`` is "<file>:<Qual.name>" (a function or class of the summarised file); a ``dotted`` is
+an import name as written (`proj.data.make_loader`, `.engine.f`), resolved by the view.
+"""
+
+from __future__ import annotations
+
+from torchsync_lint.analysis.kinds import Kind, join
+
+UNKNOWN = {"k": "unknown"}
+SYMBOLIC = ("param", "call", "sym", "elem", "like", "item")  # resolved by the view
+_STRUCTURED = ("tuple", "dict", "loader", "metric", "object", "instance", "devspec")
+
+
+def of_kind(kind: Kind | None) -> dict:
+    return {"k": (kind or Kind.UNKNOWN).value}
+
+
+def kind_of(value: dict | None) -> Kind:
+    """The Kind the per-module analysis sees for a (resolved) abstract value."""
+    if not value:
+        return Kind.UNKNOWN
+    k = value["k"]
+    if k == "loader":
+        return Kind.DEVICE_LOADER if value.get("device_batches") else Kind.LOADER
+    if k == "metric":
+        return Kind.MODEL
+    if k == "instance":
+        if not value.get("module"):
+            return Kind.UNKNOWN
+        return Kind.MODEL if value.get("placed") else Kind.CPU_MODEL
+    if k == "devspec":
+        return Kind.HOST
+    if k == "tuple":
+        return join(kind_of(v) for v in value["items"]) if value["items"] else Kind.HOST
+    if k == "dict":
+        kinds = [kind_of(v) for v in value["items"].values()]
+        return Kind.DEVICE if Kind.DEVICE in kinds else Kind.UNKNOWN
+    if k == "item":
+        inner = kind_of(value["of"])
+        if inner is Kind.UNKNOWN and value.get("batch"):
+            return Kind.HOST_TENSOR  # an item of a per-step loop over what we cannot place: a host batch
+        return {Kind.LOADER: Kind.HOST_TENSOR, Kind.DEVICE_LOADER: Kind.DEVICE, Kind.PREPARED: Kind.DEVICE}.get(
+            inner, inner if inner in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
+        )
+    if k == "like":  # a tensor computed from another value: on its device
+        inner = kind_of(value["of"])
+        return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR) else Kind.UNKNOWN
+    if k in ("object", "param", "call", "sym", "elem"):
+        return Kind(value.get("kind", "unknown")) if k == "call" else Kind.UNKNOWN
+    try:
+        return Kind(k)
+    except ValueError:
+        return Kind.UNKNOWN
+
+
+def join_abs(values: list[dict]) -> dict:
+    """What a value may be when it is one of ``values``: equal ones stay as they are, loaders
+    from several sites merge, anything else falls back to the join of their kinds."""
+    values = [v for v in values if v]
+    if not values:
+        return UNKNOWN
+    first = values[0]
+    if all(v == first for v in values):
+        return first
+    if all(v["k"] == "loader" for v in values):
+        sites = sorted({s for v in values for s in v["sites"]})
+        return {"k": "loader", "sites": sites, "device_batches": all(v.get("device_batches") for v in values)}
+    return of_kind(join(kind_of(v) for v in values))
+
+
+def element(value: dict, position: int) -> dict:
+    """Element ``position`` of a tuple value (what `a, b = f()` binds to `b`)."""
+    if value.get("k") == "tuple" and 0 <= position < len(value["items"]):
+        return value["items"][position]
+    if value.get("k") in SYMBOLIC:
+        return {"k": "elem", "of": value, "i": position}  # resolved by the view
+    kind = kind_of(value)
+    return of_kind(kind if kind in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN)
+
+
+def is_structured(value: dict) -> bool:
+    return value.get("k") in _STRUCTURED

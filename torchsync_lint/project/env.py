@@ -1,0 +1,186 @@
+"""The environment one module is analysed in, from the project view: the answers of
+analysis/env.py's questions, in terms of this module's own syntax nodes."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis.env import Env
+from torchsync_lint.analysis.kinds import Kind
+from torchsync_lint.project import absval
+from torchsync_lint.project.describe import remote_site
+from torchsync_lint.project.summary import local_qualname
+from torchsync_lint.project.view import ProjectView
+
+
+class ModuleEnv(Env):
+    def __init__(self, view: ProjectView, path: str) -> None:
+        self.view = view
+        self.path = path  # this module's project-relative path
+        self.analysis = None
+
+    def bind(self, analysis) -> None:
+        self.analysis = analysis
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _ref(self, func: cst.FunctionDef) -> str | None:
+        qual = local_qualname(self.analysis.index, func)
+        return f"{self.path}:{qual}" if qual else None
+
+    def _param(self, func: cst.FunctionDef, param: cst.Param) -> dict | None:
+        ref = self._ref(func)
+        if ref is None:
+            return None
+        params = [*func.params.posonly_params, *func.params.params]
+        index = next((i for i, p in enumerate(params) if p is param), None)
+        if index is None:
+            return None
+        return self.view.param_value(ref, index)
+
+    def _call_target(self, qualname: str) -> tuple[str, dict] | None:
+        return self.view.call_target(qualname, self.path)
+
+    def project_uses_accelerator(self) -> bool:
+        return any(summary.get("accelerator") for summary in self.view.summaries.values())
+
+    # -- values ---------------------------------------------------------------------------------
+    def star_import(self, name: str):
+        return self.view.star_binding(self.path, name)
+
+    def symbol_kind(self, qualname: str):
+        found = self.view.resolve_name(qualname, self.path)
+        if found is None or found[0] != "value":
+            return None
+        return absval.kind_of(self.view.resolve({"k": "sym", "name": qualname}, self.path))
+
+    def call_kind(self, qualname: str, call: cst.Call, values):
+        found = self.view.resolve_name(qualname, self.path)
+        if found is None:
+            return None
+        if found[0] == "class":
+            return Kind.CPU_MODEL if self.view.class_flag(found[1], found[2], "module") else Kind.UNKNOWN
+        if found[0] == "function":
+            own = self._own_argument(found, call)
+            if own is not None:
+                return values.kind(own)  # `reduce_tensor(loss)`: what it returns is this call's own argument
+            return absval.kind_of(self.view.returns(found[1], found[2]))
+        return None
+
+    def _own_argument(self, found: tuple, call: cst.Call) -> cst.BaseExpression | None:
+        """When a function returns (a tensor computed from) one of its parameters, the argument
+        this call passes for it: the answer for this call, not for every call joined."""
+        record = self.view.function(found[1], found[2])
+        returned = record["returns"] if record else None
+        while returned and returned.get("k") == "like":
+            returned = returned["of"]
+        if not returned or returned.get("k") != "param" or returned["fn"] != f"{found[1]}:{found[2]}":
+            return None
+        index = returned["i"]
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if any(a.star for a in call.args):
+            return None
+        if index < len(positional):
+            return positional[index]
+        name = record["params"][index] if index < len(record["params"]) else None
+        return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+    def call_element(self, qualname: str, call: cst.Call, position: int, values):
+        found = self.view.resolve_name(qualname, self.path)
+        if found is None or found[0] != "function":
+            return None
+        returned = self.view.returns(found[1], found[2])
+        if returned.get("k") != "tuple":
+            return None
+        return absval.kind_of(absval.element(returned, position))
+
+    def generator_source(self, call: cst.Call, values):
+        qualname = values.qualname(call.func)
+        bound = 0
+        if qualname is None and isinstance(call.func, cst.Attribute):
+            origin = values.origin_qualname(call.func.value)
+            qualname, bound = (f"{origin}.{call.func.attr.value}", 1) if origin else (None, 0)
+        target = self._call_target(qualname) if qualname else None
+        if target is None or target[1] is None or target[1]["yields"] is None:
+            return None
+        index = target[1]["yields"] - (target[1]["bound"] if bound else 0)
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if 0 <= index < len(positional):
+            return positional[index]
+        name = target[1]["params"][target[1]["yields"]]
+        return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+    def param_kind(self, func: cst.FunctionDef, param: cst.Param):
+        value = self._param(func, param)
+        return absval.kind_of(value) if value is not None else None
+
+    def param_device(self, func: cst.FunctionDef, param: cst.Param):
+        value = self._param(func, param)
+        return value["where"] if value is not None and value.get("k") == "devspec" else None
+
+    def param_origin(self, func: cst.FunctionDef, param: cst.Param):
+        value = self._param(func, param)
+        return value["origin"] if value is not None and value.get("k") == "object" else None
+
+    def attribute_kind(self, base: cst.BaseExpression, attr: str, values):
+        origin = values.origin_qualname(base)
+        found = self.view.resolve_name(origin, self.path) if origin else None
+        if found is None or found[0] != "class":
+            return None
+        value = self.view.class_attr(found[1], found[2], attr)
+        return absval.kind_of(value) if value is not None else None
+
+    def inherited_attribute_kind(self, cls: cst.ClassDef, attr: str):
+        for base in cls.bases:
+            qualname = self.analysis.values.qualname(base.value)
+            found = self.view.resolve_name(qualname, self.path) if qualname else None
+            if found is not None and found[0] == "class":
+                value = self.view.class_attr(found[1], found[2], attr)
+                if value is not None:
+                    return Kind.MODEL if absval.kind_of(value) is Kind.CPU_MODEL else absval.kind_of(value)
+        return None
+
+    def is_module_class(self, qualname: str) -> bool:
+        found = self.view.resolve_name(qualname, self.path) if qualname else None
+        return bool(found and found[0] == "class" and self.view.class_flag(found[1], found[2], "module"))
+
+    def is_lightning_class(self, qualname: str) -> bool:
+        found = self.view.resolve_name(qualname, self.path) if qualname else None
+        return bool(found and found[0] == "class" and self.view.class_flag(found[1], found[2], "lightning"))
+
+    # -- trackers -------------------------------------------------------------------------------
+    def loader_feeds_elsewhere(self, call: cst.Call) -> bool:
+        return f"{self.path}@{self.analysis.index.seq(call)}" in self.view.fed_sites()
+
+    def has_remote_metrics(self) -> bool:
+        summary = self.view.summaries.get(self.path, {})
+        for qual, record in summary.get("functions", {}).items():
+            for index in range(len(record["params"])):
+                value = self.view.param_value(f"{self.path}:{qual}", index)
+                if value is not None and value.get("k") == "metric":
+                    return True
+        return False
+
+    def param_metrics(self, func: cst.FunctionDef, param: cst.Param):
+        value = self._param(func, param)
+        if value is None or value.get("k") != "metric":
+            return None
+        return [remote_site(value)]
+
+    # -- per-step code --------------------------------------------------------------------------
+    def hot_caller(self, func: cst.FunctionDef):
+        ref = self._ref(func)
+        found = self.view.hot(ref) if ref else None
+        if found is None:
+            return None
+        where, gated = found
+        how = "in a gated branch of a per-step loop" if gated else "every step"
+        return f"`{func.name.value}` is called {how} from {where}", None
+
+    def is_step_like(self, qualname: str) -> bool:
+        target = self._call_target(qualname)
+        return bool(target and target[1] is not None and self.view.function_flag(f"{target[0]}:{self.view._qual_of(target)}", "step"))  # noqa: SLF001
+
+    def runs_epoch(self, call: cst.Call, values) -> bool:
+        qualname = values.qualname(call.func)
+        target = self._call_target(qualname) if qualname else None
+        return bool(target and target[1] is not None and self.view.function_flag(f"{target[0]}:{self.view._qual_of(target)}", "epoch"))  # noqa: SLF001

@@ -1,0 +1,285 @@
+"""The process between the verifier and a harness: it contains one script run.
+
+    verify ── supervisor (own session) ── harness (own process group) ── the script's children
+
+Why a process in between:
+
+* the script runs inside the harness, so ``os.getppid()`` in the script is the supervisor,
+  never the verifier: ``os.kill(os.getppid(), SIGTERM)`` is recorded here and ignored, and
+  ``os.killpg(0, ...)`` reaches only the harness's group;
+* on Linux the supervisor is a *child subreaper*: descendants that double-fork or call
+  ``setsid()`` to escape are re-parented to it, so after the harness exits it can find and
+  kill every leftover process (no orphans outlive the run);
+* it watches a control pipe from the verifier: ``stop`` (the deadline, or the run was
+  cancelled) asks the harness to stop with SIGUSR2 (the harness then writes the evidence
+  it has), and after a grace period kills it; end of file (the verifier itself died)
+  does the same, so nothing keeps running when the verifier is gone.
+
+It holds the write end of a *lifeline* pipe until it exits: the verifier sees end of file
+there when the run is over, without being the parent (the fork server starts supervisors).
+
+Standard library only: this file also runs as ``python -I -S supervisor.py ...`` (see
+``main``), a start-up of a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import select
+import signal
+import sys
+import time
+from collections.abc import Callable
+
+STOP_REQUEST = b"stop"
+GRACEFUL_STOP = getattr(signal, "SIGUSR2", signal.SIGTERM)  # the harness turns it into a clean stop
+GRACE_S = 5.0  # how long the harness may take to write its record after GRACEFUL_STOP
+_LEFTOVER_ROUNDS_S = 5.0
+# Signals that would end the supervisor: sent by the script or its children, never by the
+# verifier (which uses the control pipe). Recorded, not obeyed.
+_CAUGHT = tuple(
+    sig for sig in (getattr(signal, name, None) for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")) if sig
+)
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """prctl(PR_SET_CHILD_SUBREAPER): orphaned descendants are re-parented to this process."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid`` (Linux /proc); empty where /proc cannot tell."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
+                found += [int(token) for token in handle.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def descendants_of(pid: int) -> list[int]:
+    seen: list[int] = []
+    stack = children_of(pid)
+    while stack:
+        child = stack.pop()
+        if child not in seen:
+            seen.append(child)
+            stack += children_of(child)
+    return seen
+
+
+class Supervisor:
+    def __init__(self, control_fd: int, lifeline_fd: int, status_path: str) -> None:
+        self.control_fd = control_fd
+        self.lifeline_fd = lifeline_fd
+        self.status_path = status_path
+        self.signals: list[str] = []
+        self.status: dict = {"harness": None, "stopped": None, "graceful": None, "leftovers_killed": 0, "parent_signals": self.signals}
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if name not in self.signals:
+            self.signals.append(name)
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the fork server ignores it; we wait for ours
+        for sig in _CAUGHT:
+            signal.signal(sig, self._on_signal)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+
+    def run(self, spawn: Callable[[], int]) -> int:
+        """Start the harness with ``spawn()`` (returns its pid), contain it, write the status."""
+        self.status["subreaper"] = become_subreaper()
+        harness = spawn()
+        self.status["harness_pid"] = harness
+        wait_status = self._wait(harness)
+        self.status["harness"] = _describe(wait_status)
+        self.status["harness_cpu_s"] = _CPU.get(harness)
+        self.status["leftovers_killed"] = self._kill_leftovers(harness)
+        _write_json(self.status_path, self.status)
+        os.close(self.lifeline_fd)  # the verifier reads end of file: the run is over
+        return 0
+
+    def _wait(self, harness: int) -> int | None:
+        control_open = True
+        exited = _pidfd(harness)  # readable when the harness exits (Linux); else poll
+        watched = [self.control_fd] + ([exited] if exited is not None else [])
+        try:
+            while True:
+                status = _reap(harness)
+                if status is not None:
+                    return status
+                if not control_open:
+                    return self._stop(harness, "verifier gone")
+                readable, _, _ = select.select(watched, [], [], 0.5 if exited is not None else 0.05)
+                if self.control_fd in readable:
+                    data = _read(self.control_fd)
+                    if not data:
+                        control_open = False
+                        watched.remove(self.control_fd)
+                    elif STOP_REQUEST in data:
+                        return self._stop(harness, data.decode("ascii", "replace").strip().split(":", 1)[-1] or "stop")
+        finally:
+            if exited is not None:
+                os.close(exited)
+
+    def _stop(self, harness: int, reason: str) -> int | None:
+        """Ask the harness to stop and write its record; kill its group when it does not."""
+        self.status["stopped"] = reason
+        _signal(harness, GRACEFUL_STOP)
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline:
+            status = _reap(harness)
+            if status is not None:
+                self.status["graceful"] = True
+                return status
+            time.sleep(0.05)
+        self.status["graceful"] = False
+        _killpg(harness)
+        _signal(harness, signal.SIGKILL)
+        return _wait_blocking(harness)
+
+    def _kill_leftovers(self, harness: int) -> int:
+        """Kill what the script left behind: the harness's process group, then (Linux) every
+        process re-parented to this subreaper, until none is left."""
+        _killpg(harness)
+        killed: set[int] = set()
+        deadline = time.monotonic() + _LEFTOVER_ROUNDS_S
+        while time.monotonic() < deadline:
+            leftovers = descendants_of(os.getpid())
+            for pid in leftovers:
+                if _signal(pid, signal.SIGKILL):
+                    killed.add(pid)
+            if not _reap_any() and not leftovers:
+                break
+            time.sleep(0.02)
+        return len(killed)
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _describe(wait_status: int | None) -> dict | None:
+    if wait_status is None:
+        return None
+    if os.WIFSIGNALED(wait_status):
+        return {"code": None, "signal": signal.Signals(os.WTERMSIG(wait_status)).name}
+    return {"code": os.WEXITSTATUS(wait_status), "signal": None}
+
+
+_CPU: dict[int, float] = {}  # pid -> CPU seconds (user + system), from wait4
+
+
+def _reap(pid: int) -> int | None:
+    try:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+    except ChildProcessError:
+        return 0
+    if not done:
+        return None
+    _CPU[pid] = usage.ru_utime + usage.ru_stime
+    return status
+
+
+def _wait_blocking(pid: int) -> int | None:
+    try:
+        _, status, usage = os.wait4(pid, 0)
+    except ChildProcessError:
+        return None
+    _CPU[pid] = usage.ru_utime + usage.ru_stime
+    return status
+
+
+def _reap_any() -> bool:
+    """Reap finished children (ours and adopted orphans); False when there are none left."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+
+
+def _signal(pid: int, sig: int) -> bool:
+    try:
+        os.kill(pid, sig)
+        return True
+    except OSError:
+        return False
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 256)
+    except OSError as exc:
+        if exc.errno == errno.EAGAIN:  # pragma: no cover
+            return b" "
+        return b""
+
+
+def _write_json(path: str, data: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    """``supervisor.py CONTROL_FD LIFELINE_FD STATUS_PATH -- COMMAND...``: the harness as a
+    fresh process (the cuda backend, and any run without the fork server)."""
+    import subprocess
+
+    control_fd, lifeline_fd, status_path = int(argv[0]), int(argv[1]), argv[2]
+    command = argv[argv.index("--") + 1 :]
+    for fd in (control_fd, lifeline_fd):
+        os.set_inheritable(fd, False)  # the harness and the script's children must not hold them
+    supervisor = Supervisor(control_fd, lifeline_fd, status_path)
+    supervisor.install_signal_handlers()
+
+    def spawn() -> int:
+        # Own process group (the script's killpg(0) stays inside it); stdin is already
+        # /dev/null; default signal dispositions, as a fresh `python script.py` has.
+        group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, restore_signals=True, **group)
+        process.returncode = 0  # reaped by Supervisor._wait (wait4), not by Popen
+        return process.pid
+
+    try:
+        return supervisor.run(spawn)
+    except BaseException as exc:  # noqa: BLE001 - always leave a status for the verifier
+        supervisor.status["error"] = f"{type(exc).__name__}: {exc}"
+        _write_json(status_path, supervisor.status)
+        return 70
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
