@@ -748,7 +748,7 @@ def test_every_torchvision_fixture_confirms_its_markers_with_the_standin(tmp_pat
     from torchsync_lint.markers import read_markers
     from torchsync_lint.verify.scripts import discover, load_script
 
-    scripts, _ = discover([str(FIXTURES)])
+    scripts, *_ = discover([str(FIXTURES)])
     with_tsl304 = [p for p in scripts if any(m.code == "TSL304" for m in read_markers(p))]
     needs_torchvision = [p for p in scripts if "torchvision" in load_script(p).requires]
     # The plain-torch TSL304 fixtures run in test_verify_fixtures.py (nothing to skip them);

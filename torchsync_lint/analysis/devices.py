@@ -109,6 +109,8 @@ class DeviceArguments:
                 remote = self.env.param_device(defs[0].func, defs[0].param) if len(defs) == 1 else None
                 if remote is not None:
                     return remote
+                if len(defs) == 1 and self._cpu_by_default(defs[0], depth):
+                    return "cpu"
             return "accelerator"
         if isinstance(node, cst.Attribute):
             if "dtype" in node.attr.value:
@@ -120,6 +122,19 @@ class DeviceArguments:
                 return "cpu" if base in (Kind.HOST_TENSOR, Kind.CPU_MODEL) else "accelerator"
             return "accelerator"
         return None
+
+    def _cpu_by_default(self, d, depth: int) -> bool:
+        """`def sample(size, device="cpu")` that no call site here passes another device to
+        (and no other module passes one to, or the project view would have answered): the
+        user's default, the CPU."""
+        default = d.param.default
+        if default is None or self._device_arg(default, True, depth + 1) != "cpu":
+            return False
+        for call in self.index.call_sites(d.func):
+            passed = self.index.argument_for(call, d.func, d.param)
+            if passed is None or self._device_arg(passed, True, depth + 1) != "cpu":
+                return False
+        return True
 
     def to_destination(self, call: cst.Call) -> str | None:
         """Where `x.to(...)` sends its receiver: "accelerator", "cpu", or None (dtype only)."""

@@ -67,11 +67,29 @@ class Env:
     def is_lightning_class(self, qualname: str) -> bool:
         return False
 
-
     # -- trackers ------------------------------------------------------------------------------
     def loader_feeds_elsewhere(self, call: cst.Call) -> bool:
         """Does another module move the batches of the DataLoader built by ``call`` to the
         device (or hand it to a trainer that does)?"""
+        return False
+
+    def fed_dataset_arguments(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """The arguments of ``call`` (of a project function) that become a dataset, or part of
+        one (its transform), read by a DataLoader whose batches go to the device."""
+        return []
+
+    def dataset_class_fed(self, cls: cst.ClassDef) -> bool:
+        """Do another module's device-fed loaders read instances of ``cls`` (or a subclass)?"""
+        return False
+
+    def function_feeds_dataset(self, func: cst.FunctionDef) -> bool:
+        """Is ``func`` called from the `__getitem__` of a project dataset class a device-fed
+        loader reads (so what it returns becomes a batch)?"""
+        return False
+
+    def dataset_class_converts(self, call: cst.Call, values) -> bool:
+        """Does ``call`` build an instance of a project class whose `__getitem__` itself turns
+        images into floats?"""
         return False
 
     def has_remote_metrics(self) -> bool:

@@ -85,6 +85,11 @@ def join_abs(values: list[dict]) -> dict:
     if all(v["k"] == "loader" for v in values):
         sites = sorted({s for v in values for s in v["sites"]})
         return {"k": "loader", "sites": sites, "device_batches": all(v.get("device_batches") for v in values)}
+    if all(v["k"] == "tuple" for v in values):
+        # `return train, test` in one branch and `return train, val, test` in the other: position
+        # by position, over the tuples long enough to have it
+        width = max(len(v["items"]) for v in values)
+        return {"k": "tuple", "items": [join_abs([v["items"][i] for v in values if i < len(v["items"])]) for i in range(width)]}
     return of_kind(join(kind_of(v) for v in values))
 
 

@@ -151,6 +151,32 @@ class ModuleEnv(Env):
     def loader_feeds_elsewhere(self, call: cst.Call) -> bool:
         return f"{self.path}@{self.analysis.index.seq(call)}" in self.view.fed_sites()
 
+    def fed_dataset_arguments(self, call: cst.Call) -> list[cst.BaseExpression]:
+        slots = self.view.fed_datasets().arguments.get((self.path, self.analysis.index.seq(call)))
+        if not slots or any(a.star for a in call.args):
+            return []
+        positional = [a.value for a in call.args if a.keyword is None]
+        by_name = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        out = []
+        for slot in sorted(slots, key=str):
+            value = positional[slot] if isinstance(slot, int) and slot < len(positional) else by_name.get(slot) if isinstance(slot, str) else None
+            if value is not None:
+                out.append(value)
+        return out
+
+    def dataset_class_fed(self, cls: cst.ClassDef) -> bool:
+        qual = local_qualname(self.analysis.index, cls)
+        return qual is not None and f"{self.path}:{qual}" in self.view.fed_datasets().classes
+
+    def function_feeds_dataset(self, func: cst.FunctionDef) -> bool:
+        ref = self._ref(func)
+        return ref is not None and ref in self.view.fed_datasets().functions
+
+    def dataset_class_converts(self, call: cst.Call, values) -> bool:
+        qualname = values.qualname(call.func)
+        found = self.view.resolve_name(qualname, self.path) if qualname else None
+        return bool(found and found[0] == "class" and self.view.class_converts(found[1], found[2]))
+
     def has_remote_metrics(self) -> bool:
         summary = self.view.summaries.get(self.path, {})
         for qual, record in summary.get("functions", {}).items():

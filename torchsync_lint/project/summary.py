@@ -9,7 +9,10 @@ that module alone (so it can be cached by the file's content hash).
   argument is, and whether the call runs every step here;
 - ``feeds``: what the loops that copy batches to the device (or run a model on it) iterate,
   and what is handed to accelerate / Lightning / Fabric to be placed on the device;
-- ``loaders``: the DataLoaders built here.
+- ``loaders``: the DataLoaders built here;
+- ``datasets``: for each of them, where its dataset comes from (a parameter, a project class or
+  function of another module) and which parameters reach the arguments of its dataset's
+  constructor (a transform passed in), so the view can follow a fed loader back to them.
 
 Values are abstract values (absval.py); names of other modules stay as written (`proj.data.
 make_loader`, `.engine.f`) and are resolved by the project view.
@@ -17,8 +20,11 @@ make_loader`, `.engine.f`) and are resolved by the project view.
 
 from __future__ import annotations
 
+import builtins
+
 import libcst as cst
 
+from torchsync_lint.analysis.images import host_float_sites
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.analysis.loaders import loaders
@@ -27,7 +33,7 @@ from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
 from torchsync_lint.project.describe import describe_metric
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 # Imports of these never name a project module: their calls are not recorded.
 _LIBRARY_ROOTS = frozenset(
     "torch numpy np math os sys time json re logging random collections itertools functools typing dataclasses "
@@ -96,6 +102,7 @@ class _Summarizer:
             "calls": self._calls(),
             "feeds": self._feeds(),
             "loaders": [self.site(info.call) for info in self.loaders.loaders],
+            "datasets": self._datasets(),
         }
 
     # -- names --------------------------------------------------------------------------------
@@ -185,6 +192,7 @@ class _Summarizer:
                 "lightning": self.values.is_lightning_class(info.node),
                 "attrs": attrs,
                 "methods": sorted(info.methods),
+                "getitem": self._getitem_converts(info),
             }
         return out
 
@@ -213,7 +221,7 @@ class _Summarizer:
             qn = f"{origin}.{func.attr.value}" if origin else self._param_receiver(func.value, func.attr.value)
         elif qn is None and isinstance(func, cst.Name):
             origin = self.values.origin_qualname(func)  # `compute_loss(p, t)`, an instance called
-            qn = f"{origin}.__call__" if origin else self._param_receiver(func, "__call__")
+            qn = f"{origin}.__call__" if origin else (self._param_receiver(func, "__call__") or self._star_name(func))
         if qn is None:
             return None
         if qn.startswith("^"):
@@ -236,6 +244,7 @@ class _Summarizer:
                     "callee": callee,
                     "bound": self._bound(call, callee),  # `obj.method(...)`, `obj(...)`: `self` is implicit
                     "line": self.index.line(call),
+                    "seq": self.index.seq(call),
                     "caller": caller_ref,
                     "hot": "yes" if ctx is not None else ("caller" if caller_ref else "no"),
                     "gated": bool(ctx and ctx.gated),
@@ -245,6 +254,13 @@ class _Summarizer:
                 }
             )
         return out
+
+    def _star_name(self, name: cst.Name) -> str | None:
+        """`*Name`: a name bound by none of this module's statements that may come from one of
+        its `from m import *` (the view looks it up in those modules)."""
+        if not self.index.imports.star_imports or self.values.reaching_defs(name) or hasattr(builtins, name.value):
+            return None
+        return f"*{name.value}"
 
     def _param_receiver(self, receiver: cst.BaseExpression, method: str) -> str | None:
         """`criterion(out, y)` / `model.detect(x)` where the object is a parameter: the view
@@ -281,6 +297,66 @@ class _Summarizer:
                     if value["k"] in ("param", "call", "sym", "loader"):
                         out.append({"iter": value, "line": self.index.line(call), "handoff": True})
         return out
+
+    # -- datasets -------------------------------------------------------------------------------
+    def _datasets(self) -> list[dict]:
+        out = []
+        for info in self.loaders.loaders:
+            sources = [v for v in self._sources(info.dataset) if v["k"] in ("param", "call", "instance")]
+            for call in self.loaders.dataset_calls(info):
+                for arg in call.args:
+                    sources += [v for v in self._sources(arg.value) if v["k"] == "param"]
+            if sources:
+                unique = {repr(sorted(v.items())): v for v in sources}
+                out.append({"loader": self.site(info.call), "fed": self.loaders.feeds_accelerator(info), "sources": list(unique.values())})
+        return out
+
+    def _sources(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[dict]:
+        """Every value ``expr`` may come from, as abstract values: through names, `self.attr`
+        (each assignment in the class), this module's helpers' returns and `Subset`-style
+        wrappers. Unlike ``abs_of`` nothing is joined: a dataset that is a parameter in one
+        branch and built here in the other yields both."""
+        if expr is None or depth > _MAX_DEPTH:
+            return []
+        if isinstance(expr, cst.Name):
+            out = []
+            for d in self.values.reaching_defs(expr):
+                if d.how == "assign" and d.value is not None:
+                    out += self._sources(d.value, depth + 1)
+                elif d.how == "param":  # `if transform is None: transform = ToTensor()` keeps the parameter too
+                    ref = self.ref(d.func)
+                    params = [*d.func.params.posonly_params, *d.func.params.params]
+                    position = next((i for i, p in enumerate(params) if p is d.param), None)
+                    if ref is not None and position is not None:
+                        out.append({"k": "param", "fn": ref, "i": position})
+            return out
+        if isinstance(expr, cst.Attribute):
+            parts = dotted_parts(expr)
+            info = self.index.class_of(expr) if parts and len(parts) == 2 and parts[0] == "self" else None
+            if info is None:
+                return [self.abs_of(expr)]
+            out = []
+            for d in info.self_attrs.get(parts[1], []):
+                if d.how == "assign" and d.value is not None:
+                    out += self._sources(d.value, depth + 1)
+            return out
+        if isinstance(expr, cst.Call):
+            target = self.index.target_of(expr)
+            if target is not None and target not in self.index.class_of_method:
+                out = []
+                for r in self.index.returns.get(target, []):
+                    out += self._sources(r, depth + 1)
+                return out
+            out = [self.abs_of(expr)]
+            for wrapped in self.loaders._wrapped_datasets(expr):  # noqa: SLF001 - `Subset(ds, idx)`
+                out += self._sources(wrapped, depth + 1)
+            return out
+        return [self.abs_of(expr)]
+
+    def _getitem_converts(self, info) -> bool | None:
+        """Does the class's own `__getitem__` turn images into floats (None: it has none)?"""
+        method = info.methods.get("__getitem__") or info.methods.get("__getitems__")
+        return bool(host_float_sites(self.a, method)) if method is not None else None
 
     def _unwrap(self, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression:
         """`enumerate(tqdm(loader))` -> `loader`; `pbar = tqdm(loader)` -> `loader`."""
@@ -356,7 +432,7 @@ class _Summarizer:
     def _name(self, expr: cst.Name, depth: int) -> dict:
         defs = self.values.reaching_defs(expr)
         if not defs:
-            qn = self.values.qualname(expr)
+            qn = self.values.qualname(expr) or self._star_name(expr)
             return {"k": "sym", "name": qn} if qn is not None else absval.UNKNOWN
         if len(defs) == 1 and defs[0].how == "param":
             ref = self.ref(defs[0].func)

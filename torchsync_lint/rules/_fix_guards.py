@@ -4,7 +4,9 @@ fix); a withheld fix leaves the finding in place, so precision is unaffected.
 
 - ``plain_device``: a `.to()` argument that is certainly a device (never a tensor or a dtype),
   so that it can move into a factory's `device=` (TSL305);
-- ``passes_generator``: a factory call that draws from an explicit `torch.Generator` (TSL305);
+- ``passes_generator``, ``movable_factory``: a factory call whose result `device=` would not
+  reproduce (an explicit `torch.Generator`, `out=`, `requires_grad=True`...), and
+  ``integer_arange``: an `arange` whose values every kernel computes alike (TSL305);
 - ``yields_per_worker``: a DataLoader whose dataset may be an `IterableDataset` that does not
   shard by `get_worker_info()`, where every worker yields every sample (TSL303);
 - ``serves_device_tensors``: a local dataset class whose `__getitem__` returns device tensors,
@@ -106,6 +108,49 @@ def _is_generator(analysis, expr: cst.BaseExpression, depth: int) -> bool:
     if isinstance(expr, cst.Name):
         return any(d.how == "assign" and d.value is not None and _is_generator(analysis, d.value, depth + 1) for d in analysis.values.reaching_defs(expr))
     return False
+
+
+# Keywords of the CPU factories that mean the same with `device=` added.
+_FACTORY_KEYWORDS = frozenset({"dtype", "size", "low", "high", "mean", "std", "start", "end", "step", "steps", "fill_value", "n", "m", "memory_format"})
+
+
+def movable_factory(analysis, call: cst.Call, factory: str) -> bool:
+    """Would `device=` on this factory call build what `.to(device)` of its result does?"""
+    if any(a.star for a in call.args):
+        return False  # `**kw` may hold `device` or `out`
+    for a in call.args:
+        if a.keyword is None:
+            continue
+        key = a.keyword.value
+        if key in ("requires_grad", "pin_memory"):
+            # `requires_grad=True`: the device tensor becomes the leaf (before, a CPU leaf
+            # fed it through `.to()`); `pin_memory=True` raises for a device tensor.
+            if literal_value(a.value) != (True, False):
+                return False
+        elif key == "generator":
+            if literal_value(a.value) != (True, None):
+                return False  # a CPU generator cannot draw device numbers
+        elif key not in _FACTORY_KEYWORDS:
+            return False  # `out=`, `layout=`, `names=`...: keep the user's call
+    if passes_generator(analysis, call):
+        return False
+    if factory == "normal":  # only `normal(mean, std, size)` with numbers takes `device=`
+        positional = [a for a in call.args if a.keyword is None]
+        return len(positional) >= 3 or any(a.keyword is not None and a.keyword.value == "size" for a in call.args)
+    return True
+
+
+def integer_arange(call: cst.Call) -> bool:
+    """`arange(n)`, or integer literals only: the same numbers from the CPU and device kernels.
+
+    With a fractional start or step they differ: the CPU kernel accumulates a float32
+    arange in double, CUDA's in float32 (aten/src/ATen/native/cuda/RangeFactories.cu)."""
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+    positional = [a for a in call.args if a.keyword is None]
+    if len(positional) == 1 and not keywords & {"start", "step", "end"}:
+        return True  # start 0, step 1: every kernel computes the index itself
+    numbers = [a.value for a in call.args if a.keyword is None or a.keyword.value in ("start", "end", "step")]
+    return "dtype" not in keywords and all(isinstance(v, cst.Integer) or (isinstance(v, cst.UnaryOperation) and isinstance(v.expression, cst.Integer)) for v in numbers)
 
 
 # -- IterableDataset (TSL303) ----------------------------------------------------------------------

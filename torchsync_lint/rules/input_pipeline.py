@@ -40,27 +40,6 @@ def _append_keyword(rule: Rule, call: cst.Call, keyword: str, value: str) -> Edi
     return Edit(end.line, end.column, end.line, end.column, f"{keyword}={value}")
 
 
-def _is_divide_by_255(node: cst.CSTNode) -> bool:
-    """`x / 255`, `x / 255.0`, `x.div(255)`, `x.div_(255.)`, `x.true_divide(255)`, and the
-    [-1, 1] form `x / 127.5` (then `- 1`)."""
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-        ok, value = literal_value(node.right)
-        return ok and not isinstance(value, bool) and value in _PIXEL_SCALES
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("div", "div_", "true_divide", "true_divide_"):
-        positional = [a for a in node.args if a.keyword is None]
-        if len(positional) == 1:
-            ok, value = literal_value(positional[0].value)
-            return ok and not isinstance(value, bool) and value in _PIXEL_SCALES
-    return False
-
-
-_PIXEL_SCALES = (255, 127.5)
-
-
-def _divided_operand(node: cst.CSTNode) -> cst.BaseExpression:
-    return node.left if isinstance(node, cst.BinaryOperation) else node.func.value  # type: ignore[union-attr]
-
-
 _LEGACY_CONSTRUCTORS = frozenset(
     f"torch.{n}" for n in "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor ByteTensor BoolTensor".split()
 )  # always build a CPU tensor (they reject CUDA input)

@@ -6,54 +6,27 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis import Kind
+from torchsync_lint.analysis.images import divided_operand, drop_undone, host_float_sites, is_divide_by_255, is_float_converter, is_normalize
 from torchsync_lint.analysis.loaders import literal_value, loaders
+from torchsync_lint.knowledge.transforms import CONVERTERS
 from torchsync_lint.rule import Rule
-from torchsync_lint.rules._fix_guards import passes_generator, plain_device
+from torchsync_lint.rules._fix_guards import integer_arange, movable_factory, plain_device
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, GETITEM_LINE, TRANSFORM_LINE, dataset_script, pipeline, torchvision_script
 from torchsync_lint.rules.input_pipeline import (
     _CPU_FACTORIES,
     _FRESH_HOST_TENSOR,
     _LEGACY_CONSTRUCTORS,
     _append_keyword,
-    _divided_operand,
-    _is_divide_by_255,
     _render,
 )
 from torchsync_lint.types import Applicability, Invalid, Valid
 
 
-_CONVERTERS = frozenset(
-    {
-        "torchvision.transforms.ToTensor",
-        "torchvision.transforms.v2.ToTensor",
-        "torchvision.transforms.functional.to_tensor",
-        "torchvision.transforms.v2.functional.to_tensor",
-    }
-)
-_DTYPE_CONVERTERS = frozenset(
-    {
-        "torchvision.transforms.ConvertImageDtype",
-        "torchvision.transforms.v2.ConvertImageDtype",
-        "torchvision.transforms.v2.ToDtype",
-        "torchvision.transforms.functional.convert_image_dtype",
-        "torchvision.transforms.v2.functional.to_dtype",
-        "torchvision.transforms.v2.functional.convert_image_dtype",
-    }
-)
-_NORMALIZE = frozenset(
-    {
-        "torchvision.transforms.Normalize",
-        "torchvision.transforms.v2.Normalize",
-        "torchvision.transforms.functional.normalize",
-        "torchvision.transforms.v2.functional.normalize",
-    }
-)
-_WIDE_FLOATS = frozenset({"float32", "float", "float64", "double"})
 _RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
-# Keywords of the CPU factories that mean the same with `device=` added.
-_FACTORY_KEYWORDS = frozenset({"dtype", "size", "low", "high", "mean", "std", "start", "end", "step", "steps", "fill_value", "n", "m", "memory_format"})
 _FULL_KEYWORDS = frozenset({"dtype", "device", "requires_grad", "pin_memory"})  # what `torch.full` takes too
 _MAX_WALK = 6
+_TF = "import torchvision.transforms.functional as TF\n"
+_PICK = "from torch.utils.data import DataLoader\n\n\ndef pick(values, device='cpu'):\n    return torch.tensor(values, device=device)\n"
 
 
 class HostFloatNormalization(Rule):
@@ -65,8 +38,15 @@ class HostFloatNormalization(Rule):
     The conversions: torchvision `ToTensor()`, `ConvertImageDtype(torch.float)`,
     `v2.ToDtype(torch.float32, scale=True)` (or `Normalize` when it is the only float step) in
     the dataset's transform pipeline; `x.float() / 255`-style normalisation in the
-    `__getitem__` of a dataset class whose instance the loader reads; and
-    `(x.float() / 255).to(device)` on a batch in a per-step loop.
+    `__getitem__` of a dataset class whose instance the loader reads (and in the functions of
+    the module it calls); and `(x.float() / 255).to(device)` on a batch in a per-step loop.
+
+    Across the project's modules: a transform handed to another module's function that builds
+    the dataset and the loader (`get_loaders(train_transform=T)`), a dataset class whose
+    instances another module's loader reads, and the project functions its `__getitem__`
+    calls. `Normalize` alone is not reported when the dataset class makes the floats itself
+    (that line is), nor is a conversion that a later `to_pil_image` undoes, nor a constant
+    divided by 255.
 
     ## Why is this bad?
     A float32 image is 4x the bytes of the uint8 image it came from: four times the
@@ -124,6 +104,9 @@ class HostFloatNormalization(Rule):
         Valid(dataset_script("return self.images[i] // 2")),  # integer arithmetic, stays uint8
         Valid(dataset_script("return self.images[i].float() / 255", device_line='device = torch.device("cpu")')),
         Valid(dataset_script("return self.images[i]", copy="x = x.to(device, non_blocking=True).float() / 255")),  # on device
+        Valid(dataset_script("hue_delta = 18 / 255.0\n        return self.images[i]")),  # a constant scaled, not an image
+        # tensor -> PIL -> uint8 tensor: the float made first is not what the dataset returns
+        Valid(_TF + dataset_script("x = TF.to_pil_image(TF.to_tensor(self.images[i]))\n        return TF.pil_to_tensor(x)")),
         # Transforms for a dataset no GPU loader reads (a preview grid).
         Valid("import torch\nfrom torchvision import transforms, datasets\nmodel = torch.nn.Linear(2, 2).cuda()\n"
               "preview = datasets.CIFAR10('data', transform=transforms.ToTensor())\nimg, _ = preview[0]\n"),
@@ -135,6 +118,7 @@ class HostFloatNormalization(Rule):
         Invalid(dataset_script("return self.images[i].float() / 255"), line=GETITEM_LINE, applicability=Applicability.SUGGESTION),
         Invalid(dataset_script("x = self.images[i]\n        return x.float().div(255)"), line=GETITEM_LINE + 1),
         Invalid(dataset_script("return self.images[i]", copy="x = (x.float() / 255).to(device, non_blocking=True)"), line=21),
+        Invalid(_TF + dataset_script("x = TF.to_pil_image(self.images[i])\n        return TF.to_tensor(x)"), line=GETITEM_LINE + 2),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -150,9 +134,30 @@ class HostFloatNormalization(Rule):
                     continue
                 done.add(id(call))
                 self._transforms(call, found)
-                self._getitem(call, found)
+        self._fed_from_elsewhere(found, done)
         for n, normalize in found.items():
             self.report(n, fix=self._suggestion(n, normalize), expr=self.snippet(n))
+
+    def _fed_from_elsewhere(self, found: dict, done: set[int]) -> None:
+        """What other modules of the project feed to the device: arguments of this module's calls
+        that become (part of) a dataset a fed loader reads there (`get_loaders(transform=T)`), and
+        this module's dataset classes and the functions their `__getitem__` calls."""
+        env = self.analysis.env
+        for call in self.analysis.index.calls:
+            for arg in env.fed_dataset_arguments(call):
+                calls = self._calls_in(arg, 0, set())
+                self._pipeline(calls, [], found, normalize_alone=False)  # the dataset is elsewhere: unknown
+                for dataset_call in calls:
+                    if self._local_class(dataset_call) is not None and id(dataset_call) not in done:
+                        done.add(id(dataset_call))
+                        self._transforms(dataset_call, found)
+        for info in self.analysis.index.class_infos.values():
+            if env.dataset_class_fed(info.node):
+                self._dataset_class(info.node, found, [])
+        for func in self.analysis.index.returns:
+            if env.function_feeds_dataset(func):
+                for n in host_float_sites(self.analysis, func, depth=0):
+                    found.setdefault(n, [])
 
     def visit_Call(self, node: cst.Call) -> None:
         """`(x.float() / 255).to(device)` on a batch in a per-step loop."""
@@ -164,7 +169,7 @@ class HostFloatNormalization(Rule):
         if isinstance(receiver, cst.Name):
             candidates = [d.value for d in self.analysis.values.reaching_defs(receiver) if d.how == "assign" and d.value is not None]
         for expr in candidates:
-            division = next((n for n in self.analysis.tree.walk_subtree(expr, _NESTED_FUNCTIONS) if _is_divide_by_255(n) and tracker.batch_kind(n) is Kind.HOST_TENSOR), None)
+            division = next((n for n in self.analysis.tree.walk_subtree(expr, _NESTED_FUNCTIONS) if is_divide_by_255(n) and tracker.batch_kind(n) is Kind.HOST_TENSOR), None)
             if division is not None:
                 hot = self.hot(division)
                 if hot is not None:
@@ -178,14 +183,30 @@ class HostFloatNormalization(Rule):
             calls += self._calls_in(a.value, 0, set())
         cls = self._local_class(dataset_call)
         if cls is not None:
-            if cls not in self._class_calls:
-                self._class_calls[cls] = [n for n in self.analysis.tree.walk_subtree(cls) if isinstance(n, cst.Call)]
-            calls += self._class_calls[cls]
-        converters = [c for c in calls if self._is_float_converter(c)]
-        normalize = [c for c in calls if self.analysis.qualname(c.func) in _NORMALIZE]
+            self._dataset_class(cls, found, calls)
+        else:
+            # a project class whose `__getitem__` makes the floats: reported there, not its Normalize
+            inside = self.analysis.env.dataset_class_converts(dataset_call, self.analysis.values)
+            self._pipeline(calls, [], found, normalize_alone=not inside)
+
+    def _dataset_class(self, cls: cst.ClassDef, found: dict, arg_calls: list[cst.Call]) -> None:
+        """A dataset class of this module: converters anywhere in it (a transform built in
+        `__init__`) or in the arguments it was built with, and its `__getitem__` arithmetic."""
+        if cls not in self._class_calls:
+            self._class_calls[cls] = [n for n in self.analysis.tree.walk_subtree(cls) if isinstance(n, cst.Call)]
+        self._pipeline(arg_calls + self._class_calls[cls], self._getitem_sites(cls), found, normalize_alone=True)
+
+    def _pipeline(self, calls: list[cst.Call], sites: list[cst.CSTNode], found: dict, normalize_alone: bool) -> None:
+        """Converters among ``calls`` and the float arithmetic ``sites``; `Normalize` when it is
+        the only float step (the floats came from a dataset we cannot see) and
+        ``normalize_alone`` says that is worth reporting."""
+        converters = drop_undone(self.analysis, [c for c in calls if is_float_converter(self.analysis, c)], calls)
+        normalize = [c for c in calls if is_normalize(self.analysis, c)]
         for c in converters:
             found.setdefault(c, normalize)
-        if not converters:
+        for n in sites:
+            found.setdefault(n, [])
+        if normalize_alone and not converters and not sites:
             for c in normalize:
                 found.setdefault(c, [c])
 
@@ -204,55 +225,38 @@ class HostFloatNormalization(Rule):
                         out += self._calls_in(d.value, depth + 1, seen)
         return out
 
-    def _is_float_converter(self, call: cst.Call) -> bool:
-        qn = self.analysis.qualname(call.func)
-        if qn in _CONVERTERS:
-            return True
-        if qn not in _DTYPE_CONVERTERS:
-            return False
-        dtype_args = [a.value for a in call.args if a.keyword is None or a.keyword.value == "dtype"]
-        if qn.endswith("functional.to_dtype") or qn.endswith("functional.convert_image_dtype"):
-            dtype_args = dtype_args[1:]  # the first positional is the image
-        for value in dtype_args[:1]:
-            exprs = [el.value for el in value.elements if isinstance(el, cst.DictElement)] if isinstance(value, cst.Dict) else [value]
-            for e in exprs:
-                dq = self.analysis.qualname(e) or ""
-                if dq.startswith("torch.") and dq.rsplit(".", 1)[-1] in _WIDE_FLOATS:
-                    return True
-        return False
-
     # -- Dataset.__getitem__ ----------------------------------------------------------------------
     def _local_class(self, call: cst.Call) -> cst.ClassDef | None:
         if isinstance(call.func, cst.Name) and call.func.value in self.analysis.index.classes:
             return self.analysis.index.classes[call.func.value].node
         return None
 
-    def _getitem(self, dataset_call: cst.Call, found: dict) -> None:
-        name = dataset_call.func.value if isinstance(dataset_call.func, cst.Name) else None
+    def _getitem_sites(self, cls: cst.ClassDef) -> list[cst.CSTNode]:
+        """Float conversions of the `__getitem__` a class has (or inherits from a class of this
+        module), and of the module's functions it calls."""
+        info = self.analysis.index.class_infos.get(cls)
         seen = 0
-        while name in self.analysis.index.classes and seen < 5:
-            info = self.analysis.index.classes[name]
+        while info is not None and seen < 5:
             method = info.methods.get("__getitem__") or info.methods.get("__getitems__")
             if method is not None:
                 if method not in self._class_calls:  # reused as a per-method memo
-                    self._class_calls[method] = [n for n in self.analysis.tree.walk_subtree(method.body, _NESTED_FUNCTIONS) if _is_divide_by_255(n)]
-                for n in self._class_calls[method]:
-                    found.setdefault(n, [])
-                return
+                    self._class_calls[method] = host_float_sites(self.analysis, method)
+                return self._class_calls[method]
             bases = [b.value for b in info.node.bases if isinstance(b.value, cst.Name)]
-            name = bases[0] if bases else None
+            info = self.analysis.index.classes.get(bases[0].value) if bases else None
             seen += 1
+        return []
 
     def _suggestion(self, node: cst.CSTNode, normalize: list[cst.Call]):
         """Both halves of the change as text (see "Fix safety": an edit of the host half alone
         would break the pipeline)."""
         expr = f"`{self.snippet(node, 60)}`"
-        if isinstance(node, cst.Call) and self.analysis.qualname(node.func) in _CONVERTERS:
+        if isinstance(node, cst.Call) and self.analysis.qualname(node.func) in CONVERTERS:
             qn = self.analysis.qualname(node.func) or ""
             new = "pil_to_tensor" if qn.endswith("to_tensor") else "PILToTensor"
             prefix = self.code_for(node.func).rsplit(".", 1)[0] + "." if isinstance(node.func, cst.Attribute) else ""
             host = f"on the host, replace {expr} with `{prefix}{new}(...)`" if new == "pil_to_tensor" else f"on the host, replace {expr} with `{prefix}{new}()` (uint8)"
-        elif _is_divide_by_255(node):
+        elif is_divide_by_255(node):
             host = f"on the host, return the uint8 `{self.snippet(_uint8_operand(node), 40)}` instead of {expr} (and the arithmetic on it)"
         else:
             host = f"on the host, remove {expr}"
@@ -263,7 +267,7 @@ class HostFloatNormalization(Rule):
         device = "on the device, after the copy in every loop that reads this dataset (training, evaluation): `x = x.to(device, non_blocking=True).float().div_(255)`"
         if normalize:
             device += f", then `x = (x - mean) / std` with `mean = torch.tensor({mean}, device=device).view(1, -1, 1, 1)` and `std = torch.tensor({std}, device=device).view(1, -1, 1, 1)` built once before the loop"
-        elif _is_divide_by_255(node):
+        elif is_divide_by_255(node):
             device += ", then the rest of what `__getitem__` computed"
         return self.make_fix(applicability=Applicability.SUGGESTION, title=f"Keep uint8 on the host, normalise on the device: {host}; {device}.")
 
@@ -282,7 +286,7 @@ class HostFloatNormalization(Rule):
 
 
 def _uint8_operand(node: cst.CSTNode) -> cst.CSTNode:
-    operand = _divided_operand(node)
+    operand = divided_operand(node)
     if isinstance(operand, cst.Call) and isinstance(operand.func, cst.Attribute) and operand.func.attr.value in ("float", "double") and not operand.args:
         return operand.func.value
     return operand
@@ -376,6 +380,8 @@ class HostTensorInLoop(Rule):
         Valid(pipeline(copy="cpu_scale = torch.tensor(0.5, device='cpu')\n    cpu_noise = torch.randn(3).to('cpu')")),
         Valid(pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)\nweights = torch.tensor([1.0, 2.0, 1.0, 1.0], device=device)")),  # hoisted
         Valid(pipeline(copy="half = torch.zeros(4).to(torch.float16)")),  # a dtype cast, stays on the CPU
+        # a helper whose device defaults to the CPU, and no call site passes another
+        Valid(pipeline(copy="c = pick([0, 3])\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)", imports=_PICK)),
     ]
     INVALID = [
         Invalid(
@@ -396,6 +402,7 @@ class HostTensorInLoop(Rule):
             expected_fix=pipeline(copy="mask = torch.ones(32, 4, device=device)"),
             applicability=Applicability.SAFE,
         ),
+        Invalid(pipeline(copy="c = pick([0, 3], device)\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)", imports=_PICK), line=7),
         Invalid(
             pipeline(copy="noise = torch.randn(32, 4).cuda()"),
             line=COPY_LINE,
@@ -508,7 +515,7 @@ class HostTensorInLoop(Rule):
             if not plain_device(self.analysis, arg.value):
                 return None  # `.to(other_tensor)` also converts the dtype, and `device=` takes no tensor
             device = _render(self, arg.value)
-        if not self._movable_factory(factory_call, factory):
+        if not movable_factory(self.analysis, factory_call, factory):
             return None
         # The factory call's own source text (not a re-render, which would lose the block's
         # indentation on continuation lines) with `device=` spliced in; it replaces the copy.
@@ -520,46 +527,8 @@ class HostTensorInLoop(Rule):
         shift = len(insertion.content) if insertion.line == rng.end.line else 0
         lines[-1] = lines[-1][: rng.end.column + shift]
         lines[0] = lines[0][rng.start.column :]  # after the end trim: absolute columns
-        exact = factory not in _RANDOM and factory != "linspace" and (factory != "arange" or self._integer_arange(factory_call))
+        exact = factory not in _RANDOM and factory != "linspace" and (factory != "arange" or integer_arange(factory_call))
         return self.make_fix(self.edit(copy, "".join(lines)), applicability=Applicability.SAFE if exact else Applicability.UNSAFE)
-
-    def _movable_factory(self, call: cst.Call, factory: str) -> bool:
-        """Would `device=` on this factory call build what `.to(device)` of its result does?"""
-        if any(a.star for a in call.args):
-            return False  # `**kw` may hold `device` or `out`
-        for a in call.args:
-            if a.keyword is None:
-                continue
-            key = a.keyword.value
-            if key in ("requires_grad", "pin_memory"):
-                # `requires_grad=True`: the device tensor becomes the leaf (before, a CPU leaf
-                # fed it through `.to()`); `pin_memory=True` raises for a device tensor.
-                if literal_value(a.value) != (True, False):
-                    return False
-            elif key == "generator":
-                if literal_value(a.value) != (True, None):
-                    return False  # a CPU generator cannot draw device numbers
-            elif key not in _FACTORY_KEYWORDS:
-                return False  # `out=`, `layout=`, `names=`...: keep the user's call
-        if passes_generator(self.analysis, call):
-            return False
-        if factory == "normal":  # only `normal(mean, std, size)` with numbers takes `device=`
-            positional = [a for a in call.args if a.keyword is None]
-            return len(positional) >= 3 or any(a.keyword is not None and a.keyword.value == "size" for a in call.args)
-        return True
-
-    @staticmethod
-    def _integer_arange(call: cst.Call) -> bool:
-        """`arange(n)`, or integer literals only: the same numbers from the CPU and device kernels.
-
-        With a fractional start or step they differ: the CPU kernel accumulates a float32
-        arange in double, CUDA's in float32 (aten/src/ATen/native/cuda/RangeFactories.cu)."""
-        keywords = {a.keyword.value for a in call.args if a.keyword is not None}
-        positional = [a for a in call.args if a.keyword is None]
-        if len(positional) == 1 and not keywords & {"start", "step", "end"}:
-            return True  # start 0, step 1: every kernel computes the index itself
-        numbers = [a.value for a in call.args if a.keyword is None or a.keyword.value in ("start", "end", "step")]
-        return "dtype" not in keywords and all(isinstance(v, cst.Integer) or (isinstance(v, cst.UnaryOperation) and isinstance(v.expression, cst.Integer)) for v in numbers)
 
     @staticmethod
     def _keyword(node: cst.Call, name: str) -> cst.Arg | None:
