@@ -233,12 +233,14 @@ def missing_imports(module: cst.Module, wanted: list[str]) -> tuple[list[str], l
     others = other_module_bindings(module)
     add: list[str] = []
     clashes: list[str] = []
+    # `import torch.nn` binds `torch` to the torch package itself, as `import torch` does.
+    packages = {s.split(".")[0] for s in specs if ":" not in s}
     for spec in dict.fromkeys(wanted):
         key, name = _bound_by_import(spec)
-        if key in specs or (key == name and name in names):
-            continue  # already imported (`import torch` also satisfies `torch` via `import torch.nn`)
-        if name in others:
-            clashes.append(spec)
+        if key in specs or (key == name and name in packages):
+            continue  # already imported
+        if name in others or name in names:
+            clashes.append(spec)  # `os = ...`, or `import numpy as os`: the name means something else
             continue
         add.append(import_statement(spec))
     return add, clashes

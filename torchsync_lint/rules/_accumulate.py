@@ -12,12 +12,15 @@ see the rule's `## Fix safety` for the exact conditions and why values and types
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchsync_lint import suppress
 from torchsync_lint.types import Applicability, Fix
 
 TITLE = "Accumulate on the device; read the total once after the loop"
+_MPS = re.compile(r"""["']mps(?::\d+)?["']|\bbackends\.mps\b""")
 
 # Methods whose result has an integer (or bool) dtype whatever they are given.
 _INTEGER_METHODS = frozenset({"long", "int", "short", "bool", "byte", "char", "argmax", "argmin", "count_nonzero"})
@@ -77,6 +80,8 @@ def accumulate_fix(rule, call: cst.Call) -> Fix | None:
             return None  # the user kept this read on purpose
     if _shadows_builtin(index, scope, "int" if integer else "float"):
         return None
+    if not integer and _MPS.search(analysis.source):
+        return None  # the script may run on Apple MPS, which has no float64: `.double()` raises
     cast = "int" if integer else "float"
     convert = ".detach().long()" if integer else ".detach().double()"
     edits = [rule.edit(acc.value, rule.code_for(acc.value.func.value) + convert) for acc in accumulations]

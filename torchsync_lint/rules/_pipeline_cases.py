@@ -96,4 +96,30 @@ def torchvision_script(first: str = "transforms.ToTensor()", copy: str = "x = x.
     return _TV_SCRIPT.format(first=first, copy=copy, device=device)
 
 
+# A dataset class that keeps its samples on the device: pinning or worker processes would fail.
+DEVICE_DATASET = """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Linear(8, 2).to(device)
+
+
+class OnDevice(Dataset):
+    def __init__(self, n):
+        self.x = torch.randn(n, 8).to(device)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i]
+
+
+loader = DataLoader(OnDevice(64), batch_size=8)
+for x in loader:
+    model(x).sum().backward()
+"""
+
+
 # -- helpers -------------------------------------------------------------------------------------

@@ -95,12 +95,14 @@ class HostReadInLoop(Rule):
     - every other use of `name` in the scope is a read after the loop that does not itself
       run per step and is not in a self-documenting f-string (`f"{name=}"`);
     - `name` has no other binding, no `global`/`nonlocal`/`del`, no use in a nested
-      function or class, and `float`/`int` are not shadowed.
+      function or class, and `float`/`int` are not shadowed;
+    - for a float total, the module does not name the Apple MPS device (`"mps"`,
+      `torch.backends.mps`): MPS has no float64, so `.double()` raises there.
 
     What can still differ: a complex tensor (`.double()` drops the imaginary part where
     `.item()` returned a complex), a multi-element tensor (`.item()` raised, the device sum
-    does not), Apple MPS (no float64: `.double()` raises there), another module importing
-    the module-level name, and code that reads `name` through `globals()` or a debugger.
+    does not), an MPS device chosen outside the module, another module importing the
+    module-level name, and code that reads `name` through `globals()` or a debugger.
 
     ## Known problems
     A read the program genuinely needs every step (early stopping on a loss value, say) is

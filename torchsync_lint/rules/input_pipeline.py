@@ -15,7 +15,8 @@ import libcst as cst
 
 from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker, literal_value, loaders
 from torchsync_lint.rule import Rule
-from torchsync_lint.rules._pipeline_cases import COPY_LINE, LOADER_LINE, pipeline
+from torchsync_lint.rules._fix_guards import custom_batch, serves_device_tensors, shadowed, uses_streams, written_in_place, yields_per_worker
+from torchsync_lint.rules._pipeline_cases import COPY_LINE, DEVICE_DATASET, LOADER_LINE, pipeline
 from torchsync_lint.types import Applicability, Edit, Invalid, Valid
 
 def _render(rule: Rule, node: cst.BaseExpression) -> str:
@@ -100,6 +101,15 @@ class BlockingHostToDeviceCopy(Rule):
     is done (from pageable memory the copy simply stays synchronous). The fix is never offered
     for a copy to the CPU. It only pays off once the loader pins its memory (TSL302).
 
+    Withheld where it could change results or fail: when the source is written in place after
+    the copy, or is a buffer reused across steps and written in the loop (`staging.copy_(x)`
+    then `staging.to(device)`: the next write could land before the asynchronous copy has read
+    it); and when the receiver is the whole batch of a loader with its own `collate_fn` (a
+    user batch class or an older `BatchEncoding` whose `.to()` takes no `non_blocking`); and
+    in a module that works with CUDA streams of its own (`torch.cuda.stream(s)`,
+    `torch.cuda.Stream()`), where a kernel on another stream could read the copy before it
+    lands unless that stream waits for this one.
+
     ## Known problems
     A batch read on the host right after an asynchronous copy to the device is fine, but a
     tensor *written* on the host after being queued for copy (an in-place edit of the pinned
@@ -174,7 +184,10 @@ class BlockingHostToDeviceCopy(Rule):
         sources = self._source_loaders(receiver)
         if sources and all(tracker.dataset_on_device(info) for info in sources):
             return  # `DataLoader(TensorDataset(x.cuda()))` yields device tensors: `.to` is a no-op
-        if arg is not None:
+        fix = None
+        if custom_batch(self.analysis, receiver) or written_in_place(self.analysis, node) or uses_streams(self.analysis):
+            pass  # a user batch's `.to()` may not take `non_blocking`; a reused buffer or another stream would race
+        elif arg is not None:
             fix = self.make_fix(self.edit(arg.value, "True"))
         else:
             fix = self.make_fix(_append_keyword(self, node, "non_blocking", "True"))
@@ -286,7 +299,9 @@ class DataLoaderUnpinnedMemory(_Loader):
     ## Fix safety
     Safe: the batches hold the same values; only the memory they live in changes. Pinned
     memory is page-locked RAM (about `prefetch_factor * num_workers` batches at a time), so a
-    machine already short of RAM may prefer a smaller `prefetch_factor`.
+    machine already short of RAM may prefer a smaller `prefetch_factor`. A loader over a
+    dataset of device tensors (a `TensorDataset` of them, or a dataset class of this module
+    whose `__getitem__` returns them) is not flagged: pinning a device tensor raises.
     """
 
     code = "TSL302"
@@ -304,6 +319,7 @@ class DataLoaderUnpinnedMemory(_Loader):
         Valid(pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=PIN)", imports="from torch.utils.data import DataLoader\nPIN = True")),
         # A loader only used for host-side statistics in a GPU script.
         Valid("import torch\nfrom torch.utils.data import DataLoader\nmodel = torch.nn.Linear(4, 2).cuda()\nstats = DataLoader(ds, batch_size=64)\nmean = 0.0\nfor x, _ in stats:\n    mean += x.mean()\n"),
+        Valid(DEVICE_DATASET),  # `__getitem__` returns device tensors: pinning them raises
     ]
     INVALID = [
         Invalid(
@@ -339,7 +355,7 @@ class DataLoaderUnpinnedMemory(_Loader):
             return
         if not info.pin_memory.known or info.effective("pin_memory") is not False:
             return  # pinned, or configured elsewhere (`args.pin_mem`, `**kwargs`)
-        if tracker.dataset_on_device(info):
+        if tracker.dataset_on_device(info) or serves_device_tensors(self.analysis, info):
             return  # device tensors cannot (and need not) be pinned
         if not tracker.feeds_accelerator(info):
             return  # a CPU-only script, or batches that never reach a device
@@ -408,8 +424,18 @@ class DataLoaderMainProcessLoading(_Loader):
     its own workers). Worker processes change behaviour: the dataset, `collate_fn` and
     `worker_init_fn` must be picklable under the `spawn` start method (macOS, Windows, which
     also need an `if __name__ == "__main__":` guard), each worker has its own RNG state
-    (seed NumPy/`random` in `worker_init_fn`), and an `IterableDataset` yields duplicates
-    unless it shards by `get_worker_info()`.
+    (seed NumPy/`random` in `worker_init_fn`), and each worker iterates its own copy of an
+    `IterableDataset`, so one that does not shard yields every sample once per worker.
+
+    No fix is offered when the dataset is, or may be, such an `IterableDataset`: a class of
+    this module deriving from `torch.utils.data.IterableDataset` (directly or through local
+    bases; or with `__iter__`, no `__getitem__` and a base the rule cannot see), or
+    `ChainDataset`, unless its methods or the loader's `worker_init_fn` consult
+    `torch.utils.data.get_worker_info()`; when the loader's dataset cannot be traced to its
+    constructor, any such class in the module counts. The message says so: shard the dataset
+    first. Nor is one offered where `os` means something else (`import numpy as os`, a
+    local `os`). A dataset class of this module whose `__getitem__` returns device tensors is
+    not flagged at all: worker processes cannot use CUDA tensors.
     """
 
     code = "TSL303"
@@ -426,6 +452,7 @@ class DataLoaderMainProcessLoading(_Loader):
         Valid(pipeline(loader="DataLoader(dataset, batch_size=32)", copy="pass", device='"cpu"')),  # CPU-only script
         Valid(pipeline(loader="DataLoader(TensorDataset(xs, ys), batch_size=32, pin_memory=True)", imports="from torch.utils.data import DataLoader, TensorDataset")),
         Valid(pipeline(loader="DataLoader(dataset, num_workers=WORKERS, pin_memory=True)", imports="from torch.utils.data import DataLoader\nWORKERS = 2")),
+        Valid(DEVICE_DATASET),  # device tensors: a worker process cannot use them
     ]
     INVALID = [
         Invalid(
@@ -455,10 +482,18 @@ class DataLoaderMainProcessLoading(_Loader):
             return  # workers set, or configured elsewhere (`args.workers`, `**kwargs`)
         if tracker.dataset_on_device(info) or tracker.dataset_in_memory(info):
             return  # a TensorDataset: workers would only add IPC
+        if serves_device_tensors(self.analysis, info):
+            return  # a dataset of device tensors: a worker process cannot read them
         if not tracker.feeds_accelerator(info):
             return  # a CPU-only script: workers compete with the step for the same cores
-        fix = self.make_fix(self.set_argument(info, info.num_workers, "num_workers", WORKERS), applicability=Applicability.UNSAFE, imports=("os",))
-        self.report(node, fix=fix, workers=f"num_workers={WORKERS}")
+        message = self.message
+        iterable = yields_per_worker(self.analysis, info)
+        fix = None
+        if iterable is not None:
+            message += f"; `{iterable}` is an `IterableDataset` that does not shard by `torch.utils.data.get_worker_info()`: every worker would yield every sample, so shard it first"
+        elif not shadowed(self.analysis, node, "os"):
+            fix = self.make_fix(self.set_argument(info, info.num_workers, "num_workers", WORKERS), applicability=Applicability.UNSAFE, imports=("os",))
+        self.report(node, message, fix=fix, workers=f"num_workers={WORKERS}")
 
 
 # -- TSL304 --------------------------------------------------------------------------------------

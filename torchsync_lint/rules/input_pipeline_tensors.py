@@ -10,6 +10,7 @@ from torchsync_lint.analysis.images import divided_operand, drop_undone, host_fl
 from torchsync_lint.analysis.loaders import literal_value, loaders
 from torchsync_lint.knowledge.transforms import CONVERTERS
 from torchsync_lint.rule import Rule
+from torchsync_lint.rules._fix_guards import integer_arange, movable_factory, plain_device
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, GETITEM_LINE, TRANSFORM_LINE, dataset_script, pipeline, torchvision_script
 from torchsync_lint.rules.input_pipeline import (
     _CPU_FACTORIES,
@@ -21,6 +22,8 @@ from torchsync_lint.rules.input_pipeline import (
 from torchsync_lint.types import Applicability, Invalid, Valid
 
 
+_RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
+_FULL_KEYWORDS = frozenset({"dtype", "device", "requires_grad", "pin_memory"})  # what `torch.full` takes too
 _MAX_WALK = 6
 _TF = "import torchvision.transforms.functional as TF\n"
 _PICK = "from torch.utils.data import DataLoader\n\n\ndef pick(values, device='cpu'):\n    return torch.tensor(values, device=device)\n"
@@ -341,11 +344,23 @@ class HostTensorInLoop(Rule):
     - A literal scalar with a `device=` argument (`torch.tensor(0.5, device=d)`) becomes
       `torch.full((), 0.5, device=d)`: the same value, dtype (inferred from the literal exactly
       as `torch.tensor` does), device and `requires_grad`, without the host round trip. Safe.
-    - `torch.zeros/ones/empty/full/arange/linspace/eye(...).to(d)` becomes
-      `torch.zeros(..., device=d)`: the same values on the same device. Safe.
+      Not offered for the legacy constructors (`torch.Tensor(3)` is three uninitialised
+      numbers, not 3) or with arguments `torch.full` does not take (`copy=`).
+    - `torch.zeros/ones/empty/full/eye(...).to(d)`, and `torch.arange(n)` or an `arange` of
+      integer literals, become `torch.zeros(..., device=d)`: the same values on the same
+      device. Safe. A fractional `arange` and `linspace` are unsafe: the device kernel computes
+      them in other precision than the CPU's (a float32 `arange` accumulates in double on the
+      CPU, in float32 on CUDA), so the last bit of some values may differ.
     - `torch.rand/randn/randint/randperm/normal(...).to(d)` becomes `torch.randn(..., device=d)`:
       unsafe, because the numbers now come from the device's generator, so a seeded run
       draws different values.
+    - The move into `device=` is only offered when the `.to()` argument is certainly a
+      device (a device string or index, `torch.device(...)`, `x.device`, or a name bound only
+      to those; a parameter when every call site in the module passes one): `.to(other)` of a
+      tensor also converts the dtype, and `device=` does not take a tensor. It is withheld
+      when the factory draws from an explicit `generator` (a CPU generator cannot fill device
+      memory), passes `out=`, `layout=`, `requires_grad=True` (the device tensor would become
+      the leaf) or `pin_memory=True` (pinning a device tensor raises), or `**kwargs`.
     - Anything else (a list, a NumPy array) needs the tensor hoisted out of the loop by hand.
     """
 
@@ -456,7 +471,15 @@ class HostTensorInLoop(Rule):
             return
         fix = None
         ok, value = literal_value(data)
-        if device is not None and ok and isinstance(value, (int, float, bool)) and isinstance(node.func, cst.Attribute):
+        if (
+            device is not None
+            and ok
+            and isinstance(value, (int, float, bool))
+            and isinstance(node.func, cst.Attribute)
+            and qn not in _LEGACY_CONSTRUCTORS  # `torch.Tensor(3)` is three uninitialised numbers, not 3
+            and all(a.keyword is None or a.keyword.value in _FULL_KEYWORDS for a in node.args)
+            and len(positional) == 1
+        ):
             new = node.with_changes(
                 func=node.func.with_changes(attr=cst.Name("full")),
                 args=[cst.Arg(cst.Tuple([]), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *node.args],
@@ -489,8 +512,10 @@ class HostTensorInLoop(Rule):
             arg = copy.args[0]
             if arg.keyword is not None and arg.keyword.value != "device":
                 return None
+            if not plain_device(self.analysis, arg.value):
+                return None  # `.to(other_tensor)` also converts the dtype, and `device=` takes no tensor
             device = _render(self, arg.value)
-        if any(a.star for a in factory_call.args):
+        if not movable_factory(self.analysis, factory_call, factory):
             return None
         # The factory call's own source text (not a re-render, which would lose the block's
         # indentation on continuation lines) with `device=` spliced in; it replaces the copy.
@@ -502,8 +527,8 @@ class HostTensorInLoop(Rule):
         shift = len(insertion.content) if insertion.line == rng.end.line else 0
         lines[-1] = lines[-1][: rng.end.column + shift]
         lines[0] = lines[0][rng.start.column :]  # after the end trim: absolute columns
-        random = factory in ("rand", "randn", "randint", "randperm", "normal")
-        return self.make_fix(self.edit(copy, "".join(lines)), applicability=Applicability.UNSAFE if random else Applicability.SAFE)
+        exact = factory not in _RANDOM and factory != "linspace" and (factory != "arange" or integer_arange(factory_call))
+        return self.make_fix(self.edit(copy, "".join(lines)), applicability=Applicability.SAFE if exact else Applicability.UNSAFE)
 
     @staticmethod
     def _keyword(node: cst.Call, name: str) -> cst.Arg | None:

@@ -14,12 +14,19 @@ from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.metric_classes import FIX_2943_RELEASE, UNKNOWN, literal, target_torchmetrics_version
 from torchsync_lint.analysis.metrics import MetricSite, MetricUse, metric_tracker
 from torchsync_lint.rule import Rule
+from torchsync_lint.rules._fix_guards import shadowed
 from torchsync_lint.rules._metric_cases import RECORD, bad, epoch_case, metric_case, ok
 from torchsync_lint.types import Applicability
 
 _NAN_CHECK_OVERRIDES = frozenset({"update", "_cast_and_nan_check_input", "forward"})
 
 _RELEASE = ".".join(map(str, FIX_2943_RELEASE))
+# Library calls that return one Python number (`time.localtime()` returns a struct, which
+# `torch.as_tensor` reads as 9 numbers and `torch.full` rejects).
+_NUMBER_FUNCTIONS = frozenset(
+    [f"time.{f}{ns}" for f in ("time", "perf_counter", "monotonic", "process_time", "thread_time") for ns in ("", "_ns")]
+    + ["math.sqrt", "math.log", "math.exp"]
+)
 
 
 def _update_arg(use: MetricUse, keyword: str, position: int) -> cst.Arg | None:
@@ -130,7 +137,8 @@ class MetricUpdateNanCheck(_MetricRule):
     Offered only when no `update()` of that metric passes a `weight`: in torchmetrics up to
     at least 1.9.0, `nan_strategy="disable"` replaces user-supplied weights with ones
     (Lightning-AI/torchmetrics#3434). Not offered when the target torchmetrics is older than
-    1.6.2, which has no `"disable"` option.
+    1.6.2, which has no `"disable"` option, nor for a subclass that defines its own `__init__`
+    (its parameters are not `MeanMetric`'s: `Smoothed(0.9)` passes `0.9` as something else).
     """
 
     code = "TSL201"
@@ -214,7 +222,9 @@ class MetricUpdateNanCheck(_MetricRule):
             caveat = ": but this metric gets a `weight`, which `\"disable\"` silently replaces by ones (Lightning-AI/torchmetrics#3434); drop the weight first or keep the check"
         else:
             caveat = " (note: `\"disable\"` would drop a user-supplied `weight`, Lightning-AI/torchmetrics#3434)"
-            if site.call is not None:  # a metric built in another module: its constructor is there
+            # A metric built in another module has its constructor there; a subclass's own
+            # `__init__` has its own parameters.
+            if site.call is not None and "__init__" not in site.cls.overrides:
                 fix = self.make_fix(_set_argument(self, site, "nan_strategy", '"disable"'), applicability=Applicability.UNSAFE)
         self.report(node, expr=self.snippet(node), cls=site.cls.name, caveat=caveat, fix=fix, hot=hot)
 
@@ -271,7 +281,8 @@ class MetricScalarUpdate(_MetricRule):
     Safe: the tensor has the metric's own dtype and device, which is exactly what
     torchmetrics' `torch.as_tensor(value, dtype=self.dtype, device=self.device)` builds, minus
     the blocking copy. Offered only when the argument is plainly a Python number and the metric
-    expression can be repeated (`m`, `self.m`, `metrics["name"]`).
+    expression can be repeated (`m`, `self.m`, `metrics["name"]`) and is one metric (a
+    `MetricCollection` has no `.dtype` or `.device`).
     """
 
     code = "TSL202"
@@ -314,7 +325,8 @@ class MetricScalarUpdate(_MetricRule):
         if hot is None:
             return
         fix = None
-        if _is_simple(use.receiver) and all(self._is_plain_scalar(a.value) for a in scalars):
+        single = all(site.cls.family != "collection" for site in use.sites)  # a MetricCollection has no `.dtype`
+        if single and _is_simple(use.receiver) and all(self._is_plain_scalar(a.value) for a in scalars) and not shadowed(self.analysis, node, "torch"):
             recv = self.code_for(use.receiver)
             edits = [self.edit(a.value, f"torch.full((), {self.code_for(a.value)}, dtype={recv}.dtype, device={recv}.device)") for a in scalars]
             fix = self.make_fix(*edits, applicability=Applicability.SAFE, imports=("torch",))
@@ -344,8 +356,7 @@ class MetricScalarUpdate(_MetricRule):
                 return True
             if isinstance(func, cst.Attribute) and func.attr.value == "item" and not expr.args:
                 return True
-            qn = self.analysis.qualname(func) or ""
-            return qn.startswith("time.") or qn in ("math.sqrt", "math.log", "math.exp")
+            return (self.analysis.qualname(func) or "") in _NUMBER_FUNCTIONS
         if isinstance(expr, cst.Name):
             defs = self.analysis.values.reaching_defs(expr)
             return bool(defs) and all(d.how in ("assign", "aug") and d.value is not None and self._is_plain_scalar(d.value, depth + 1) for d in defs)
@@ -434,6 +445,6 @@ class MetricDefaultWeight(_MetricRule):
             return
         fix = None
         value = _value_arg(use)
-        if value is not None and value.keyword is None and _is_simple(value.value) and self.analysis.is_device(value.value):
+        if value is not None and value.keyword is None and _is_simple(value.value) and self.analysis.is_device(value.value) and not shadowed(self.analysis, node, "torch"):
             fix = self.make_fix(self.edit(node, _with_keyword(node, "weight", f"torch.ones_like({self.code_for(value.value)})")), imports=("torch",))
         self.report(node, expr=self.snippet(node), version=".".join(map(str, version)), source=source, fix=fix, hot=hot)
