@@ -146,3 +146,70 @@ def test_permission_denied_is_reported(tree, capsys, monkeypatch):
     data = json.loads(out)
     assert ("secret.py", "TSL902") in _codes(out) and ("ok.py", "TSL101") in _codes(out)
     assert any("Permission denied" in d["message"] for d in data)
+
+
+def _deep_files(directory) -> None:
+    """The pathological but valid files of issue 16: each used to end the whole run with an
+    internal RecursionError (exit 2, empty report)."""
+    hazard_then_elifs = HAZARD + "a = 3\nif a == 0:\n    pass\n" + "".join(f"elif a == {i}:\n    pass\n" for i in range(1, 1000))
+    (directory / "elifs.py").write_text(hazard_then_elifs)
+    (directory / "plus.py").write_text("import torch\nx = torch.ones(3).cuda()\ny = " + " + ".join(["x"] * 400) + "\n")
+    (directory / "chains.py").write_text(
+        "import torch\nx = 1\n"
+        + "a = x" + ".a" * 400 + "\n"
+        + "b = " + "f(" * 140 + ")" * 140 + "\n"
+        + "c = " + " and ".join(["x"] * 400) + "\n"
+        + "d = (" + " ".join(['"s"'] * 400) + ")\n"
+        + "e = x" + "[0]" * 400 + "\n"
+    )
+
+
+@pytest.mark.parametrize("extra", [[], ["--jobs", "2"], ["--fix", "--unsafe-fixes"]], ids=["serial", "jobs", "fix"])
+def test_deep_files_and_special_files_cost_one_line_each_not_the_run(tmp_path, extra):
+    """Issue 16, "Done when": a 1,000-`elif` file, a 400-term expression, chains of 400
+    attributes/subscripts/`and`s/strings and 140 nested calls, a FIFO and a /dev/zero symlink next
+    to an ordinary file with a hazard: the hazard is reported, a deep file is linted or costs a
+    per-file error (never an internal error), the special files are skipped with a note, exit 1,
+    and stderr stays small."""
+    import subprocess
+    import time
+
+    (tmp_path / "ok.py").write_text(HAZARD)
+    _deep_files(tmp_path)
+    os.mkfifo(tmp_path / "fifo.py")
+    (tmp_path / "zero.py").symlink_to("/dev/zero")
+    command = [sys.executable, "-m", "torchsync_lint", "check", "--isolated", "--no-cache", "--select", "ALL", *extra, "--format", "json", "."]
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+    elapsed = time.monotonic() - started
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert elapsed < 30
+    assert len(done.stderr.encode()) < 10_000
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert "skipped fifo.py" in done.stderr and "skipped zero.py" in done.stderr
+    report = json.loads(done.stdout)
+    by_file: dict[str, set[str]] = {}
+    for finding in report:
+        by_file.setdefault(finding["path"], set()).add(finding["code"])
+    assert "TSL101" in by_file["ok.py"]
+    assert "TSL101" in by_file["elifs.py"]  # the elif chain no longer costs the file its positions
+    assert not {"fifo.py", "zero.py"} & set(by_file)
+    assert not any(finding["code"] == "TSL900" for finding in report)  # all of them are valid Python
+    for name in ("ok.py", "elifs.py", "plus.py", "chains.py"):  # under --fix: still valid Python
+        compile((tmp_path / name).read_text(), name, "exec")
+
+
+def test_a_position_that_overflows_libcsts_provider_is_a_per_file_error(tree, capsys, monkeypatch):
+    """When the fast positions cannot pair a statement, libcst's provider is the fallback; on a
+    deep module it overflows and re-raises as a KeyError holding the deep node, whose repr
+    overflows again. That must be one TSL903 line, not an internal error."""
+    from torchsync_lint.analysis import positions
+
+    monkeypatch.setattr(positions._StatementLines, "start_of", lambda self, unit: None)  # force the fallback
+    _deep_files(tree)
+    rc, out, err = run(capsys, "--isolated", "--no-cache", "--select", "ALL", "--format", "json", "ok.py", "elifs.py")
+    assert rc == 1
+    codes = _codes(out)
+    assert ("ok.py", "TSL101") in codes
+    assert any(path == "elifs.py" and code in ("TSL101", "TSL903") for path, code in codes)
+    assert "Traceback" not in err and len(out) < 20_000

@@ -20,7 +20,12 @@ def file_error(path: str, code: str, message: str, line: int = 1, column: int = 
 def describe_exception(exc: BaseException, limit: int = 200) -> str:
     """``Type: message`` cut to ``limit`` characters: a RecursionError's message, or a value's
     repr inside one, must not turn one file's error into megabytes of output."""
-    text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, RecursionError) else "RecursionError (nested too deeply)"
+    if isinstance(exc, RecursionError) or isinstance(exc.__context__, RecursionError):
+        return "RecursionError (nested too deeply)"
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001 - str() of a deep value can overflow the stack itself
+        text = f"{type(exc).__name__} (its message could not be rendered)"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -186,7 +186,14 @@ class LazyPositions:
     def _use_provider(self) -> None:
         """libcst's whole-module positions: the slow path, and the reference."""
         wrapper = MetadataWrapper(self._module, unsafe_skip_copy=True)
-        self._computed = dict(wrapper.resolve(PositionProvider))
+        try:
+            self._computed = dict(wrapper.resolve(PositionProvider))
+        except KeyError as exc:
+            # libcst's provider turns a stack overflow in a deep module into a KeyError whose
+            # key is the (deep) node: report it as what it is, without rendering the node.
+            if isinstance(exc.__context__, RecursionError):
+                raise RecursionError("nested too deeply") from None
+            raise
         self.starts = {}
         self._full = True
 
@@ -241,12 +248,17 @@ class _StatementLines:
             return
         self._start[stmt] = node.lineno - len(stmt.leading_lines)
         if isinstance(stmt, cst.If):
-            self._suite(stmt.body, node.body)
-            if isinstance(stmt.orelse, cst.If):
-                if len(node.orelse) != 1:
+            # An elif chain is walked in a loop: a thousand `elif`s must not cost a thousand
+            # frames (a RecursionError here sends every position to libcst's slow provider).
+            while True:
+                self._suite(stmt.body, node.body)
+                if not isinstance(stmt.orelse, cst.If):
+                    break
+                if len(node.orelse) != 1 or not isinstance(node.orelse[0], ast.If):
                     raise _Mismatch
-                self._compound(stmt.orelse, node.orelse[0])
-            elif stmt.orelse is not None:
+                stmt, node = stmt.orelse, node.orelse[0]
+                self._start[stmt] = node.lineno - len(stmt.leading_lines)
+            if stmt.orelse is not None:
                 self._suite(stmt.orelse.body, node.orelse)
         elif isinstance(stmt, (cst.For, cst.While)):
             self._suite(stmt.body, node.body)

@@ -1,14 +1,14 @@
-# fuzz-repro: status=open allow=rule-crash
+# fuzz-repro: status=fixed
 # Found probing tests/fuzz_programs.check_program with deep programs (the random run keeps
 # chains short): 1,000 `elif`s after fixtures/host_sync/item_accumulate.py, whose
 # `running_loss += loss.item()` in main() TSL101 can fix. The fix asks for the statement's
-# lines (_accumulate._suppressed -> suppress.statement_lines -> analysis/positions.py), which
-# falls back to libcst's PositionProvider (`_use_provider`); that overflows the stack, and
-# libcst re-raises it as a KeyError whose str() renders the 1,000-deep node. The engine
-# catches the rule's exception, but errors.describe_exception(exc) formats it and hits
-# RecursionError itself, which escapes lint_source (issue 16, item 1; positions and the
-# engine are the lead's). A per-file TSL903 is the accepted outcome for such a file
-# (`allow=rule-crash`); once lint_source returns, this strict xfail XPASSes: mark it fixed.
+# lines (_accumulate._suppressed -> suppress.statement_lines -> analysis/positions.py). The
+# ast pairing of statements recursed once per `elif`, overflowed, and sent every position to
+# libcst's PositionProvider (`_use_provider`), which overflowed too and re-raised as a KeyError
+# whose str() renders the 1,000-deep node; errors.describe_exception(exc) then hit
+# RecursionError itself, which escaped lint_source (issue 16, item 1). Fixed: elif chains are
+# paired in a loop, the provider's overflow is re-raised as a RecursionError (one TSL903), and
+# describe_exception never renders a message that overflows.
 """TSL101: the classic `running_loss += loss.item()` / `correct += ....item()` bookkeeping."""
 import argparse
 import json
