@@ -10,12 +10,11 @@ from functools import partial
 from pathlib import Path
 
 from torchsync_lint.config import Config, find_pyproject, load_config
-from torchsync_lint.engine import lint_source
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError, SourceFile, discover, read_source, read_stdin
 from torchsync_lint.notebook import is_notebook, lint_notebook
 from torchsync_lint.parallel import map_files
-from torchsync_lint.rule import load_rules
+from torchsync_lint.catalog import rule_table
 from torchsync_lint.types import Finding
 
 
@@ -49,8 +48,10 @@ def linter_for(path: str, config: Config | None = None, session=None) -> Callabl
     worked out once (the fixer lints the same path once per round). With a project ``session``
     the file is linted with what the rest of the project says about it."""
     config = config or Config()
-    codes, settings = config.codes_for_path(path, load_rules()), config.settings()
+    codes, settings = config.codes_for_path(path, rule_table()), config.settings()
     env = session.env_for(path) if session is not None else None
+    from torchsync_lint.engine import lint_source  # here: a run served by the cache never loads libcst
+
     return lambda text: lint_source(text, path, codes, settings, env=env)
 
 
@@ -67,10 +68,12 @@ def lint_file(path: str, config: Config | None = None, *, stdin_filename: str | 
         source = read_stdin() if reading == "-" else read_source(reading)
     except ReadError as exc:
         return FileResult(path, errors=[file_error(path, exc.code, exc.message)])
-    codes, settings = config.codes_for_path(path, load_rules()), config.settings()
+    codes, settings = config.codes_for_path(path, rule_table()), config.settings()
     cache_key = _result_key(session, path, source.text, codes, settings) if reading != "-" else None
     findings = _cached_findings(session, cache_key)
     if findings is None:
+        from torchsync_lint.engine import lint_source  # here: a run served by the cache never loads libcst
+
         env = session.env_for(path) if session is not None else None
         prepared = session.analyses.pop(session.layout.relpath(path), None) if session is not None and session.layout.contains(path) else None
         findings = lint_source(source.text, path, codes, settings, env=env, prepared=prepared)
@@ -111,7 +114,7 @@ def _config_digest(config: Config) -> str:
 def _result_key(session, path: str, text: str, codes: set[str], settings: dict) -> str | None:
     if session is None or not session.cache.enabled:
         return None
-    from torchsync_lint.analysis.metric_classes import installed_torchmetrics_version
+    from torchsync_lint.installed import installed_torchmetrics_version
     from torchsync_lint.project.cache import digest
 
     deps = session.dependencies(session.layout.relpath(path)) if session.layout.contains(path) else ""

@@ -155,9 +155,9 @@ def _resolve_config(args):
         config.force_exclude = args.force_exclude
     if args.respect_gitignore is not None:
         config.respect_gitignore = args.respect_gitignore
-    from torchsync_lint.rule import load_rules
+    from torchsync_lint.catalog import rule_table
 
-    config.enabled_codes(load_rules())  # validates selectors early (ConfigError -> exit 2)
+    config.enabled_codes(rule_table())  # validates selectors early (ConfigError -> exit 2)
     return config, paths
 
 

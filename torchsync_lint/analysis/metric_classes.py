@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 import libcst as cst
+
+from torchsync_lint.installed import installed_torchmetrics_version
+
 
 class _Unknown:
     def __repr__(self) -> str:
@@ -129,20 +131,6 @@ def parse_version(text: object) -> tuple[int, int, int] | None:
     if not m:
         return None
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-
-
-@lru_cache(maxsize=1)
-def installed_torchmetrics_version() -> str | None:
-    """The installed distribution's version, read from its metadata (torchmetrics is not
-    imported); once per process, as every file's cache key asks for it."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("torchmetrics")
-    except metadata.PackageNotFoundError:
-        return None
-    except Exception:  # noqa: BLE001 - a broken environment must not break linting
-        return None
 
 
 def target_torchmetrics_version(settings: dict) -> tuple[tuple[int, int, int] | None, str]:

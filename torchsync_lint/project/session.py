@@ -15,10 +15,9 @@ import os
 from functools import partial
 from pathlib import Path
 
-from torchsync_lint.project import summary as summary_module
 from torchsync_lint.project.cache import Cache, digest
 from torchsync_lint.project.layout import Layout, find_root
-from torchsync_lint.project.view import ProjectView
+from torchsync_lint.project.view import SUMMARY_VERSION, ProjectView
 
 # Past this many modules around a file, only its imports and direct importers are read.
 _NEIGHBOURHOOD_CAP = 400
@@ -167,9 +166,10 @@ class Session:
         return result
 
     def _summarize(self, rel: str, text: str) -> dict | None:
-        import libcst as cst
+        import libcst as cst  # here: a run served by the cache never loads the parser
 
         from torchsync_lint.analysis import ModuleAnalysis
+        from torchsync_lint.project import summary as summary_module
 
         try:
             module = cst.parse_module(text)
@@ -214,7 +214,7 @@ class Session:
         self.view()
 
     def _summary_key(self, rel: str, sha: str) -> str:
-        return digest("summary", summary_module.SUMMARY_VERSION, rel, sha, self.config_digest)
+        return digest("summary", SUMMARY_VERSION, rel, sha, self.config_digest)
 
     def _store(self, rel: str, result: dict | None) -> None:
         self._summaries[rel] = result

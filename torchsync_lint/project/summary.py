@@ -32,8 +32,7 @@ from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
 from torchsync_lint.project.describe import describe_metric
-
-SUMMARY_VERSION = 2
+from torchsync_lint.project.view import SUMMARY_VERSION
 # Imports of these never name a project module: their calls are not recorded.
 _LIBRARY_ROOTS = frozenset(
     "torch numpy np math os sys time json re logging random collections itertools functools typing dataclasses "

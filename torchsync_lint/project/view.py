@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from torchsync_lint.project import absval
 from torchsync_lint.project.layout import Layout
 
+# The format of the summaries this view reads (project/summary.py writes it; part of their
+# cache key, so it lives here, where no parser is imported).
+SUMMARY_VERSION = 2
 _MAX_DEPTH = 12
 # nn.Module methods that return the module (`.to()` moves it).
 _MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_"})

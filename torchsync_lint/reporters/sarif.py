@@ -24,14 +24,11 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from torchsync_lint import __version__
-from torchsync_lint.docs import family, fix_availability
 from torchsync_lint.errors import FILE_ERRORS
 from torchsync_lint.reporters import register
-from torchsync_lint.rule import DOCS_URL, load_rules
 from torchsync_lint.types import Finding
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = DOCS_URL.split("/blob/")[0]
 SRCROOT = "%SRCROOT%"
 
 
@@ -44,6 +41,8 @@ def short_description(rule) -> str:
 
 
 def _rule_descriptor(rule) -> dict:
+    from torchsync_lint.docs import family, fix_availability
+
     docs = rule.docs()
     return {
         "id": rule.code,
@@ -157,6 +156,9 @@ def _notification(error: Finding, notification_index: dict[str, int], root: Path
 
 @register("sarif")
 def render(results, options) -> str:
+    # The rules' docs are loaded here, not at import: every format is registered on each run.
+    from torchsync_lint.rule import DOCS_URL, load_rules
+
     root = Path(os.path.abspath(options.get("root") or os.getcwd()))
     rules = load_rules()
     rule_index = {code: i for i, code in enumerate(rules)}
@@ -169,7 +171,7 @@ def render(results, options) -> str:
                 "name": "torchsync-lint",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "informationUri": INFORMATION_URI,
+                "informationUri": DOCS_URL.split("/blob/")[0],
                 "rules": [_rule_descriptor(rule) for rule in rules.values()],
                 "notifications": _notification_descriptors(),
             }
