@@ -283,3 +283,17 @@ def test_a_very_long_forwarding_chain_gives_up_instead_of_crashing(order):
     assert flagged <= condition_lines  # whatever it gives up on is simply not reported
     f0_condition = source.splitlines().index("def f0(x):") + 2
     assert f0_condition in flagged  # the start of the chain is still resolved
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("helper(np.zeros(3))\n", Kind.HOST),  # the call site passes host data: the annotation does not move it
+        ("helper(torch.ones(3).cuda())\n", Kind.DEVICE),
+        ("", Kind.DEVICE),  # no call site says: a tensor-annotated parameter may be on the device
+        ("helper(unknown_thing)\n", Kind.DEVICE),  # the call site does not say either
+    ],
+)
+def test_a_tensor_annotation_counts_only_when_the_call_sites_do_not_say(call, expected):
+    source = HEAD + "model = torch.nn.Linear(2, 2).to(device)\n\ndef helper(data: torch.Tensor):\n    value = data\n    probe(value)\n\n" + call
+    assert kind_of_last(source, "value") is expected

@@ -7,6 +7,8 @@ import statements, then a walk down each dotted name.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import libcst as cst
 
 # Re-exports resolved to the public name the rules match on (TorchFix missed the first one).
@@ -39,8 +41,10 @@ CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+@lru_cache(maxsize=8192)
 def canonical(qualname: str) -> str:
-    """Map a re-exported dotted name to the name the rules use (to a fixed point)."""
+    """Map a re-exported dotted name to the name the rules use (to a fixed point; memoised,
+    as the same few names are asked for at every call site)."""
     for _ in range(4):
         for prefix, replacement in CANONICAL_PREFIXES:
             if qualname.startswith(prefix):

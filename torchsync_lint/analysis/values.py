@@ -43,6 +43,9 @@ MAX_PARAM_DEPTH = 40
 MAX_ROUNDS = 4
 
 
+_MISSING = object()
+
+
 class ValueAnalysis(CallKinds, DeviceArguments):
     """Lazily evaluates and memoises the Kind of expressions in one module."""
 
@@ -66,6 +69,7 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         self._param_depth = 0
         self._placements: dict[tuple[int, str], bool] = {}
         self._shadowed_roots: dict[int, bool] = {}
+        self._qualnames: dict[cst.CSTNode, str | None] = {}  # every rule asks, per call (the key keeps the node alive)
 
     # -- public ---------------------------------------------------------------------------
     def kind(self, node: cst.BaseExpression) -> Kind:
@@ -78,6 +82,12 @@ class ValueAnalysis(CallKinds, DeviceArguments):
     def qualname(self, node: cst.BaseExpression) -> str | None:
         """The imported name ``node`` (a dotted name) refers to, unless a local binding of its
         root shadows the import (`import model` ... `model = model.Net()` in a script)."""
+        qn = self._qualnames.get(node, _MISSING)
+        if qn is _MISSING:
+            qn = self._qualnames[node] = self._qualname(node)
+        return qn
+
+    def _qualname(self, node: cst.BaseExpression) -> str | None:
         qn = self.index.imports.qualname(node)
         if qn is None and self.index.imports.star_imports:
             qn = self._star_qualname(node)
@@ -535,12 +545,6 @@ class ValueAnalysis(CallKinds, DeviceArguments):
     def _param_kind(self, d: Def) -> Kind | None:
         func, param = d.func, d.param
         assert func is not None and param is not None
-        if param.annotation is not None:
-            qn = self.qualname(param.annotation.annotation) or ""
-            if qn in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
-                return Kind.DEVICE
-            if qn == "torch.nn.Module":
-                return Kind.MODEL
         info = self.index.class_of_method.get(func)
         params = [*func.params.posonly_params, *func.params.params]
         position = next((i for i, p in enumerate(params) if p is param), None)
@@ -562,7 +566,16 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         remote = self.env.param_kind(func, param)
         if remote is not None:
             kinds.append(remote)
-        return join(kinds) if kinds else Kind.UNKNOWN
+        joined = join(kinds) if kinds else Kind.UNKNOWN
+        if joined is Kind.UNKNOWN and param.annotation is not None:
+            # Only when the call sites do not say: an annotation names a type, not a place
+            # (`data: torch.Tensor` handed a list of host samples is what the code passes).
+            qn = self.qualname(param.annotation.annotation) or ""
+            if qn in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+                return Kind.DEVICE
+            if qn == "torch.nn.Module":
+                return Kind.MODEL
+        return joined
 
     # -- attributes -----------------------------------------------------------------------
     def _attribute(self, node: cst.Attribute) -> Kind | None:

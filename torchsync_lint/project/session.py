@@ -32,7 +32,7 @@ def import_names(source: str) -> list[str]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     names: list[str] = []
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -41,6 +41,23 @@ def import_names(source: str) -> list[str]:
             sep = "" if base.endswith(".") or not base else "."
             names += [f"{base}{sep}{alias.name}" for alias in node.names if alias.name != "*"]
     return names
+
+
+# Where statements nest: imports are statements, so expressions are never walked (a module's
+# expressions are most of its nodes).
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement under ``body``, at any depth (functions, classes, blocks)."""
+    stack = [body]
+    while stack:
+        for node in stack.pop():
+            yield node
+            for field in _BODIES:
+                inner = getattr(node, field, None)
+                if inner:
+                    stack.append(inner)
 
 
 class Session:

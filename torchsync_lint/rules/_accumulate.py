@@ -139,63 +139,48 @@ def _initializer(block, loop, name: str) -> cst.Assign | None:
     return None
 
 
+_NESTED_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
 def _references(index, scope, name: str) -> list[tuple[cst.Name, bool]] | None:
     """Every use of ``name`` in ``scope`` as (node, is_store); None when one is out of reach
-    of a local rewrite (nested scopes, `global`, `del`, imports, parameters, patterns)."""
-    finder = _NameFinder(name)
+    of a local rewrite (nested scopes, `global`, `del`, imports, parameters, patterns).
+    Read off the module's walk (source order), not a second traversal."""
+    tree = index.tree
     if isinstance(scope, cst.Module):
-        scope.visit(finder)
+        nodes = tree.subtree(scope)
     else:
-        scope.body.visit(finder)
         if any(p.name.value == name for p in (*scope.params.params, *scope.params.posonly_params, *scope.params.kwonly_params)):
             return None
-    if finder.unsupported:
-        return None
+        nodes = tree.subtree(scope.body)
     out = []
-    for ref, nested in finder.found:
-        if nested:
+    for node in nodes:
+        node_type = type(node)
+        if node_type is cst.Global or node_type is cst.Nonlocal:
+            if any(n.name.value == name for n in node.names):
+                return None
+            continue
+        if node_type is not cst.Name or node.value != name:
+            continue
+        parent = index.parent(node)
+        if (type(parent) is cst.Attribute and parent.attr is node) or (type(parent) is cst.Arg and parent.keyword is node):
+            continue  # `x.total` is an attribute and `f(total=...)` a parameter, not the name
+        if _in_nested_scope(index, node, scope):
             return None
-        kind = _context(index, ref)
+        kind = _context(index, node)
         if kind is None:
             return None
-        out.append((ref, kind == "store"))
+        out.append((node, kind == "store"))
     return out
 
 
-class _NameFinder(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.depth = 0
-        self.found: list[tuple[cst.Name, bool]] = []
-        self.unsupported = False
-
-    def _enter(self, node) -> bool:
-        self.depth += 1
-        return True
-
-    def _leave(self, node) -> None:
-        self.depth -= 1
-
-    visit_FunctionDef = visit_Lambda = visit_ClassDef = _enter
-    leave_FunctionDef = leave_Lambda = leave_ClassDef = _leave
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)  # `x.total` is an attribute, not the name
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)  # `f(total=...)` names a parameter
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == self.name:
-            self.found.append((node, self.depth > 0))
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.unsupported |= any(n.name.value == self.name for n in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.unsupported |= any(n.name.value == self.name for n in node.names)
+def _in_nested_scope(index, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
+    current = index.parent(node)
+    while current is not None and current is not scope:
+        if isinstance(current, _NESTED_SCOPES):
+            return True
+        current = index.parent(current)
+    return False
 
 
 _STORE_PARENTS = (cst.AssignTarget, cst.Del, cst.AsName, cst.MatchAs, cst.MatchStar, cst.MatchMapping, cst.ImportAlias, cst.Param, cst.NameItem)

@@ -357,13 +357,12 @@ def written_in_place(analysis, copy: cst.Call) -> bool:
     region = _region(index, copy)
     defs = index.defs.get(index.scope_of(copy), {}).get(source[0], [])
     fresh = bool(defs) and len(source) == 1 and all((d.stmt is region and d.how == "for") or index.inside(d.stmt, region) for d in defs)
-    finder = _InPlaceWrites(source)
-    region.visit(finder)
-    if finder.writes and not fresh:
+    writes = _in_place_writes(analysis, region, source)
+    if writes and not fresh:
         return True
     at = _start(index, copy)
     rebinds = [index.positions[d.stmt].end for d in defs if d.stmt is not region and d.how in ("assign", "unpack", "for") and d.stmt in index.positions]
-    for node in finder.writes:
+    for node in writes:
         write = _start(index, node)
         if write > at and not any(at <= (end.line, end.column) <= write for end in rebinds):
             return True
@@ -375,31 +374,28 @@ def _start(index, node: cst.CSTNode) -> tuple[int, int]:
     return pos.line, pos.column
 
 
-class _InPlaceWrites(cst.CSTVisitor):
-    """`buf.copy_(...)`, `buf[...] = v`, `buf += v`, `f(..., out=buf)` of one object."""
-
-    def __init__(self, source: tuple[str, ...]) -> None:
-        self.source = source
-        self.writes: list[cst.CSTNode] = []
-
-    def _is_ours(self, expr: cst.BaseExpression) -> bool:
+def _in_place_writes(analysis, region: cst.CSTNode, source: tuple[str, ...]) -> list[cst.CSTNode]:
+    """`buf.copy_(...)`, `buf[...] = v`, `buf += v`, `f(..., out=buf)` of one object, in
+    ``region`` (read off the module's walk: no second traversal of the tree)."""
+    def ours(expr: cst.BaseExpression) -> bool:
         path = _dotted(expr)
-        return path is not None and path[: len(self.source)] == self.source
+        return path is not None and path[: len(source)] == source
 
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.endswith("__") and self._is_ours(func.value):
-            self.writes.append(node)
-        if any(a.keyword is not None and a.keyword.value == "out" and self._is_ours(a.value) for a in node.args):
-            self.writes.append(node)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if isinstance(node.target, (cst.Subscript, cst.Attribute)) and self._is_ours(node.target):
-            self.writes.append(node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if self._is_ours(node.target):
-            self.writes.append(node)
+    writes: list[cst.CSTNode] = []
+    for node in analysis.tree.subtree(region):
+        node_type = type(node)
+        if node_type is cst.Call:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.endswith("__") and ours(func.value):
+                writes.append(node)
+            if any(a.keyword is not None and a.keyword.value == "out" and ours(a.value) for a in node.args):
+                writes.append(node)
+        elif node_type is cst.AssignTarget:
+            if isinstance(node.target, (cst.Subscript, cst.Attribute)) and ours(node.target):
+                writes.append(node)
+        elif node_type is cst.AugAssign and ours(node.target):
+            writes.append(node)
+    return writes
 
 
 _STREAM_APIS = frozenset(
