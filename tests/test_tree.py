@@ -17,7 +17,18 @@ from torchsync_lint.analysis.tree import is_skipped, walk
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "**", "*.py"), recursive=True))
 TOUR = os.path.join(ROOT, "tests", "data", "syntax_tour.py")
-SOURCES = [TOUR, *FIXTURES]
+# The tool's own code: more, and more varied, real Python than the fixtures (every third
+# module, to keep the suite's time in check; TORCHSYNC_CORPORA below runs on whole corpora).
+OWN = sorted(glob.glob(os.path.join(ROOT, "torchsync_lint", "**", "*.py"), recursive=True))[::3]
+SOURCES = [TOUR, *FIXTURES, *OWN]
+# Third-party corpora are not committed (benchmarks/*/SOURCES.md says how to rebuild them):
+# TORCHSYNC_CORPORA=dir1:dir2 runs the same comparison on every file under them.
+CORPORA = sorted(
+    path
+    for directory in os.environ.get("TORCHSYNC_CORPORA", "").split(os.pathsep)
+    if directory
+    for path in glob.glob(os.path.join(directory, "**", "*.py"), recursive=True)
+)
 
 
 class _Order(cst.CSTVisitor):
@@ -64,6 +75,17 @@ def _assert_positions_match(source: str) -> LazyPositions:
 def test_positions_equal_libcst_position_provider(path):
     positions = _assert_positions_match(_read(path))
     assert not positions.used_fallback
+
+
+@pytest.mark.skipif(not CORPORA, reason="set TORCHSYNC_CORPORA to the realworld/project corpora")
+@pytest.mark.parametrize("path", CORPORA or [None])
+def test_positions_equal_libcst_position_provider_on_the_corpora(path):
+    try:
+        source = _read(path)
+        cst.parse_module(source)
+    except (UnicodeDecodeError, cst.ParserSyntaxError):
+        pytest.skip("not a parseable UTF-8 file")
+    _assert_positions_match(source)
 
 
 @pytest.mark.parametrize(

@@ -120,6 +120,14 @@ class LazyPositions:
     def _compute(self, node: cst.CSTNode, *, start_only: bool) -> None:
         if self._full:
             return
+        if node is self._module:
+            # The whole module: from the top to the line after its last line (libcst ends a
+            # last line that has no newline with one), column 0. No statement holds it.
+            lines = sum(1 for _ in _NEWLINE.finditer(self._source))
+            if self._source and not self._source.endswith(("\n", "\r")):
+                lines += 1
+            self._computed[node] = CodeRange(CodePosition(1, 0), CodePosition(lines + 1, 0))
+            return
         unit = self._statement_of(node)
         start_line = self._statement_lines().start_of(unit) if unit is not None else None
         if unit is None or start_line is None or not self._generate(unit, node, start_line, start_only):
