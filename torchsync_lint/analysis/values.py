@@ -69,6 +69,7 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         self._param_depth = 0
         self._placements: dict[tuple[int, str], bool] = {}
         self._shadowed_roots: dict[int, bool] = {}
+        self._origins: dict[tuple[cst.CSTNode, int], str | None] = {}
         self._qualnames: dict[cst.CSTNode, str | None] = {}  # every rule asks, per call (the key keeps the node alive)
 
     # -- public ---------------------------------------------------------------------------
@@ -138,6 +139,13 @@ class ValueAnalysis(CallKinds, DeviceArguments):
         another) binds to an object made by the same call."""
         if depth > 8:
             return None  # `a = b; b = a` in a loop, or a long chain of aliases
+        key = (expr, depth)  # an answer depends only on deeper ones: memoising by depth is exact,
+        found = self._origins.get(key, _MISSING)  # and keeps fan-out (call sites x defs) from exploding
+        if found is _MISSING:
+            found = self._origins[key] = self._origin_qualname(expr, depth)
+        return found
+
+    def _origin_qualname(self, expr: cst.BaseExpression, depth: int) -> str | None:
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Attribute) and func.attr.value in _SAME_OBJECT_METHODS and self.qualname(func) is None:
