@@ -6,7 +6,7 @@ resolves to the set of sites it may hold, through names, `.to()`/`.cuda()` (whic
 same object), dict/list containers and their comprehensions, `c["key"]`, `for k, m in
 c.items()` (narrowed by `if k != "key":` guards), `self.attr`, `MetricCollection` members, and
 function parameters that every same-module call site binds to the same kind of metric (or
-container of metrics): see ``MetricTracker._param_binding``.
+container of metrics): see ``MetricTracker._param_binding``, in ``metric_params``.
 
 A site's device is flow-insensitive: a metric is an `nn.Module`, so `m.to(device)` anywhere moves
 that object (even without rebinding); a metric assigned to `self.x` of a LightningModule, or of an
@@ -16,20 +16,21 @@ A metric never moved stays on the CPU.
 Constructor arguments are read as literals; a value the user configures (`nan_strategy=args.nan`,
 `**metric_kwargs`) is ``UNKNOWN`` and no rule reports on it. Defaults come from torchmetrics 1.9.0
 (`aggregation.py`, `classification/*.py`), kept in ``metric_classes``.
+
+The tracker's parts: sites and uses (``metric_sites``), parameters (``metric_params``), uses,
+moves and module facts (``metric_uses``); this module resolves classes, names and containers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import libcst as cst
 
-from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import Def
 from torchsync_lint.analysis.metric_classes import (
     ANY_METHOD,
     _DIST_DEFAULTS,
-    _MISSING,
     _ITEM_VIEWS,
     _SAME_OBJECT_METHODS,
     AGGREGATION_BASES,
@@ -38,75 +39,12 @@ from torchsync_lint.analysis.metric_classes import (
     MetricClass,
     literal,
 )
-from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS
+from torchsync_lint.analysis.metric_params import MetricParameters
+from torchsync_lint.analysis.metric_sites import MetricSite, MetricUse, _unique
+from torchsync_lint.analysis.metric_uses import MetricUses
 
 
-@dataclass(eq=False)
-class MetricSite:
-    """One constructor call of a metric (an allocation site)."""
-
-    call: cst.Call
-    cls: MetricClass
-    members: list[MetricSite] = field(default_factory=list)  # MetricCollection members
-    remote_device: str | None = None  # a metric built in another module: where it lives there
-
-    def argument(self, key: str) -> cst.Arg | None:
-        positional = [a for a in self.call.args if a.keyword is None and not a.star]
-        for arg in self.call.args:
-            if arg.keyword is not None and arg.keyword.value == key:
-                return arg
-        for preset_key, arg in self.cls.preset:  # `functools.partial(MeanMetric, nan_strategy=...)`
-            if preset_key == key:
-                return arg
-        if key in self.cls.params:
-            i = self.cls.params.index(key)
-            if i < len(positional):
-                return positional[i]
-        return None
-
-    def setting(self, key: str) -> object:
-        """The literal value of a constructor argument (or its default); UNKNOWN if configured."""
-        arg = self.argument(key)
-        if arg is not None:
-            return literal(arg.value)
-        if any(a.star for a in self.call.args):
-            return UNKNOWN  # `**kwargs` may set it
-        if key == "nan_strategy" and self.cls.redefines("__init__"):
-            return UNKNOWN  # a user subclass may pass its own default
-        default = self.cls.default(key)
-        return UNKNOWN if default is _MISSING else default
-
-    @property
-    def task(self) -> object:
-        return self.cls.task if self.cls.task is not None else self.setting("task")
-
-    @property
-    def label(self) -> str:
-        return self.cls.name
-
-    def leaves(self) -> list[MetricSite]:
-        return [m for member in self.members for m in member.leaves()] if self.cls.family == "collection" else [self]
-
-
-@dataclass(frozen=True)
-class MetricUse:
-    """`m.update(...)`, `m(...)` (forward: an update plus a batch compute) or `m.compute()`."""
-
-    call: cst.Call
-    kind: str  # "update" | "forward" | "compute"
-    receiver: cst.BaseExpression
-    sites: tuple  # in source order, so that messages naming "the" metric are the same every run
-
-    @property
-    def leaves(self) -> list[MetricSite]:
-        seen: dict[int, MetricSite] = {}
-        for site in self.sites:
-            for leaf in site.leaves():
-                seen.setdefault(id(leaf), leaf)
-        return list(seen.values())
-
-
-class MetricTracker:
+class MetricTracker(MetricUses, MetricParameters):
     def __init__(self, analysis) -> None:
         self.analysis = analysis
         self.index = analysis.index
@@ -378,163 +316,6 @@ class MetricTracker:
             return []
         return [d.value for d in info.self_attrs.get(expr.attr.value, []) if d.how == "assign" and d.value is not None]
 
-    # -- parameters -----------------------------------------------------------------------
-    def _param_binding(self, d: Def, what: str):
-        """The metrics (``what="sites"``: a list, empty when unknown) or the container of metrics
-        (``"container"``: a dict, None when unknown) that parameter ``d`` is bound to.
-
-        Like the value analysis, a parameter is what its same-module call sites pass, but all of
-        them must agree: every call site passes a tracked metric (by position or keyword, the
-        default when omitted), and all the metrics passed have one class, one configuration and
-        (once devices are known) one device. One call site that passes something else, a
-        `*args`/`**kwargs` call, a function that may be called where we cannot see it, or two
-        different metrics: the parameter is unknown, and unknown is never a finding.
-        """
-        raw = self._param_raw(d, what)
-        if raw is _BOTTOM or raw is _UNBOUND:
-            return [] if what == "sites" else None
-        return _copy(raw)
-
-    def _param_raw(self, d: Def, what: str):
-        """``_BOTTOM`` (only recursion reaches it so far), ``_UNBOUND``, or the binding.
-
-        Recursion terminates and is exact: a parameter whose binding is being computed is
-        ``_BOTTOM`` to a call site that passes it on (`f(m, n - 1)` inside `f`, or `g(m)` when `g`
-        calls `f(m)` back), and a result that leaned on such an unfinished binding is not
-        memoised (it is recomputed when asked for on its own). ``_UNBOUND`` is final: more call
-        sites can only add disagreement.
-        """
-        key = (what, id(d.param))
-        if key in self._param_memo:
-            return self._param_memo[key]
-        if key in self._param_pending:
-            if self._param_hits:
-                self._param_hits[-1].add(key)
-            return _BOTTOM
-        if len(self._param_pending) >= _MAX_PARAM_DEPTH:
-            return _UNBOUND  # a chain of calls this deep: give up rather than exhaust the stack
-        self._param_pending.add(key)
-        self._param_hits.append(set())
-        try:
-            result = self._param_uncached(d, what)
-        finally:
-            hits = self._param_hits.pop()
-            self._param_pending.discard(key)
-        hits.discard(key)  # self-recursion only: the result is already the fixed point
-        if self._param_hits:
-            self._param_hits[-1] |= hits
-        if not hits or result is _UNBOUND:
-            self._param_memo[key] = result
-        return result
-
-    def _param_uncached(self, d: Def, what: str):
-        func, param = d.func, d.param
-        assert func is not None and param is not None
-        if self._hidden_callers(func):
-            return _UNBOUND
-        passed: list = []
-        recursive = False
-        remote = self.analysis.env.param_metrics(func, param) if what == "sites" else None
-        if remote:
-            passed.append(remote)  # what call sites in other modules of the project pass
-        for call in self.index.call_sites(func):
-            expr = self.index.argument_for(call, func, param)
-            if expr is None:
-                return _UNBOUND
-            forwarded = self._forwarded_params(expr)
-            if forwarded is not None:  # `f(m)` where `m` is a parameter of the caller: its binding
-                for raw in (self._param_raw(p, what) for p in forwarded):
-                    if raw is _UNBOUND:
-                        return _UNBOUND
-                    if raw is _BOTTOM:
-                        recursive = True
-                    else:
-                        passed.append(raw)
-                continue
-            value = self.sites_of(expr) if what == "sites" else self.container(expr)
-            if not value:
-                return _UNBOUND  # something we do not track: never guess
-            passed.append(value)
-        if not passed:
-            return _BOTTOM if recursive else _UNBOUND  # never called here
-        if what == "sites":
-            sites = _unique([s for value in passed for s in value])
-            return sites if len({self._signature(s) for s in sites}) == 1 else _UNBOUND
-        merged: dict[object, list[MetricSite]] = {}
-        for value in passed:
-            for k, group in value.items():
-                merged.setdefault(k, []).extend(group)
-        for k, group in merged.items():
-            merged[k] = _unique(group)
-            if len({self._signature(s) for s in merged[k]}) > 1:
-                return _UNBOUND  # one key, metrics of different kinds
-        return merged
-
-    def _forwarded_params(self, expr: cst.BaseExpression) -> list[Def] | None:
-        """The parameter definitions ``expr`` reads when it is just a parameter (`m`, `m.to(d)`)."""
-        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_OBJECT_METHODS:
-            expr = expr.func.value
-        if not isinstance(expr, cst.Name):
-            return None
-        defs = self._defs(expr)
-        return defs if defs and all(d.how == "param" for d in defs) else None
-
-    def _signature(self, site: MetricSite) -> tuple:
-        """Everything a rule reads from a metric: class, settings, distributed options, device."""
-        leaves = site.leaves() if site.cls.family == "collection" else []
-        return (
-            site.cls,
-            tuple(site.setting(k) for k in _SIGNATURE_SETTINGS),
-            tuple(site.argument(k) is not None for k in _DIST_OPTIONS),
-            self.device_of(site) if self._params_know_devices else None,
-            tuple(self._signature(leaf) for leaf in leaves),
-        )
-
-    def _hidden_callers(self, func: cst.FunctionDef) -> bool:
-        """May ``func`` be called from code whose arguments we cannot see?"""
-        name = func.name.value
-        for dec in func.decorators:
-            qn = self.analysis.qualname(dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator) or ""
-            parts = dotted_parts(dec.decorator) or []
-            if not qn.startswith("torch.") and parts not in (["staticmethod"], ["classmethod"]):
-                return True  # a registry or wrapper may call it with anything
-        info = self.index.class_of_method.get(func)
-        if info is None:
-            return name in self._escaped_names  # `optimizer.step(closure)`, `partial(f, ...)`, `g = f`
-        if name in self._escaped_attrs or name in _IMPLICITLY_CALLED or (name.startswith("__") and name != "__init__"):
-            return True  # `hook = self.step`; `model(x)` calls `forward`, Lightning calls its hooks
-        if name == "__init__" and info.node.name.value in self._escaped_names:
-            return True  # `factory = Trainer`, `partial(Trainer, ...)`: instantiated where we cannot see
-        for other in self.index.classes.values():
-            if other is info:
-                continue
-            if self._inherits(other, info) or (name in other.methods and self._inherits(info, other)):
-                return True  # inherited or reached through `super()`, or dispatched here from a base
-        return name in self._unresolved_method_calls()  # `x.step(m)` on a receiver we could not resolve
-
-    def _unresolved_method_calls(self) -> set[str]:
-        """Names of `x.name(...)` calls that resolve to no method of this module (`super()` aside:
-        it reaches a local method only from a local subclass, which `_hidden_callers` rules out)."""
-        if self._unresolved_names is None:
-            targets = self.index.call_targets()
-            self._unresolved_names = {
-                call.func.attr.value
-                for call in self.index.calls
-                if isinstance(call.func, cst.Attribute) and call not in targets
-                and not (isinstance(call.func.value, cst.Call) and dotted_parts(call.func.value.func) == ["super"])
-            }
-        return self._unresolved_names
-
-    def _inherits(self, cls, base, depth: int = 0) -> bool:
-        """Does local class ``cls`` derive from local class ``base``?"""
-        if depth > 5:
-            return False
-        for b in cls.bases:
-            parent = self.index.classes.get(b.value) if isinstance(b, cst.Name) else None
-            if parent is base or (parent is not None and self._inherits(parent, base, depth + 1)):
-                return True
-        return False
-
     # -- containers -----------------------------------------------------------------------
     def container(self, expr: cst.BaseExpression, depth: int = 0) -> dict[object, list[MetricSite]] | None:
         """A dict/list of metrics: key -> sites (UNKNOWN keys kept apart); None when not one."""
@@ -614,159 +395,6 @@ class MetricTracker:
             return {k: source[k] for k in source}
         return None
 
-    # -- uses, moves, module facts ---------------------------------------------------------
-    def _find_uses(self) -> None:
-        for call in self.index.calls:
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("update", "compute", "forward"):
-                sites = self.sites_of(func.value)
-                if sites:
-                    kind = {"update": "update", "compute": "compute", "forward": "forward"}[func.attr.value]
-                    self.uses[call] = MetricUse(call, kind, func.value, tuple(sites))
-            elif not isinstance(func, cst.Name) or func.value not in self.index.classes:
-                if self._site_of_call(call) is not None:
-                    continue  # a constructor
-                sites = self.sites_of(func)
-                if sites:
-                    self.uses[call] = MetricUse(call, "forward", func, tuple(sites))
-
-    def _find_moves(self) -> dict[int, set[str]]:
-        """Site id -> destinations of `.to()`/`.cuda()`/`.cpu()` applied to it (or a container of it)."""
-        moves: dict[int, set[str]] = {}
-        moved_classes: set[str] = set()
-        for call in self.index.calls:
-            func = call.func
-            if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "cpu"):
-                continue
-            where = {"cuda": "accelerator", "cpu": "cpu"}.get(func.attr.value) or self.values.to_destination(call)
-            if where is None:
-                continue
-            targets = self.sites_of(func.value)
-            container = self.container(func.value)
-            if container:
-                targets += [s for group in container.values() for s in group]
-            for site in targets:
-                for leaf in [site, *site.leaves()]:
-                    moves.setdefault(id(leaf), set()).add(where)
-            cls_name = self._instance_class(func.value)
-            if cls_name is not None and where == "accelerator":
-                moved_classes.add(cls_name)
-        # Metrics that are attributes of a module move with it.
-        for info in self.index.classes.values():
-            lightning = self.values.is_lightning_class(info.node)
-            if not (lightning or info.node.name.value in moved_classes) or not self.values.is_module_class(info.node):
-                continue
-            for defs in info.self_attrs.values():
-                for d in defs:
-                    if d.how != "assign" or d.value is None:
-                        continue
-                    sites = self.sites_of(d.value)
-                    container = self.container(d.value)
-                    if container:
-                        sites += [s for group in container.values() for s in group]
-                    for site in sites:
-                        for leaf in [site, *site.leaves()]:
-                            moves.setdefault(id(leaf), set()).add("accelerator")
-        return moves
-
-    def _instance_class(self, expr: cst.BaseExpression, depth: int = 0) -> str | None:
-        """`Net()` / `model` bound to `Net(...)`: the local class name it instantiates."""
-        if depth > 4:
-            return None
-        if isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Name) and expr.func.value in self.index.classes:
-                return expr.func.value
-            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_OBJECT_METHODS:
-                return self._instance_class(expr.func.value, depth + 1)
-            return None
-        if isinstance(expr, cst.Name):
-            names = {self._instance_class(d.value, depth + 1) for d in self.values.reaching_defs(expr) if d.how == "assign" and d.value is not None}
-            names.discard(None)
-            return names.pop() if len(names) == 1 else None
-        return None
-
-    def device_of(self, site: MetricSite) -> str | None:
-        """"device" when the metric is moved to an accelerator, "cpu" when it never is."""
-        if site.remote_device is not None:
-            return site.remote_device
-        where = self._moves.get(id(site), set())
-        if "accelerator" in where:
-            return "device" if self.values.uses_accelerator else "cpu"
-        return "cpu"
-
-    def _scan_module(self) -> None:
-        """One look at the module's nodes (from the index, no traversal of its own): subscript
-        stores, functions referenced other than as a callee, determinism and NCCL set-up."""
-        index = self.index
-        for node in index.nodes_of(cst.Assign):
-            for t in node.targets:
-                if isinstance(t.target, cst.Subscript):
-                    self._subscript_assigns.append((node, t.target))
-        callees: set[int] = set()
-        for node in index.calls:
-            callees.add(id(node.func))
-            qn = self.analysis.qualname(node.func) or ""
-            if qn == "torch.use_deterministic_algorithms" and node.args and literal(node.args[0].value) is True:
-                self.deterministic = True
-            if qn == "torch.distributed.init_process_group" and _backend_is_nccl(node):
-                self.nccl_inits.append(node)
-        # A function referenced other than as a callee (`optimizer.step(closure)`,
-        # `partial(f, m)`, `hook = self.step`) may be called with arguments we cannot see.
-        # Names that define or label (def/class/parameter names, keywords, attribute names,
-        # anything in an import) are not references.
-        not_references: set[int] = set()
-        for node_type in (cst.FunctionDef, cst.ClassDef, cst.Param):
-            not_references.update(id(n.name) for n in index.nodes_of(node_type))
-        not_references.update(id(n.keyword) for n in index.nodes_of(cst.Arg) if n.keyword is not None)
-        for node in index.nodes_of(cst.Attribute):
-            not_references.add(id(node.attr))
-            if id(node) not in callees:
-                self._escaped_attrs.add(node.attr.value)
-        for node_type in (cst.Import, cst.ImportFrom):
-            for stmt in index.nodes_of(node_type):
-                not_references.update(id(n) for n in index.tree.walk_subtree(stmt) if isinstance(n, cst.Name))
-        for node in index.nodes_of(cst.Name):
-            if id(node) not in callees and id(node) not in not_references:
-                self._escaped_names.add(node.value)
-
-    def computed_sites(self) -> set[int]:
-        """Ids of sites whose `compute()` runs somewhere (directly or through a collection),
-        or that a LightningModule logs (`self.log(name, metric)` computes it at epoch end)."""
-        out: set[int] = set()
-        for use in self.uses.values():
-            if use.kind == "compute":
-                for site in use.sites:
-                    out.add(id(site))
-                    out.update(id(leaf) for leaf in site.leaves())
-        for call in self.index.calls:
-            parts = dotted_parts(call.func)
-            if parts in (["self", "log"], ["self", "log_dict"]):
-                for arg in call.args:
-                    for site in self.sites_of(arg.value):
-                        out.add(id(site))
-                        out.update(id(leaf) for leaf in site.leaves())
-        return out
-
-
-def _backend_is_nccl(call: cst.Call) -> bool:
-    arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == "backend"), None)
-    if arg is None:
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        arg = positional[0] if positional else None
-    if arg is None:
-        return False  # default: "cpu:gloo,cuda:nccl" - CPU tensors go through gloo
-    value = arg.value
-    options = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
-    for option in options:
-        text = literal(option)
-        if isinstance(text, str) and text.strip().lower() == "nccl":
-            return True
-        if (not isinstance(option, cst.SimpleString)) and isinstance(option, (cst.Attribute,)):
-            parts = dotted_parts(option)
-            if parts and parts[-1] == "NCCL" and "Backend" in parts:
-                return True
-    return False
-
 
 def _binds(target: cst.BaseExpression, name: str) -> bool:
     if isinstance(target, cst.Name):
@@ -787,38 +415,6 @@ def _key_variable(stmt: cst.CSTNode) -> str | None:
     if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[0].value, cst.Name):
         return target.elements[0].value.value
     return None
-
-
-def _unique(sites: list[MetricSite]) -> list[MetricSite]:
-    return list({id(s): s for s in sites}.values())
-
-
-class _Binding:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-_MAX_PARAM_DEPTH = 24  # parameters resolved inside one another (call chains are a few deep)
-_BOTTOM = _Binding("BOTTOM")  # a parameter reached only through recursion (so far)
-_UNBOUND = _Binding("UNBOUND")  # a parameter whose call sites do not agree on a tracked metric
-
-
-def _copy(binding):
-    """A memoised parameter binding, safe for the caller to extend."""
-    if isinstance(binding, dict):
-        return {k: list(v) for k, v in binding.items()}
-    return list(binding) if binding is not None else None
-
-
-# What two metrics passed to one parameter must agree on (what the rules read from a site).
-_SIGNATURE_SETTINGS = ("nan_strategy", "average", "top_k", "multidim_average", "sync_on_compute", "task", "validate_args")
-_DIST_OPTIONS = ("process_group", "dist_sync_fn", "distributed_available_fn")
-# Methods that something other than the visible call sites calls: `module(x)` runs `forward`,
-# Lightning runs its hooks.
-_IMPLICITLY_CALLED = frozenset({"forward", *LIGHTNING_BATCH_HOOKS, "on_train_epoch_end", "on_validation_epoch_end", "on_test_epoch_end"})
 
 
 def metric_tracker(analysis) -> MetricTracker:

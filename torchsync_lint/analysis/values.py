@@ -7,8 +7,9 @@ assignments, unpacking (position by position), dict literals (key by key), augme
 assignment, same-module calls and, with a project view, calls and call sites in other modules
 (``self.env``). Anything we cannot place is UNKNOWN, and UNKNOWN never produces a finding.
 
-Calls are evaluated in analysis/calls.py and device arguments in analysis/devices.py; this
-module holds the evaluation loop, names, attributes and containers.
+Calls are evaluated in analysis/calls.py, device arguments in analysis/devices.py, elements
+(unpacking, subscripts, loop items) in analysis/elements.py and attributes in
+analysis/attributes.py; this module holds the evaluation loop, names, parameters and classes.
 
 Cycles (`x = x + y` in a loop, mutually recursive helpers) are solved to a fixed point at the
 node where the cycle was entered, and nothing computed on top of an unfinished node is
@@ -20,13 +21,15 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.bindings import Bindings
+from torchsync_lint.analysis.attributes import AttributeKinds
 from torchsync_lint.analysis.calls import CallKinds
 from torchsync_lint.analysis.devices import DeviceArguments, source_names_accelerator, source_uses_accelerator
+from torchsync_lint.analysis.elements import ElementKinds
 from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex
-from torchsync_lint.analysis.kinds import HOST_KINDS, MODEL_KINDS, Kind, combine, join
-from torchsync_lint.knowledge import lightning, registry
+from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
+from torchsync_lint.knowledge import lightning
 from torchsync_lint.knowledge import torch as torch_knowledge
 
 # Kept importable from here: rules and trackers read them.
@@ -46,7 +49,7 @@ MAX_ROUNDS = 4
 _MISSING = object()
 
 
-class ValueAnalysis(CallKinds, DeviceArguments):
+class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
     """Lazily evaluates and memoises the Kind of expressions in one module."""
 
     def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None, env: Env = NULL_ENV) -> None:
@@ -366,175 +369,6 @@ class ValueAnalysis(CallKinds, DeviceArguments):
             return False  # read, not handed on
         return True  # returned, stored, aliased, put in a container, passed through `**`...
 
-    def _element(self, value: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
-        """Kind of element ``path`` when ``value`` is unpacked (`a, b = value`)."""
-        if not path:
-            return self._eval(value)
-        projected = self._project(value, path[0])
-        if projected is not None:
-            return join(self._element(v, path[1:]) if isinstance(v, cst.BaseExpression) else v for v in projected)
-        k = self._eval(value)
-        if k is Kind.DEVICE:
-            return Kind.DEVICE  # rows of a device tensor (or elements of a container holding one)
-        return Kind.HOST_TENSOR if k is Kind.HOST_TENSOR else (Kind.HOST if k is Kind.HOST else Kind.UNKNOWN)
-
-    def _project(self, value: cst.BaseExpression, position: int, depth: int = 0) -> list | None:
-        """The expressions (or kinds) that element ``position`` of ``value`` may be: through
-        tuple literals, names bound to them, and functions returning them. None when the
-        value's shape is not known."""
-        if depth > 6 or position < 0:
-            return None
-        if isinstance(value, (cst.Tuple, cst.List)):
-            if any(isinstance(el, cst.StarredElement) for el in value.elements):
-                return None
-            return [value.elements[position].value] if position < len(value.elements) else None
-        if isinstance(value, cst.Name):
-            defs = self.reaching_defs(value)
-            if not defs or any(d.how != "assign" or d.value is None for d in defs):
-                return None
-            out: list = []
-            for d in defs:
-                part = self._project(d.value, position, depth + 1)
-                if part is None:
-                    return None
-                out += part
-            return out
-        if isinstance(value, cst.Call):
-            target = self.index.target_of(value)
-            if target is not None:
-                returns = self.index.returns.get(target, [])
-                out = []
-                for r in returns:
-                    part = self._project(r, position, depth + 1)
-                    if part is None:
-                        return None
-                    out += part
-                return out or None
-            return self.call_element(value, position)
-        return None
-
-    def _subscript(self, node: cst.Subscript) -> Kind | None:
-        """`d["key"]` of a dict literal is that key's value; `t[i]` of a tensor is a tensor."""
-        key = _constant_key(node)
-        if key is not None:
-            values = self._dict_values(node.value, key)
-            if values is not None:
-                return join(self._eval(v) if isinstance(v, cst.BaseExpression) else v for v in values)
-        if isinstance(key, int) and not isinstance(key, bool):
-            items = self._project(node.value, key)
-            if items is not None:
-                return join(self._eval(v) if isinstance(v, cst.BaseExpression) else v for v in items)
-        base = self._eval(node.value)
-        if base is Kind.MOVED:
-            return Kind.DEVICE  # only a tensor of the two is indexed this way in training code
-        if base is not Kind.DEVICE and self._device_stored_into(node, key):
-            return Kind.DEVICE  # `batch[k] = batch[k].to(device)` earlier in the step
-        return base if base in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
-
-    def _device_stored_into(self, node: cst.Subscript, key: object) -> bool:
-        """Was a device value stored into this container (`batch[k] = v.to(device)`), under
-        this key or any, before ``node`` reads it in the same function?"""
-        if not isinstance(node.value, cst.Name):
-            return False
-        name = node.value.value
-        frame = self.index.frame_of(node)
-        seq = self.index.seq(node)
-        for assign in self.index.nodes_of(cst.Assign):
-            if self.index.seq(assign) >= seq or self.index.frame_of(assign) is not frame:
-                continue
-            for t in assign.targets:
-                store = t.target
-                if not (isinstance(store, cst.Subscript) and isinstance(store.value, cst.Name) and store.value.value == name):
-                    continue
-                stored_key = _constant_key(store)
-                if key is not None and stored_key is not None and stored_key != key:
-                    continue
-                if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED):
-                    return True
-        return False
-
-    def _dict_values(self, value: cst.BaseExpression, key: object, depth: int = 0) -> list | None:
-        """The expressions (or kinds) a constant key may hold when ``value`` is a dict literal,
-        a `dict(k=...)` call, a name bound only to those, or a function returning them."""
-        if depth > 6:
-            return None
-        if isinstance(value, cst.Dict):
-            found = None
-            for el in value.elements:
-                if not isinstance(el, cst.DictElement):
-                    return None  # `**other`: any key
-                k = _literal_key(el.key)
-                if k is _UNKNOWN_KEY:
-                    return None
-                if k == key:
-                    found = [el.value]
-            return found if found is not None else [Kind.UNKNOWN]
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" and not self.index.binds_locally("dict", value):
-            if any(a.star or a.keyword is None for a in value.args):
-                return None
-            return [a.value for a in value.args if a.keyword.value == key] or [Kind.UNKNOWN]
-        if isinstance(value, cst.Name):
-            defs = self.reaching_defs(value)
-            if not defs or any(d.how != "assign" or d.value is None for d in defs) or self._mutated(value):
-                return None
-            out: list = []
-            for d in defs:
-                part = self._dict_values(d.value, key, depth + 1)
-                if part is None:
-                    return None
-                out += part
-            return out
-        if isinstance(value, cst.Call):
-            target = self.index.target_of(value)
-            if target is not None:
-                out = []
-                for r in self.index.returns.get(target, []):
-                    part = self._dict_values(r, key, depth + 1)
-                    if part is None:
-                        return None
-                    out += part
-                return out or None
-        return None
-
-    def _mutated(self, name: cst.Name) -> bool:
-        """Is a dict bound to ``name`` changed in place in its scope (`d[k] = v`, `d.update()`)?"""
-        scope = self.index.scope_of(name)
-        for n in self.index.tree.walk_subtree(scope):
-            if isinstance(n, cst.Name) and n.value == name.value:
-                parent = self.index.parent(n)
-                if isinstance(parent, cst.Subscript) and parent.value is n and isinstance(self.index.parent(parent), cst.AssignTarget):
-                    return True
-                if isinstance(parent, cst.Attribute) and parent.value is n and parent.attr.value in ("update", "setdefault", "__setitem__"):
-                    return True
-        return False
-
-    def _iter_element(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
-        """Kind of (part of) one item produced by ``for ... in iterable``."""
-        if isinstance(iterable, cst.Name):
-            wrapped = self._single_assigned_call(iterable)
-            if wrapped is not None:
-                return self._iter_element(wrapped, path)  # `pbar = tqdm(loader)`; `for x in pbar`
-        if isinstance(iterable, cst.Call):
-            found = self.call_iter_element(iterable, path)
-            if found is not None:
-                return found
-        k = self._eval(iterable)
-        if k is Kind.LOADER:
-            return Kind.HOST_TENSOR  # CPU tensors until the loop moves them
-        if k in (Kind.DEVICE_LOADER, Kind.PREPARED):
-            return Kind.DEVICE  # only a prepared loader is iterated: its batches arrive on the device
-        if k in MODEL_KINDS or k is Kind.MOVED:
-            return Kind.UNKNOWN  # `for layer in model`: submodules
-        if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR):
-            return k
-        return Kind.UNKNOWN
-
-    def _single_assigned_call(self, name: cst.Name) -> cst.Call | None:
-        defs = self.reaching_defs(name)
-        if len(defs) == 1 and defs[0].how == "assign" and isinstance(defs[0].value, cst.Call):
-            return defs[0].value
-        return None
-
     def _param(self, d: Def) -> Kind | None:
         """A parameter is what its call sites pass (in this module and, with a project view,
         in others), or what its hook contract says."""
@@ -585,63 +419,6 @@ class ValueAnalysis(CallKinds, DeviceArguments):
                 return Kind.MODEL
         return joined
 
-    # -- attributes -----------------------------------------------------------------------
-    def _attribute(self, node: cst.Attribute) -> Kind | None:
-        attr = node.attr.value
-        if attr.startswith("__") and attr.endswith("__"):
-            return Kind.HOST  # `x.__class__`, `obj.__dict__`, `cls.__name__`: Python's own data
-        qn = self.qualname(node)
-        if qn is not None:
-            return self._qualified_value(qn, node)
-        parts = dotted_parts(node)
-        if parts and len(parts) == 2 and parts[0] == "self":
-            return self._self_attr(node, parts[1])
-        return self.attribute_of(node.value, attr)
-
-    def attribute_of(self, base_expr: cst.BaseExpression, attr: str) -> Kind | None:
-        """The kind of `base_expr.attr` (also for attributes named in a format string)."""
-        if attr in torch_knowledge.HOST_ATTRIBUTES or (attr.startswith("__") and attr.endswith("__")):
-            return Kind.HOST
-        base = self._eval(base_expr)
-        if attr in torch_knowledge.SAME_VALUE_ATTRIBUTES:
-            return Kind.DEVICE if base is Kind.MOVED else base
-        if base is Kind.DEVICE:
-            return Kind.DEVICE  # fields of a model output (`out.logits`, `out.loss`)
-        if base in HOST_KINDS:
-            return base
-        if isinstance(base_expr, cst.Name):
-            cls = self.index._instance_class(self.reaching_defs(base_expr))  # noqa: SLF001
-            if cls is not None and attr in cls.self_attrs:
-                # `meter.val`, where `meter = AverageMeter()` of this module stores what
-                # `meter.update(v)` is given
-                return join(Kind.MODEL if k is Kind.CPU_MODEL else k for k in (self._def(d) for d in cls.self_attrs[attr]))
-        origin = self.origin_qualname(base_expr)
-        if origin is not None:
-            known = registry.attribute_returns(origin, attr)  # `scheduler.sigmas`: a CPU table
-            if known is not None:
-                return self._library_result(known, None)
-        remote = self.env.attribute_kind(base_expr, attr, self)
-        return remote if remote is not None else Kind.UNKNOWN  # a model's submodule or parameter, or unknown
-
-    def _qualified_value(self, qn: str, node: cst.Attribute) -> Kind:
-        if qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in torch_knowledge.DTYPE_NAMES:
-            return Kind.HOST
-        remote = self.env.symbol_kind(qn)
-        return remote if remote is not None else Kind.UNKNOWN
-
-    def _self_attr(self, node: cst.CSTNode, attr: str) -> Kind | None:
-        info = self.index.class_of(node)
-        if info is None:
-            return Kind.UNKNOWN
-        if attr == "device":
-            return Kind.HOST
-        kinds = [self._def(d) for d in info.self_attrs.get(attr, [])]
-        kinds = [Kind.MODEL if k is Kind.CPU_MODEL else k for k in kinds]  # its owner may move it
-        if not kinds:
-            inherited = self.env.inherited_attribute_kind(info.node, attr)
-            return inherited if inherited is not None else Kind.UNKNOWN
-        return join(kinds)
-
     # -- classes --------------------------------------------------------------------------
     def is_module_class(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, lambda qn: qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES or self.env.is_module_class(qn))
@@ -672,20 +449,3 @@ _SAME_OBJECT_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half"
 _MOVING_METHODS = frozenset({"to", "cuda", "xpu", "npu", "mps", "ipu", "mtia", "to_empty"})
 # Builtins that read a value without keeping it (a model passed to them does not escape).
 _NON_MOVING_BUILTINS = frozenset({"print", "len", "isinstance", "type", "id", "str", "repr", "hasattr", "getattr", "callable", "vars", "dir"})
-_UNKNOWN_KEY = object()
-
-
-def _literal_key(node: cst.BaseExpression | None) -> object:
-    if isinstance(node, cst.SimpleString):
-        return node.evaluated_value
-    if isinstance(node, cst.Integer):
-        return node.evaluated_value
-    return _UNKNOWN_KEY
-
-
-def _constant_key(node: cst.Subscript) -> object | None:
-    """The key of `x["key"]` / `x[0]`, when it is one literal."""
-    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
-        return None
-    key = _literal_key(node.slice[0].slice.value)
-    return None if key is _UNKNOWN_KEY else key

@@ -1,16 +1,18 @@
 """TSL3xx, continued: float normalisation on the host (TSL304) and host tensors built and copied
-every step (TSL305). The loader rules and blocking copies are in ``input_pipeline.py``."""
+every step (TSL305). The loader rules and blocking copies are in ``input_pipeline.py``; where
+TSL304 looks for host float conversions is in ``_host_float_sources.py``."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from torchsync_lint.analysis import Kind
-from torchsync_lint.analysis.images import divided_operand, drop_undone, host_float_sites, is_divide_by_255, is_float_converter, is_normalize
+from torchsync_lint.analysis.images import divided_operand, is_divide_by_255
 from torchsync_lint.analysis.loaders import literal_value, loaders
 from torchsync_lint.knowledge.transforms import CONVERTERS
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import integer_arange, movable_factory, plain_device
+from torchsync_lint.rules._host_float_sources import _NESTED_FUNCTIONS, HostFloatSources
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, GETITEM_LINE, TRANSFORM_LINE, dataset_script, pipeline, torchvision_script
 from torchsync_lint.rules.input_pipeline import (
     _CPU_FACTORIES,
@@ -24,12 +26,11 @@ from torchsync_lint.types import Applicability, Invalid, Valid
 
 _RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
 _FULL_KEYWORDS = frozenset({"dtype", "device", "requires_grad", "pin_memory"})  # what `torch.full` takes too
-_MAX_WALK = 6
 _TF = "import torchvision.transforms.functional as TF\n"
 _PICK = "from torch.utils.data import DataLoader\n\n\ndef pick(values, device='cpu'):\n    return torch.tensor(values, device=device)\n"
 
 
-class HostFloatNormalization(Rule):
+class HostFloatNormalization(HostFloatSources, Rule):
     """
     ## What it does
     Flags images converted to float and normalised on the host for a loader that feeds an
@@ -138,27 +139,6 @@ class HostFloatNormalization(Rule):
         for n, normalize in found.items():
             self.report(n, fix=self._suggestion(n, normalize), expr=self.snippet(n))
 
-    def _fed_from_elsewhere(self, found: dict, done: set[int]) -> None:
-        """What other modules of the project feed to the device: arguments of this module's calls
-        that become (part of) a dataset a fed loader reads there (`get_loaders(transform=T)`), and
-        this module's dataset classes and the functions their `__getitem__` calls."""
-        env = self.analysis.env
-        for call in self.analysis.index.calls:
-            for arg in env.fed_dataset_arguments(call):
-                calls = self._calls_in(arg, 0, set())
-                self._pipeline(calls, [], found, normalize_alone=False)  # the dataset is elsewhere: unknown
-                for dataset_call in calls:
-                    if self._local_class(dataset_call) is not None and id(dataset_call) not in done:
-                        done.add(id(dataset_call))
-                        self._transforms(dataset_call, found)
-        for info in self.analysis.index.class_infos.values():
-            if env.dataset_class_fed(info.node):
-                self._dataset_class(info.node, found, [])
-        for func in self.analysis.index.returns:
-            if env.function_feeds_dataset(func):
-                for n in host_float_sites(self.analysis, func, depth=0):
-                    found.setdefault(n, [])
-
     def visit_Call(self, node: cst.Call) -> None:
         """`(x.float() / 255).to(device)` on a batch in a per-step loop."""
         tracker = loaders(self.analysis)
@@ -175,77 +155,6 @@ class HostFloatNormalization(Rule):
                 if hot is not None:
                     self.report(division, hot=hot, expr=self.snippet(division))
                 return
-
-    # -- transform pipelines ------------------------------------------------------------------
-    def _transforms(self, dataset_call: cst.Call, found: dict) -> None:
-        calls: list[cst.Call] = []
-        for a in dataset_call.args:
-            calls += self._calls_in(a.value, 0, set())
-        cls = self._local_class(dataset_call)
-        if cls is not None:
-            self._dataset_class(cls, found, calls)
-        else:
-            # a project class whose `__getitem__` makes the floats: reported there, not its Normalize
-            inside = self.analysis.env.dataset_class_converts(dataset_call, self.analysis.values)
-            self._pipeline(calls, [], found, normalize_alone=not inside)
-
-    def _dataset_class(self, cls: cst.ClassDef, found: dict, arg_calls: list[cst.Call]) -> None:
-        """A dataset class of this module: converters anywhere in it (a transform built in
-        `__init__`) or in the arguments it was built with, and its `__getitem__` arithmetic."""
-        if cls not in self._class_calls:
-            self._class_calls[cls] = [n for n in self.analysis.tree.walk_subtree(cls) if isinstance(n, cst.Call)]
-        self._pipeline(arg_calls + self._class_calls[cls], self._getitem_sites(cls), found, normalize_alone=True)
-
-    def _pipeline(self, calls: list[cst.Call], sites: list[cst.CSTNode], found: dict, normalize_alone: bool) -> None:
-        """Converters among ``calls`` and the float arithmetic ``sites``; `Normalize` when it is
-        the only float step (the floats came from a dataset we cannot see) and
-        ``normalize_alone`` says that is worth reporting."""
-        converters = drop_undone(self.analysis, [c for c in calls if is_float_converter(self.analysis, c)], calls)
-        normalize = [c for c in calls if is_normalize(self.analysis, c)]
-        for c in converters:
-            found.setdefault(c, normalize)
-        for n in sites:
-            found.setdefault(n, [])
-        if normalize_alone and not converters and not sites:
-            for c in normalize:
-                found.setdefault(c, [c])
-
-    def _calls_in(self, expr: cst.BaseExpression, depth: int, seen: set[int]) -> list[cst.Call]:
-        """Calls inside an argument expression, following local names (`transform = Compose(...)`)."""
-        if depth > _MAX_WALK or id(expr) in seen:
-            return []
-        seen.add(id(expr))
-        out: list[cst.Call] = []
-        for n in self.analysis.tree.walk_subtree(expr, _NESTED_FUNCTIONS):
-            if isinstance(n, cst.Call):
-                out.append(n)
-            elif isinstance(n, cst.Name):
-                for d in self.analysis.values.reaching_defs(n):
-                    if d.how == "assign" and d.value is not None:
-                        out += self._calls_in(d.value, depth + 1, seen)
-        return out
-
-    # -- Dataset.__getitem__ ----------------------------------------------------------------------
-    def _local_class(self, call: cst.Call) -> cst.ClassDef | None:
-        if isinstance(call.func, cst.Name) and call.func.value in self.analysis.index.classes:
-            return self.analysis.index.classes[call.func.value].node
-        return None
-
-    def _getitem_sites(self, cls: cst.ClassDef) -> list[cst.CSTNode]:
-        """Float conversions of the `__getitem__` a class has (or inherits from a class of this
-        module), and of the module's functions it calls."""
-        info = self.analysis.index.class_infos.get(cls)
-        seen = 0
-        while info is not None and seen < 5:
-            method = info.methods.get("__getitem__") or info.methods.get("__getitems__")
-            if method is not None:
-                if method not in self._class_calls:  # reused as a per-method memo
-                    self._class_calls[method] = host_float_sites(self.analysis, method)
-                return self._class_calls[method]
-            bases = [b.value for b in info.node.bases if isinstance(b.value, cst.Name)]
-            info = self.analysis.index.classes.get(bases[0].value) if bases else None
-            seen += 1
-        return []
 
     def _suggestion(self, node: cst.CSTNode, normalize: list[cst.Call]):
         """Both halves of the change as text (see "Fix safety": an edit of the host half alone
@@ -290,9 +199,6 @@ def _uint8_operand(node: cst.CSTNode) -> cst.CSTNode:
     if isinstance(operand, cst.Call) and isinstance(operand.func, cst.Attribute) and operand.func.attr.value in ("float", "double") and not operand.args:
         return operand.func.value
     return operand
-
-
-_NESTED_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 
 
 

@@ -1,0 +1,72 @@
+"""What an attribute holds: `x.__class__`, `torch.float16`, `self.attr` (from what the class
+assigns to it), `meter.val` of a local class instance, `out.logits` of a device value, library
+attributes (knowledge tables) and project symbols (``self.env``). Part of ValueAnalysis
+(values.py), which provides ``_eval``, ``_def`` and ``qualname``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, join
+from torchsync_lint.knowledge import registry
+from torchsync_lint.knowledge import torch as torch_knowledge
+
+
+class AttributeKinds:
+    # -- attributes -----------------------------------------------------------------------
+    def _attribute(self, node: cst.Attribute) -> Kind | None:
+        attr = node.attr.value
+        if attr.startswith("__") and attr.endswith("__"):
+            return Kind.HOST  # `x.__class__`, `obj.__dict__`, `cls.__name__`: Python's own data
+        qn = self.qualname(node)
+        if qn is not None:
+            return self._qualified_value(qn, node)
+        parts = dotted_parts(node)
+        if parts and len(parts) == 2 and parts[0] == "self":
+            return self._self_attr(node, parts[1])
+        return self.attribute_of(node.value, attr)
+
+    def attribute_of(self, base_expr: cst.BaseExpression, attr: str) -> Kind | None:
+        """The kind of `base_expr.attr` (also for attributes named in a format string)."""
+        if attr in torch_knowledge.HOST_ATTRIBUTES or (attr.startswith("__") and attr.endswith("__")):
+            return Kind.HOST
+        base = self._eval(base_expr)
+        if attr in torch_knowledge.SAME_VALUE_ATTRIBUTES:
+            return Kind.DEVICE if base is Kind.MOVED else base
+        if base is Kind.DEVICE:
+            return Kind.DEVICE  # fields of a model output (`out.logits`, `out.loss`)
+        if base in HOST_KINDS:
+            return base
+        if isinstance(base_expr, cst.Name):
+            cls = self.index._instance_class(self.reaching_defs(base_expr))  # noqa: SLF001
+            if cls is not None and attr in cls.self_attrs:
+                # `meter.val`, where `meter = AverageMeter()` of this module stores what
+                # `meter.update(v)` is given
+                return join(Kind.MODEL if k is Kind.CPU_MODEL else k for k in (self._def(d) for d in cls.self_attrs[attr]))
+        origin = self.origin_qualname(base_expr)
+        if origin is not None:
+            known = registry.attribute_returns(origin, attr)  # `scheduler.sigmas`: a CPU table
+            if known is not None:
+                return self._library_result(known, None)
+        remote = self.env.attribute_kind(base_expr, attr, self)
+        return remote if remote is not None else Kind.UNKNOWN  # a model's submodule or parameter, or unknown
+
+    def _qualified_value(self, qn: str, node: cst.Attribute) -> Kind:
+        if qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in torch_knowledge.DTYPE_NAMES:
+            return Kind.HOST
+        remote = self.env.symbol_kind(qn)
+        return remote if remote is not None else Kind.UNKNOWN
+
+    def _self_attr(self, node: cst.CSTNode, attr: str) -> Kind | None:
+        info = self.index.class_of(node)
+        if info is None:
+            return Kind.UNKNOWN
+        if attr == "device":
+            return Kind.HOST
+        kinds = [self._def(d) for d in info.self_attrs.get(attr, [])]
+        kinds = [Kind.MODEL if k is Kind.CPU_MODEL else k for k in kinds]  # its owner may move it
+        if not kinds:
+            inherited = self.env.inherited_attribute_kind(info.node, attr)
+            return inherited if inherited is not None else Kind.UNKNOWN
+        return join(kinds)

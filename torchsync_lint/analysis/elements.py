@@ -1,0 +1,199 @@
+"""What an element of a value holds: unpacking (`a, b = value`, position by position), subscripts
+(`d["key"]` of a dict literal key by key, `t[i]` of a tensor) and the items of a `for` loop.
+Part of ValueAnalysis (values.py), which provides ``_eval`` and ``reaching_defs``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis.kinds import MODEL_KINDS, Kind, join
+
+
+class ElementKinds:
+    def _element(self, value: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
+        """Kind of element ``path`` when ``value`` is unpacked (`a, b = value`)."""
+        if not path:
+            return self._eval(value)
+        projected = self._project(value, path[0])
+        if projected is not None:
+            return join(self._element(v, path[1:]) if isinstance(v, cst.BaseExpression) else v for v in projected)
+        k = self._eval(value)
+        if k is Kind.DEVICE:
+            return Kind.DEVICE  # rows of a device tensor (or elements of a container holding one)
+        return Kind.HOST_TENSOR if k is Kind.HOST_TENSOR else (Kind.HOST if k is Kind.HOST else Kind.UNKNOWN)
+
+    def _project(self, value: cst.BaseExpression, position: int, depth: int = 0) -> list | None:
+        """The expressions (or kinds) that element ``position`` of ``value`` may be: through
+        tuple literals, names bound to them, and functions returning them. None when the
+        value's shape is not known."""
+        if depth > 6 or position < 0:
+            return None
+        if isinstance(value, (cst.Tuple, cst.List)):
+            if any(isinstance(el, cst.StarredElement) for el in value.elements):
+                return None
+            return [value.elements[position].value] if position < len(value.elements) else None
+        if isinstance(value, cst.Name):
+            defs = self.reaching_defs(value)
+            if not defs or any(d.how != "assign" or d.value is None for d in defs):
+                return None
+            out: list = []
+            for d in defs:
+                part = self._project(d.value, position, depth + 1)
+                if part is None:
+                    return None
+                out += part
+            return out
+        if isinstance(value, cst.Call):
+            target = self.index.target_of(value)
+            if target is not None:
+                returns = self.index.returns.get(target, [])
+                out = []
+                for r in returns:
+                    part = self._project(r, position, depth + 1)
+                    if part is None:
+                        return None
+                    out += part
+                return out or None
+            return self.call_element(value, position)
+        return None
+
+    def _subscript(self, node: cst.Subscript) -> Kind | None:
+        """`d["key"]` of a dict literal is that key's value; `t[i]` of a tensor is a tensor."""
+        key = _constant_key(node)
+        if key is not None:
+            values = self._dict_values(node.value, key)
+            if values is not None:
+                return join(self._eval(v) if isinstance(v, cst.BaseExpression) else v for v in values)
+        if isinstance(key, int) and not isinstance(key, bool):
+            items = self._project(node.value, key)
+            if items is not None:
+                return join(self._eval(v) if isinstance(v, cst.BaseExpression) else v for v in items)
+        base = self._eval(node.value)
+        if base is Kind.MOVED:
+            return Kind.DEVICE  # only a tensor of the two is indexed this way in training code
+        if base is not Kind.DEVICE and self._device_stored_into(node, key):
+            return Kind.DEVICE  # `batch[k] = batch[k].to(device)` earlier in the step
+        return base if base in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
+
+    def _device_stored_into(self, node: cst.Subscript, key: object) -> bool:
+        """Was a device value stored into this container (`batch[k] = v.to(device)`), under
+        this key or any, before ``node`` reads it in the same function?"""
+        if not isinstance(node.value, cst.Name):
+            return False
+        name = node.value.value
+        frame = self.index.frame_of(node)
+        seq = self.index.seq(node)
+        for assign in self.index.nodes_of(cst.Assign):
+            if self.index.seq(assign) >= seq or self.index.frame_of(assign) is not frame:
+                continue
+            for t in assign.targets:
+                store = t.target
+                if not (isinstance(store, cst.Subscript) and isinstance(store.value, cst.Name) and store.value.value == name):
+                    continue
+                stored_key = _constant_key(store)
+                if key is not None and stored_key is not None and stored_key != key:
+                    continue
+                if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED):
+                    return True
+        return False
+
+    def _dict_values(self, value: cst.BaseExpression, key: object, depth: int = 0) -> list | None:
+        """The expressions (or kinds) a constant key may hold when ``value`` is a dict literal,
+        a `dict(k=...)` call, a name bound only to those, or a function returning them."""
+        if depth > 6:
+            return None
+        if isinstance(value, cst.Dict):
+            found = None
+            for el in value.elements:
+                if not isinstance(el, cst.DictElement):
+                    return None  # `**other`: any key
+                k = _literal_key(el.key)
+                if k is _UNKNOWN_KEY:
+                    return None
+                if k == key:
+                    found = [el.value]
+            return found if found is not None else [Kind.UNKNOWN]
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" and not self.index.binds_locally("dict", value):
+            if any(a.star or a.keyword is None for a in value.args):
+                return None
+            return [a.value for a in value.args if a.keyword.value == key] or [Kind.UNKNOWN]
+        if isinstance(value, cst.Name):
+            defs = self.reaching_defs(value)
+            if not defs or any(d.how != "assign" or d.value is None for d in defs) or self._mutated(value):
+                return None
+            out: list = []
+            for d in defs:
+                part = self._dict_values(d.value, key, depth + 1)
+                if part is None:
+                    return None
+                out += part
+            return out
+        if isinstance(value, cst.Call):
+            target = self.index.target_of(value)
+            if target is not None:
+                out = []
+                for r in self.index.returns.get(target, []):
+                    part = self._dict_values(r, key, depth + 1)
+                    if part is None:
+                        return None
+                    out += part
+                return out or None
+        return None
+
+    def _mutated(self, name: cst.Name) -> bool:
+        """Is a dict bound to ``name`` changed in place in its scope (`d[k] = v`, `d.update()`)?"""
+        scope = self.index.scope_of(name)
+        for n in self.index.tree.walk_subtree(scope):
+            if isinstance(n, cst.Name) and n.value == name.value:
+                parent = self.index.parent(n)
+                if isinstance(parent, cst.Subscript) and parent.value is n and isinstance(self.index.parent(parent), cst.AssignTarget):
+                    return True
+                if isinstance(parent, cst.Attribute) and parent.value is n and parent.attr.value in ("update", "setdefault", "__setitem__"):
+                    return True
+        return False
+
+    def _iter_element(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
+        """Kind of (part of) one item produced by ``for ... in iterable``."""
+        if isinstance(iterable, cst.Name):
+            wrapped = self._single_assigned_call(iterable)
+            if wrapped is not None:
+                return self._iter_element(wrapped, path)  # `pbar = tqdm(loader)`; `for x in pbar`
+        if isinstance(iterable, cst.Call):
+            found = self.call_iter_element(iterable, path)
+            if found is not None:
+                return found
+        k = self._eval(iterable)
+        if k is Kind.LOADER:
+            return Kind.HOST_TENSOR  # CPU tensors until the loop moves them
+        if k in (Kind.DEVICE_LOADER, Kind.PREPARED):
+            return Kind.DEVICE  # only a prepared loader is iterated: its batches arrive on the device
+        if k in MODEL_KINDS or k is Kind.MOVED:
+            return Kind.UNKNOWN  # `for layer in model`: submodules
+        if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR):
+            return k
+        return Kind.UNKNOWN
+
+    def _single_assigned_call(self, name: cst.Name) -> cst.Call | None:
+        defs = self.reaching_defs(name)
+        if len(defs) == 1 and defs[0].how == "assign" and isinstance(defs[0].value, cst.Call):
+            return defs[0].value
+        return None
+
+
+_UNKNOWN_KEY = object()
+
+
+def _literal_key(node: cst.BaseExpression | None) -> object:
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value
+    if isinstance(node, cst.Integer):
+        return node.evaluated_value
+    return _UNKNOWN_KEY
+
+
+def _constant_key(node: cst.Subscript) -> object | None:
+    """The key of `x["key"]` / `x[0]`, when it is one literal."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    key = _literal_key(node.slice[0].slice.value)
+    return None if key is _UNKNOWN_KEY else key
