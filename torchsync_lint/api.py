@@ -13,7 +13,7 @@ from torchsync_lint.config import Config, find_pyproject, load_config
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError, SourceFile, discover, read_source, read_stdin
 from torchsync_lint.notebook import is_notebook, lint_notebook
-from torchsync_lint.parallel import map_files
+from torchsync_lint.parallel import map_files, relaxed_gc
 from torchsync_lint.catalog import rule_table
 from torchsync_lint.types import Finding
 
@@ -91,7 +91,8 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 1, *, use_cache: bo
     results = [FileResult(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
     session = project_session(paths, files, config, use_cache=use_cache)
     if session is not None:
-        session.prepare(jobs)
+        with relaxed_gc():  # summarising parses and analyses modules, as linting does
+            session.prepare(jobs)
     results += map_files(partial(lint_file, config=config), files, jobs, initializer=_set_worker_session, initargs=(session,))
     _set_worker_session(None)
     return results

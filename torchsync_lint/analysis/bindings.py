@@ -18,6 +18,10 @@ from torchsync_lint.analysis.index import COMPREHENSIONS, Def, ModuleIndex
 
 _FRAMES = (cst.FunctionDef, cst.Lambda, cst.Module, *COMPREHENSIONS)
 _STRAIGHT_LINE = (cst.Assign, cst.AnnAssign, cst.AugAssign)
+# Exact-type sets for the hot ancestor walks: libcst's node classes are ABCs, and isinstance
+# against them is several times slower than a set lookup (these classes have no subclasses).
+_FRAME_TYPES = frozenset(_FRAMES)
+_LOOP_TYPES = frozenset({cst.For, cst.While})
 
 
 class Bindings:
@@ -52,7 +56,7 @@ class Bindings:
         own = [d for d in defs if d.how in ("assign", "unpack", "aug") and index.inside(anchor, d.stmt)]
         before = [d for d in defs if d not in own and self._binds_before(d, anchor, seq)]
         before = [d for d in before if not any(self._kills(later, d) for later in before if later.seq > d.seq)]
-        loops = [a for a in self._ancestors_in_scope(anchor) if isinstance(a, (cst.For, cst.While))]
+        loops = [a for a in self._ancestors_in_scope(anchor) if type(a) in _LOOP_TYPES]
         dominating = [d for d in before if self.dominates(d, anchor)]
         killer = max(dominating, key=lambda d: d.seq) if dominating else None
         if killer is not None:
@@ -95,7 +99,7 @@ class Bindings:
 
     def _ancestors_in_scope(self, node: cst.CSTNode):
         for anc in self.index.ancestors(node):
-            if isinstance(anc, _FRAMES):
+            if type(anc) in _FRAME_TYPES:
                 return
             yield anc
 

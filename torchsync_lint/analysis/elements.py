@@ -144,7 +144,7 @@ class ElementKinds:
         """Is a dict bound to ``name`` changed in place in its scope (`d[k] = v`, `d.update()`)?"""
         scope = self.index.scope_of(name)
         for n in self.index.tree.walk_subtree(scope):
-            if isinstance(n, cst.Name) and n.value == name.value:
+            if type(n) is cst.Name and n.value == name.value:
                 parent = self.index.parent(n)
                 if isinstance(parent, cst.Subscript) and parent.value is n and isinstance(self.index.parent(parent), cst.AssignTarget):
                     return True

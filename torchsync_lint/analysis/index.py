@@ -469,13 +469,14 @@ class _Indexer:
     def handle_Call(self, node: cst.Call) -> None:
         self.index.calls.append(node)
         for anc in self.index.ancestors(node):
-            if isinstance(anc, _OWNERS):
+            if type(anc) in _OWNER_TYPES:
                 self.index.calls_by_owner.setdefault(anc, []).append(node)
                 break
 
 
 # The innermost of these around a call "owns" it: a loop's own body, not a nested loop's.
 _OWNERS = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)
+_OWNER_TYPES = frozenset(_OWNERS)  # exact types: isinstance on libcst's ABCs is slow, and hot here
 
 
 def build_index(tree: Tree, positions) -> ModuleIndex:

@@ -47,6 +47,8 @@ MAX_ROUNDS = 4
 
 
 _MISSING = object()
+# Exact types (libcst's classes are ABCs: isinstance is slow on the hottest path).
+_LITERAL_TYPES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString})
 
 
 class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
@@ -236,7 +238,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
         return result
 
     def _compute(self, node: cst.BaseExpression) -> Kind | None:
-        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        if type(node) in _LITERAL_TYPES:
             return Kind.HOST
         if isinstance(node, cst.Name):
             if node.value in ("None", "True", "False"):
