@@ -297,3 +297,34 @@ def test_a_very_long_forwarding_chain_gives_up_instead_of_crashing(order):
 def test_a_tensor_annotation_counts_only_when_the_call_sites_do_not_say(call, expected):
     source = HEAD + "model = torch.nn.Linear(2, 2).to(device)\n\ndef helper(data: torch.Tensor):\n    value = data\n    probe(value)\n\n" + call
     assert kind_of_last(source, "value") is expected
+
+
+LIBRARY_LIKE = '''import torch
+from pathlib import Path
+
+
+class Saver:
+    def __init__(self, model, root):
+        self.model = model.cuda()
+        self.root = Path(root)
+
+    def fit(self, loader, optimizer):
+        for batch in loader:
+            loss = self.model(batch.cuda()).sum()
+            loss.backward()
+            optimizer.step()
+            if self.root.is_dir() and any(self.root.iterdir()):
+                print(f"saving under {self.root}")
+            if self.model.__class__.__name__ == "DataParallel":
+                print(f"wrapped: {self.model.__class__.__name__}")
+'''
+
+
+def test_pathlib_methods_and_python_object_data_are_not_device_tensors():
+    """Issue 16 item 6: `p.is_dir()`, `any(p.iterdir())` and `obj.__class__.__name__` in a hot
+    loop of library code were taken for device tensors (TSL102/TSL103)."""
+    from torchsync_lint.api import lint_text
+    from torchsync_lint.config import Config
+
+    codes = {f.code for f in lint_text(LIBRARY_LIKE, "saver.py", Config(select=["ALL"]))}
+    assert codes == {"TSL301"}  # the loop is hot and the module uses the GPU: only the copy
