@@ -36,24 +36,11 @@ class ElementKinds:
             defs = self.reaching_defs(value)
             if not defs or any(d.how != "assign" or d.value is None for d in defs):
                 return None
-            out: list = []
-            for d in defs:
-                part = self._project(d.value, position, depth + 1)
-                if part is None:
-                    return None
-                out += part
-            return out
+            return _gather((d.value for d in defs), lambda v: self._project(v, position, depth + 1))
         if isinstance(value, cst.Call):
             target = self.index.target_of(value)
             if target is not None:
-                returns = self.index.returns.get(target, [])
-                out = []
-                for r in returns:
-                    part = self._project(r, position, depth + 1)
-                    if part is None:
-                        return None
-                    out += part
-                return out or None
+                return _gather(self.index.returns.get(target, []), lambda r: self._project(r, position, depth + 1)) or None
             return self.call_element(value, position)
         return None
 
@@ -121,23 +108,11 @@ class ElementKinds:
             defs = self.reaching_defs(value)
             if not defs or any(d.how != "assign" or d.value is None for d in defs) or self._mutated(value):
                 return None
-            out: list = []
-            for d in defs:
-                part = self._dict_values(d.value, key, depth + 1)
-                if part is None:
-                    return None
-                out += part
-            return out
+            return _gather((d.value for d in defs), lambda v: self._dict_values(v, key, depth + 1))
         if isinstance(value, cst.Call):
             target = self.index.target_of(value)
             if target is not None:
-                out = []
-                for r in self.index.returns.get(target, []):
-                    part = self._dict_values(r, key, depth + 1)
-                    if part is None:
-                        return None
-                    out += part
-                return out or None
+                return _gather(self.index.returns.get(target, []), lambda r: self._dict_values(r, key, depth + 1)) or None
         return None
 
     def _mutated(self, name: cst.Name) -> bool:
@@ -197,3 +172,15 @@ def _constant_key(node: cst.Subscript) -> object | None:
         return None
     key = _literal_key(node.slice[0].slice.value)
     return None if key is _UNKNOWN_KEY else key
+
+
+def _gather(sources, resolve) -> list | None:
+    """What every source resolves to, concatenated; None as soon as one is not known (each
+    binding of a name, or each `return` of a function, must say)."""
+    out: list = []
+    for source in sources:
+        part = resolve(source)
+        if part is None:
+            return None
+        out += part
+    return out
