@@ -175,11 +175,11 @@ def _references(index, scope, name: str) -> list[tuple[cst.Name, bool]] | None:
 
 
 def _in_nested_scope(index, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
-    current = index.parent(node)
-    while current is not None and current is not scope:
-        if isinstance(current, _NESTED_SCOPES):
+    for ancestor in index.ancestors(node):
+        if ancestor is scope:
+            return False
+        if isinstance(ancestor, _NESTED_SCOPES):
             return True
-        current = index.parent(current)
     return False
 
 
