@@ -183,18 +183,8 @@ class Session:
         return result
 
     def _summarize(self, rel: str, text: str) -> dict | None:
-        import libcst as cst  # here: a run served by the cache never loads the parser
-
-        from torchsync_lint.analysis import ModuleAnalysis
-        from torchsync_lint.project import summary as summary_module
-
-        try:
-            module = cst.parse_module(text)
-            analysis = ModuleAnalysis(module, text)
-            result = summary_module.summarize(analysis, rel)
-        except Exception:  # noqa: BLE001 - a module we cannot summarise is unknown, never a crash
-            return None
-        if rel in self.files and self._kept + len(text) <= _KEEP_ANALYSES_BYTES:
+        result, analysis = _analyse_and_summarize(rel, text)
+        if analysis is not None and rel in self.files and self._kept + len(text) <= _KEEP_ANALYSES_BYTES:
             self.analyses[rel] = analysis  # the lint pass reuses the parse and the index
             self._kept += len(text)
         return result
@@ -281,8 +271,27 @@ def _closure(start: set[str], neighbours, cap: int) -> set[str]:
     return seen
 
 
+def _analyse_and_summarize(rel: str, text: str):
+    """(summary, analysis) of one module, or (None, None) when it cannot be summarised."""
+    import libcst as cst  # here: a run served by the cache never loads the parser
+
+    from torchsync_lint.analysis import ModuleAnalysis
+    from torchsync_lint.project import summary as summary_module
+
+    try:
+        analysis = ModuleAnalysis(cst.parse_module(text), text)
+        return summary_module.summarize(analysis, rel), analysis
+    except Exception:  # noqa: BLE001 - a module we cannot summarise is unknown, never a crash
+        return None, None
+
+
 def _summarize_file(root: str, rel: str) -> dict | None:
-    """A worker's summary of one module (parsed there, nothing kept)."""
-    session = Session(Path(root), [], use_cache=False, marked=False)
-    loaded = session.source(rel)
-    return session._summarize(rel, loaded[0]) if loaded is not None else None  # noqa: SLF001
+    """A worker's summary of one module (parsed there, nothing kept): just the file, not a
+    whole Session (whose layout would re-read pyproject.toml for every module)."""
+    from torchsync_lint.files import ReadError, read_source
+
+    try:
+        text = read_source(os.path.join(root, rel)).text
+    except (ReadError, OSError):
+        return None
+    return _analyse_and_summarize(rel, text)[0]
