@@ -80,7 +80,7 @@ class Bindings:
             return False
         if isinstance(d.stmt, cst.For) and d.how == "for" and self.index.inside(use, d.stmt):
             return not (use is d.stmt.iter or self.index.inside(use, d.stmt.iter))
-        return not self.index.inside(use, d.stmt) or d.how == "param"
+        return not self.index.inside(use, d.stmt) or d.how in ("param", "star")
 
     def _kills(self, later: Def, earlier: Def) -> bool:
         """Does ``later`` (a plain assignment) run on every path from ``earlier`` onwards?
@@ -105,7 +105,7 @@ class Bindings:
 
     def dominates(self, d: Def, use: cst.CSTNode) -> bool:
         """Does binding ``d`` run on every path to ``use`` (within one scope)?"""
-        if d.how == "param":
+        if d.how in ("param", "star"):
             return True
         if d.how == "for":
             if isinstance(d.stmt, cst.CompFor):

@@ -17,6 +17,8 @@ HOST_BUILTINS = frozenset(
     "open round chr ord hex oct bin callable hasattr getattr setattr dir vars input".split()
 )
 SAME_KIND_BUILTINS = frozenset("abs min max sum sorted reversed list tuple iter".split())
+# ...of which these hold the very items they are given (`list(model.children())`).
+CONTAINER_BUILTINS = frozenset("sorted reversed list tuple iter".split())
 _FUNCTIONAL_BUILTINS = frozenset({"map", "filter"})
 HOST_MODULE_PREFIXES = ("numpy.", "math.", "random.", "time.", "os.", "sys.", "json.", "pandas.", "statistics.", "np.", "pathlib.")
 
@@ -53,7 +55,10 @@ class CallKinds:
             if name == "next" and call.args and not self.index.binds_locally(name, func):
                 return self._iter_element(call.args[0].value, ())  # `next(batches)`: one item
             if name in SAME_KIND_BUILTINS and not self.index.binds_locally(name, func):
-                return combine(*(self._eval(a.value) for a in call.args)) if call.args else Kind.UNKNOWN
+                kinds = [self._eval(a.value) for a in call.args]
+                if name in CONTAINER_BUILTINS and len(kinds) == 1 and kinds[0] in MODEL_KINDS:
+                    return kinds[0]  # a list of a model's submodules: modules where the model is
+                return combine(*kinds) if call.args else Kind.UNKNOWN
             if name in _FUNCTIONAL_BUILTINS and not self.index.binds_locally(name, func):
                 return Kind.UNKNOWN  # `map(lambda t: t.item(), ts)`: what the function makes of them
             cls = self.index.classes.get(name)
@@ -66,10 +71,17 @@ class CallKinds:
             parts = dotted_parts(func)
             if parts and len(parts) == 2 and parts[0] == "self":
                 attr = self._self_attr(func, parts[1])
-                if attr in CALLABLE_MODELS or attr is Kind.DEVICE:
-                    return self._call_of(attr, call)  # `self.model(x)`: a submodule's forward
+                if attr in CALLABLE_MODELS or attr is Kind.DEVICE or self._stored_callable(func, parts[1]):
+                    # `self.model(x)`: a submodule's forward; `self.criterion(out, y)`: the
+                    # object or function the constructor was given, called on device tensors
+                    return self._call_of(attr, call)
             return self._method_call(call, func)
         return self._call_of(self._eval(func), call)
+
+    def _stored_callable(self, node: cst.Attribute, attr: str) -> bool:
+        """Is `self.<attr>` a value stored on the instance (not a method of its class)?"""
+        info = self.index.class_of(node)
+        return info is not None and attr in info.self_attrs and attr not in info.methods
 
     def _call_of(self, callee: Kind | None, call: cst.Call) -> Kind:
         """Calling a model (a forward), or an unknown callable (a criterion) on device tensors."""
@@ -283,6 +295,9 @@ class CallKinds:
             return False
         if isinstance(expr, cst.Call):
             func = expr.func
+            qn = self.qualname(func) or ""
+            if qn.startswith("torch.") and qn.count(".") == 1 and qn[6:7].islower():
+                return False  # `torch.cat(xs)`, `torch.stack(xs)`: torch functions make tensors
             return not (isinstance(func, cst.Attribute) and func.attr.value in tk.TENSOR_METHODS and func.attr.value not in tk.SHARED_METHODS)
         if isinstance(expr, cst.Name):
             defs = self.reaching_defs(expr)
@@ -303,6 +318,8 @@ class CallKinds:
             return receiver if receiver in MODEL_KINDS else Kind.MODEL
         if method in tk.MODEL_TENSOR_ITERATORS:
             return Kind.HOST_TENSOR if on_cpu else Kind.DEVICE
+        if method in tk.MODEL_SUBMODULE_ITERATORS:
+            return receiver if receiver in MODEL_KINDS else Kind.MODEL
         if method == "forward":
             return self._call_of(receiver, call)
         if method in tk.MODULE_METHODS:

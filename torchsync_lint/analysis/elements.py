@@ -56,6 +56,8 @@ class ElementKinds:
             if items is not None:
                 return join(self._eval(v) if isinstance(v, cst.BaseExpression) else v for v in items)
         base = self._eval(node.value)
+        if base in MODEL_KINDS:
+            return base  # `model[0]`, `list(model.children())[-1]`: a submodule, placed with it
         if base is Kind.MOVED:
             return Kind.DEVICE  # only a tensor of the two is indexed this way in training code
         if base is not Kind.DEVICE and self._device_stored_into(node, key):
@@ -148,6 +150,15 @@ class ElementKinds:
             return k
         return Kind.UNKNOWN
 
+    def is_python_container(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` a name every binding of which is a dict or list display, comprehension
+        or `dict(...)`/`list(...)` call? Storing into one (`batch[key] = t.cpu()`) copies
+        nothing: it is not a tensor."""
+        if not isinstance(expr, cst.Name):
+            return False
+        defs = self.reaching_defs(expr)
+        return bool(defs) and all(d.how == "assign" and _is_container_display(d.value, self.index) for d in defs)
+
     def _single_assigned_call(self, name: cst.Name) -> cst.Call | None:
         defs = self.reaching_defs(name)
         if len(defs) == 1 and defs[0].how == "assign" and isinstance(defs[0].value, cst.Call):
@@ -156,6 +167,14 @@ class ElementKinds:
 
 
 _UNKNOWN_KEY = object()
+_CONTAINER_DISPLAYS = (cst.Dict, cst.List, cst.DictComp, cst.ListComp)
+
+
+def _is_container_display(value: cst.BaseExpression | None, index) -> bool:
+    if isinstance(value, _CONTAINER_DISPLAYS):
+        return True
+    func = value.func if isinstance(value, cst.Call) else None
+    return isinstance(func, cst.Name) and func.value in ("dict", "list") and not index.binds_locally(func.value, func)
 
 
 def _literal_key(node: cst.BaseExpression | None) -> object:

@@ -44,6 +44,11 @@ class Env:
         """Kind of what call sites in other modules pass for ``param``."""
         return None
 
+    def star_kind(self, func: cst.FunctionDef, keyword: bool):
+        """Kind of what call sites in other modules pass into ``func``'s `**kwargs`
+        (``keyword``) or `*args` (a container: "device" when a device value is among them)."""
+        return None
+
     def param_device(self, func: cst.FunctionDef, param: cst.Param):
         """"cpu"/"accelerator" when call sites in other modules pass a device for ``param``."""
         return None

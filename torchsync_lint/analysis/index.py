@@ -33,6 +33,8 @@ class Def:
       - "for": an element of iterating ``value`` (then ``path`` into it);
       - "aug": ``name <op>= value``;
       - "param": the parameter ``param`` of function ``func``;
+      - "star": its `*args` / `**kwargs` parameter ``param`` (what call sites pass beyond the
+        named parameters);
       - "opaque": an import, a def, a class, a `with ... as` target...
     """
 
@@ -128,6 +130,16 @@ class ModuleIndex:
             if 0 <= position < len(positional):
                 return positional[position].value
         return param.default
+
+    def extra_arguments(self, call: cst.Call, func: cst.FunctionDef, keyword: bool) -> list[cst.BaseExpression]:
+        """What ``call`` passes into ``func``'s `**kwargs` (``keyword``) or `*args`: the keyword
+        arguments no named parameter takes, or the positional ones past the named ones."""
+        params = func.params
+        if keyword:
+            named = {p.name.value for p in (*params.params, *params.kwonly_params)}
+            return [a.value for a in call.args if a.keyword is not None and a.keyword.value not in named]
+        count = len(params.posonly_params) + len(params.params) - self._bound_arguments(call, func)
+        return [a.value for a in call.args if a.keyword is None][max(count, 0):]
 
     def _bound_arguments(self, call: cst.Call, func: cst.FunctionDef) -> int:
         """1 when Python fills the first parameter itself (`self`/`cls` of a bound call), else 0."""
@@ -409,7 +421,7 @@ class _Indexer:
             self._add(node, Def(p.name.value, seq, "param", node, func=node, param=p))
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
-                self._add(node, Def(star.name.value, seq, "opaque", node))
+                self._add(node, Def(star.name.value, seq, "star", node, func=node, param=star))
         index.returns.setdefault(node, [])
 
     def handle_Lambda(self, node: cst.Lambda) -> None:

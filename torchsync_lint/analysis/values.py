@@ -305,10 +305,49 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
             qn = self.qualname(node)  # `from proj.config import device`
             remote = self.env.symbol_kind(qn) if qn is not None else None
             return remote if remote is not None else Kind.UNKNOWN
+        if self._not_a_tensor_here(node, defs):
+            return Kind.HOST  # the `else` of `isinstance(value, torch.Tensor)`
         kinds = [self._def(d) for d in defs]
         if any(d.how == "assign" and isinstance(d.value, (cst.List, cst.Dict)) for d in defs) and self._device_added_to(node):
             kinds.append(Kind.DEVICE)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
         return join(kinds) if any(k is not None for k in kinds) else None
+
+    def _not_a_tensor_here(self, node: cst.Name, defs: list[Def]) -> bool:
+        """Is ``node`` read where a tensor test on it failed: the `else` of `if isinstance(v,
+        torch.Tensor):` / `torch.is_tensor(v)` (or the body of `if not ...`), with no binding of
+        it in that branch before the read?"""
+        child: cst.CSTNode = node
+        for anc in self.index.ancestors(node):
+            if type(anc) in _FRAME_TYPES:
+                return False
+            if isinstance(anc, (cst.If, cst.IfExp)):
+                tested = self._tensor_test(anc.test, node.value)
+                if tested is not None:
+                    in_else = child is anc.orelse
+                    negative = in_else if tested else child is anc.body
+                    # A binding in the other branch cannot reach here; one in this branch can.
+                    if negative and not any(d.stmt is child or self.index.inside(d.stmt, child) for d in defs):
+                        return True
+            child = anc
+        return False
+
+    def _tensor_test(self, test: cst.BaseExpression, name: str) -> bool | None:
+        """True for `isinstance(name, torch.Tensor)` / `torch.is_tensor(name)`, False for their
+        negation, None for any other test."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._tensor_test(test.expression, name)
+            return None if inner is None else not inner
+        if not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name) or test.args[0].value.value != name:
+            return None
+        func = test.func
+        if (self.qualname(func) or "") == "torch.is_tensor":
+            return True
+        if isinstance(func, cst.Name) and func.value == "isinstance" and len(test.args) == 2:
+            types = test.args[1].value
+            options = [el.value for el in types.elements] if isinstance(types, cst.Tuple) else [types]
+            if options and all((self.qualname(t) or "") in _TENSOR_TYPES for t in options):
+                return True
+        return None
 
     def _device_added_to(self, node: cst.Name) -> bool:
         """Was a device value appended to, or stored into, this list or dict before ``node``
@@ -341,6 +380,8 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
             return combine(self._eval(target) if target is not None else None, self._eval(d.value))
         if d.how == "param":
             return self._solve(("param", id(d.param)), lambda: self._param(d))
+        if d.how == "star":
+            return self._solve(("star", id(d.param)), lambda: self._star_param(d))
         if d.how == "module-move":
             return Kind.MODEL
         return Kind.UNKNOWN
@@ -421,6 +462,21 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
                 return Kind.MODEL
         return joined
 
+    def _star_param(self, d: Def) -> Kind | None:
+        """`*args` / `**kwargs`: a container of what call sites pass beyond the named
+        parameters (`logger.update(loss=loss)` puts a device tensor in `kwargs`)."""
+        func, param = d.func, d.param
+        keyword = param is func.params.star_kwarg
+        kinds: list[Kind | None] = []
+        for call in self.index.call_sites(func):
+            if any(a.star for a in call.args):
+                return Kind.UNKNOWN
+            kinds += [self._eval(v) for v in self.index.extra_arguments(call, func, keyword)]
+        remote = self.env.star_kind(func, keyword)
+        if remote is not None:
+            kinds.append(remote)
+        return Kind.DEVICE if Kind.DEVICE in kinds or Kind.MOVED in kinds else Kind.UNKNOWN
+
     # -- classes --------------------------------------------------------------------------
     def is_module_class(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, lambda qn: qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES or self.env.is_module_class(qn))
@@ -445,6 +501,8 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
 
 
 _NO_CUT = 1 << 30
+_FRAME_TYPES = frozenset({cst.FunctionDef, cst.Lambda, cst.Module})
+_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.cuda.FloatTensor", "torch.nn.Parameter"})
 # Methods of a module that return the same object (its maker stays its origin).
 _SAME_OBJECT_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_", "to_empty", "xpu"})
 # Methods that move a module (or tensor) to another device in place or by returning it.

@@ -128,6 +128,9 @@ MODEL_METHODS_RETURNING_MODEL = frozenset("to cuda cpu train eval half float dou
 # `named_parameters()` yields (host name, tensor) pairs.
 MODEL_TENSOR_ITERATORS = frozenset({"parameters", "buffers"})
 MODEL_NAMED_TENSOR_ITERATORS = frozenset({"named_parameters", "named_buffers"})
+# ...and its submodules with it: `children()`/`modules()` are containers of modules placed
+# where it is (`list(model.children())[-1]` is a module on the model's device).
+MODEL_SUBMODULE_ITERATORS = frozenset({"children", "modules"})
 
 # Explicit synchronisation of the host with an accelerator.
 SYNC_FUNCTIONS = frozenset(

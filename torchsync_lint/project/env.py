@@ -113,6 +113,11 @@ class ModuleEnv(Env):
         value = self._param(func, param)
         return absval.kind_of(value) if value is not None else None
 
+    def star_kind(self, func: cst.FunctionDef, keyword: bool):
+        ref = self._ref(func)
+        value = self.view.star_value(ref, keyword) if ref is not None else None
+        return absval.kind_of(value) if value is not None else None
+
     def param_device(self, func: cst.FunctionDef, param: cst.Param):
         value = self._param(func, param)
         return value["where"] if value is not None and value.get("k") == "devspec" else None

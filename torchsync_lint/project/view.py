@@ -259,6 +259,25 @@ class ProjectView:
                 passed.append(self.resolve(call["kwargs"][name], caller_path))
         return absval.join_abs(passed) if passed else None
 
+    def star_value(self, ref: str, keyword: bool) -> dict | None:
+        """What the project's call sites of ``ref`` pass into its `**kwargs` (``keyword``) or
+        `*args`: the join of the arguments no named parameter takes (None: no call site)."""
+        path, qual = ref.split(":", 1)
+        record = self.function(path, qual)
+        if record is None:
+            return None
+        named = set(record["params"]) | set(record["kwonly"])
+        passed = []
+        for caller_path, call, shift in self.callers(ref):
+            if call["star"]:
+                return absval.UNKNOWN
+            if keyword:
+                extra = [v for name, v in call["kwargs"].items() if name not in named]
+            else:
+                extra = call["args"][max(len(record["params"]) - shift, 0):]
+            passed += [self.resolve(v, caller_path) for v in extra]
+        return absval.join_abs(passed) if passed else None
+
     def returns(self, path: str, qual: str) -> dict:
         record = self.function(path, qual)
         return self.resolve(record["returns"], path) if record else absval.UNKNOWN

@@ -83,6 +83,11 @@ class HostFloatSources:
                 for d in self.analysis.values.reaching_defs(n):
                     if d.how == "assign" and d.value is not None:
                         out += self._calls_in(d.value, depth + 1, seen)
+            elif isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self":
+                info = self.analysis.index.class_of(n)  # `transform=self.transform`, set in `__init__`
+                for d in info.self_attrs.get(n.attr.value, []) if info is not None else []:
+                    if d.how == "assign" and d.value is not None:
+                        out += self._calls_in(d.value, depth + 1, seen)
         return out
 
     # -- Dataset.__getitem__ ----------------------------------------------------------------------

@@ -692,6 +692,9 @@ class DynamicShapeInLoop(Rule):
             qn = self.analysis.qualname(expr.func)
             if qn in self._MASK_FUNCTIONS:
                 return True
+            if qn and qn.startswith("torch.") and qn.count(".") == 1 and qn[len("torch.") :] in torch_knowledge.FACTORIES:
+                # `torch.eye(n, dtype=torch.bool, device=d)`: a mask made by a factory
+                return any(a.keyword is not None and a.keyword.value == "dtype" and self.analysis.qualname(a.value) == "torch.bool" for a in expr.args)
             if qn in ("torch.stack", "torch.cat", "torch.concat", "torch.concatenate") and expr.args:
                 # `torch.stack((m1, m2))`: a mask of masks
                 parts = expr.args[0].value

@@ -345,7 +345,12 @@ class HostTensorInLoop(Rule):
         blocking host-to-device copy."""
         for target in node.targets:
             store = target.target
-            if isinstance(store, cst.Subscript) and self.analysis.kind(store.value) is Kind.DEVICE and self.analysis.kind(node.value) is Kind.HOST_TENSOR:
+            if (
+                isinstance(store, cst.Subscript)
+                and self.analysis.kind(store.value) is Kind.DEVICE
+                and self.analysis.kind(node.value) is Kind.HOST_TENSOR
+                and not self.analysis.values.is_python_container(store.value)  # `batch[k] = t.cpu()`: a dict entry
+            ):
                 if not loaders(self.analysis).module_feeds_accelerator:
                     return
                 hot = self.hot(node)
