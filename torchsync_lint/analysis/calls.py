@@ -399,7 +399,13 @@ class CallKinds:
         target = self.index.target_of(call)
         if target is None:
             return self.env.generator_source(call, self)
-        yields = [n for n in self.index.tree.walk_subtree(target.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Yield)]
+        param = self.yielded_param(target)
+        return self.index.argument_for(call, target, param) if param is not None else None
+
+    def yielded_param(self, func: cst.FunctionDef) -> cst.Param | None:
+        """The parameter whose items ``func`` (a generator) yields one by one, if it does:
+        `for obj in iterable: yield obj`, also through `enumerate(iterable)`."""
+        yields = [n for n in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Yield)]
         if not yields:
             return None
         sources = set()
@@ -407,15 +413,18 @@ class CallKinds:
             if not isinstance(y.value, cst.Name):
                 return None
             defs = self.reaching_defs(y.value)
-            if len(defs) != 1 or defs[0].how != "for" or defs[0].path or not isinstance(defs[0].value, cst.Name):
+            if len(defs) != 1 or defs[0].how not in ("for", "unpack") or not isinstance(defs[0].stmt, cst.For):
                 return None
-            loop_defs = self.reaching_defs(defs[0].value)
+            iterable, path = defs[0].value, defs[0].path
+            if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "enumerate" and path == (1,) and iterable.args:
+                iterable, path = iterable.args[0].value, ()
+            if path or not isinstance(iterable, cst.Name):
+                return None
+            loop_defs = self.reaching_defs(iterable)
             if len(loop_defs) != 1 or loop_defs[0].how != "param":
                 return None
             sources.add(loop_defs[0].param)
-        if len(sources) != 1:
-            return None
-        return self.index.argument_for(call, target, sources.pop())
+        return sources.pop() if len(sources) == 1 else None
 
 
 def _is_false(node: cst.BaseExpression) -> bool:

@@ -111,6 +111,11 @@ class Env:
         """(reason, gate) when another module calls ``func`` every step, else None."""
         return None
 
+    def is_step_call(self, call: cst.Call) -> bool:
+        """Does ``call`` run project code of another module (a function, a method of an object
+        passed or stored here) that runs a training step in its own body?"""
+        return False
+
     def is_step_like(self, qualname: str) -> bool:
         """Does the project function ``qualname`` run a training step (backward, optimizer step,
         forward) in its own body?"""

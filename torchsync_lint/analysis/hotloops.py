@@ -261,6 +261,8 @@ class HotLoopAnalysis:
             return True
         if qn is not None and self.values.env.is_step_like(qn):
             return True  # a step-like function of another module of the project
+        if self.values.env.is_step_call(call):
+            return True  # a step-like method of an object of another module (`policy.train(buffer)`)
         if call.args:
             if self.values.kind(func) in CALLABLE_MODELS:
                 return True
@@ -318,6 +320,22 @@ class HotLoopAnalysis:
                 return None
             child = anc
         return None
+
+    def enclosing_loop(self, node: cst.CSTNode) -> tuple[cst.For | cst.While | None, bool]:
+        """The innermost loop of ``node``'s own function that runs it, and whether a
+        step-interval `if` inside that loop gates it: what another module needs to decide,
+        with its own answers, that the loop runs per step."""
+        gated = False
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.If) and child is anc.body and _is_step_interval(anc.test, self.index.tree):
+                gated = True
+            if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
+                return anc, gated
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return None, False
+            child = anc
+        return None, False
 
     def _leaves_loop(self, block: cst.IndentedBlock) -> bool:
         """Does the branch ``block`` (an `if`/`else` body) end by leaving the per-step loop:

@@ -8,7 +8,10 @@ other modules' summaries. The forms:
   {"k": "loader", "sites": [site, ...]}         a DataLoader built at these sites (file:seq)
   {"k": "metric", "cls": ..., "settings": {...}, "device": "device"|"cpu", ...}
   {"k": "object", "origin": qualname}           a library object (made by that call)
-  {"k": "instance", "cls": ref}                 an instance of a project class
+  {"k": "instance", "cls": ref, "args": [...], "kwargs": {...}}
+                                                an instance of a project class, with the
+                                                arguments of the call that built it
+  {"k": "func", "ref": ref}                      a project function passed as a value
   {"k": "devspec", "where": "accelerator"|"cpu"}
   {"k": "tuple", "items": [...]} / {"k": "dict", "items": {...}}
   {"k": "item", "of": abs}                      an item of iterating it (a batch of a loader)
@@ -16,10 +19,17 @@ other modules' summaries. The forms:
   {"k": "like", "of": abs}                       a tensor computed from it (on its device)
   symbolic, resolved by the view:
   {"k": "param", "fn": ref, "i": n}             what callers pass for parameter n
-  {"k": "call", "fn": dotted, "kind": k}        the result of calling an imported name
+  {"k": "call", "fn": callee, "kind": k, "args": [...], "kwargs": {...}, "bound": b}
+                                                the result of calling a project name with
+                                                these arguments (``bound``: `self` is implicit)
   {"k": "sym", "name": dotted}                  an imported name's value
+  {"k": "attr", "of": abs, "name": a}            attribute ``a`` of a value (`data.train`)
+  {"k": "any", "of": [...]}                      one of these (a join that keeps symbolic parts)
 A ``ref`` is "<file>:<Qual.name>" (a function or class of the summarised file); a ``dotted`` is
-an import name as written (`proj.data.make_loader`, `.engine.f`), resolved by the view.
+an import name as written (`proj.data.make_loader`, `.engine.f`), resolved by the view. A
+``callee`` is a dotted name, `:Qual` (this module's own), `^<ref>#<i>.<method>` (a method of
+what callers pass for parameter i) or `~<ref of a class>.<attr>[.<method>]` (the object or
+function a method stored on `self.<attr>`, called, or one of its methods).
 """
 
 from __future__ import annotations
@@ -27,8 +37,11 @@ from __future__ import annotations
 from torchsync_lint.analysis.kinds import Kind, join
 
 UNKNOWN = {"k": "unknown"}
-SYMBOLIC = ("param", "call", "sym", "elem", "like", "item")  # resolved by the view
-_STRUCTURED = ("tuple", "dict", "loader", "metric", "object", "instance", "devspec")
+SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any")  # resolved by the view
+_STRUCTURED = ("tuple", "dict", "loader", "metric", "object", "instance", "devspec", "func")
+# Joined without losing what they are: a value that may be one of these is an "any".
+_KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object"}
+_MAX_ALTERNATIVES = 8
 
 
 def of_kind(kind: Kind | None) -> dict:
@@ -65,7 +78,9 @@ def kind_of(value: dict | None) -> Kind:
     if k == "like":  # a tensor computed from another value: on its device
         inner = kind_of(value["of"])
         return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR) else Kind.UNKNOWN
-    if k in ("object", "param", "call", "sym", "elem"):
+    if k == "any":
+        return join(kind_of(v) for v in value["of"])
+    if k in ("object", "param", "call", "sym", "elem", "attr", "func"):
         return Kind(value.get("kind", "unknown")) if k == "call" else Kind.UNKNOWN
     try:
         return Kind(k)
@@ -90,7 +105,24 @@ def join_abs(values: list[dict]) -> dict:
         # by position, over the tuples long enough to have it
         width = max(len(v["items"]) for v in values)
         return {"k": "tuple", "items": [join_abs([v["items"][i] for v in values if i < len(v["items"])]) for i in range(width)]}
+    kept = _alternatives(values)
+    if kept is not None:
+        return {"k": "any", "of": kept}  # `self.val = 0` and `self.val = val`: the view decides
     return of_kind(join(kind_of(v) for v in values))
+
+
+def _alternatives(values: list[dict]) -> list[dict] | None:
+    """The distinct alternatives of a join that holds a symbolic value, an instance, a
+    function or a library object (flattening nested "any"); None when the join is decided by
+    kinds alone, or has too many alternatives to keep."""
+    flat: list[dict] = []
+    for v in values:
+        for alt in v["of"] if v["k"] == "any" else [v]:
+            if alt not in flat:
+                flat.append(alt)
+    if not any(v["k"] in _KEPT_IN_JOINS for v in flat) or len(flat) > _MAX_ALTERNATIVES:
+        return None
+    return flat
 
 
 def element(value: dict, position: int) -> dict:

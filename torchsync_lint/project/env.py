@@ -9,7 +9,7 @@ from torchsync_lint.analysis.env import Env
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.project import absval
 from torchsync_lint.project.describe import remote_site
-from torchsync_lint.project.summary import local_qualname
+from torchsync_lint.project.callees import CalleeNames, local_qualname
 from torchsync_lint.project.view import ProjectView
 
 
@@ -18,6 +18,7 @@ class ModuleEnv(Env):
         self.view = view
         self.path = path  # this module's project-relative path
         self.analysis = None
+        self._names: CalleeNames | None = None
 
     def bind(self, analysis) -> None:
         self.analysis = analysis
@@ -206,6 +207,20 @@ class ModuleEnv(Env):
         where, gated = found
         how = "in a gated branch of a per-step loop" if gated else "every step"
         return f"`{func.name.value}` is called {how} from {where}", None
+
+    def is_step_call(self, call: cst.Call) -> bool:
+        target = self._callee_target(call)
+        return bool(target and self.view.function_flag(target, "step"))
+
+    def _callee_target(self, call: cst.Call) -> str | None:
+        """"path:Qual" of the project function ``call`` runs, named as the summaries name it."""
+        if self._names is None:
+            self._names = CalleeNames(self.analysis, self.path)
+        callee = self._names.callee(call)
+        if callee is None or callee.startswith(":"):
+            return None  # this module's own functions are the per-module analysis's to judge
+        found = self.view.call_target_of(callee, self.path, self._names.bound(call, callee))
+        return found[0] if found is not None else None
 
     def is_step_like(self, qualname: str) -> bool:
         target = self._call_target(qualname)

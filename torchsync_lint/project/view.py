@@ -20,20 +20,35 @@ fixed depth: unknown stays silent.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 from torchsync_lint.project import absval
+from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
+from torchsync_lint.project.objects import ObjectAnswers
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 _MAX_DEPTH = 12
 # nn.Module methods that return the module (`.to()` moves it).
 _MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_"})
 
 
-class ProjectView:
+def _bindings(ref: str, record: dict, shift: int, args: list[dict], kwargs: dict) -> dict:
+    """What one call passes for each parameter of the function ``ref`` (its record; ``shift``:
+    how many leading parameters the call fills itself)."""
+    bind = {}
+    params = record["params"]
+    for i, arg in enumerate(args):
+        if i + shift < len(params):
+            bind[f"{ref}#{i + shift}"] = arg
+    for name, arg in kwargs.items():
+        if name in params:
+            bind[f"{ref}#{params.index(name)}"] = arg
+    return bind
+
+
+class ProjectView(FeedAnswers, ObjectAnswers):
     def __init__(self, layout: Layout, summaries: dict[str, dict]) -> None:
         self.layout = layout
         self.summaries = summaries  # relpath -> summary
@@ -145,67 +160,61 @@ class ProjectView:
             return True
         return any(self.class_flag(*found, flag, depth + 1) for base in record["bases"] if (found := self.class_of(base, path)))
 
-    def class_attr(self, path: str, cls: str, attr: str, depth: int = 0) -> dict | None:
-        record = self.summaries[path]["classes"].get(cls)
-        if record is None or depth > 6:
-            return None
-        if attr in record["attrs"]:
-            return self.resolve(record["attrs"][attr], path)
-        for base in record["bases"]:
-            found = self.class_of(base, path)
-            if found is not None:
-                value = self.class_attr(*found, attr, depth + 1)
-                if value is not None:
-                    return value
-        return None
-
     # -- callers ------------------------------------------------------------------------------
     def callers(self, ref: str) -> list[tuple[str, dict, int]]:
-        """(caller's path, call record, how many leading parameters the call fills itself)."""
+        """(caller's path, call record, how many leading parameters the call fills itself).
+
+        Calls whose callee is named by import or within the module are indexed first; calls of
+        objects (a method of what a parameter receives, of what `self.<attr>` holds) are then
+        resolved against that first index, and every answer computed on the way is dropped:
+        the index, and so every answer, is the same whichever question built it."""
         if self._callers is None:
-            self._callers = {}
+            index: dict[str, list[tuple[str, dict, int]]] = {}
+            dynamic = []
             for path in sorted(self.summaries):
                 for call in self.summaries[path]["calls"]:
-                    target = self._call_target(call, path)
+                    if call["callee"].startswith(("^", "~")):
+                        dynamic.append((path, call))
+                        continue
+                    target = self.call_target_of(call["callee"], path, call["bound"])
                     if target is not None:
-                        self._callers.setdefault(target[0], []).append((path, call, target[1]))
+                        index.setdefault(target[0], []).append((path, call, target[1]))
+            self._callers = index
+            resolved = [(path, call, self.call_target_of(call["callee"], path, call["bound"])) for path, call in dynamic]
+            full = {ref: list(entries) for ref, entries in index.items()}
+            for path, call, target in resolved:
+                if target is not None:
+                    full.setdefault(target[0], []).append((path, call, target[1]))
+            self._callers = full
+            self._forget_answers()
         return self._callers.get(ref, [])
 
-    def _param_method(self, callee: str) -> tuple[str, str] | None:
-        """`^<ref>#<i>.<method>`: the method of what callers pass for that parameter."""
-        ref, _, rest = callee[1:].partition("#")
-        index, _, method = rest.partition(".")
-        value = self.param_value(ref, int(index)) if index.isdigit() else None
-        if value is None:
-            return None
-        if value.get("k") == "instance":
-            path, cls = value["cls"].split(":", 1)
-        elif value.get("k") == "object":
-            found = self.resolve_name(value["origin"], ref.split(":", 1)[0])
-            if found is None or found[0] != "class":
-                return None
-            path, cls = found[1], found[2]
-        else:
-            return None
-        for name in (method, "forward") if method == "__call__" else (method,):
-            member = self._member(path, f"{cls}.{name}", 0)
-            if member is not None and member[0] == "function":
-                return member[1], member[2]
-        return None
+    def _forget_answers(self) -> None:
+        self._resolved.clear()
+        self._hot.clear()
+        self._flags.clear()
+        self._fed_sites = None
+        self._fed_datasets = None
 
-    def _call_target(self, call: dict, path: str) -> tuple[str, int] | None:
-        if call["callee"].startswith("^"):
-            found = self._param_method(call["callee"])
-            return (f"{found[0]}:{found[1]}", 1) if found else None
-        if call["callee"].startswith(":"):  # a function of the calling module itself
-            qual = call["callee"][1:]
-            record = self.function(path, qual)
-            if record is None:
+    def call_target_of(self, callee: str, from_path: str, bound: bool) -> tuple[str, int] | None:
+        """("path:Qual" of the project function a callee names, how many leading parameters the
+        call fills itself): a class is its `__init__`; an instance called like a function, its
+        `__call__` or `forward`; a function passed or stored as a value, itself."""
+        if callee.startswith("^"):
+            ref, _, rest = callee[1:].partition("#")
+            index, _, method = rest.partition(".")
+            value = self.param_value(ref, int(index)) if index.isdigit() else None
+            return self.method_of_value(value, method, ref.split(":", 1)[0]) if value is not None else None
+        if callee.startswith("~"):
+            return self.stored_callee(callee[1:])
+        if callee.startswith(":"):  # a function of the calling module itself
+            qual = callee[1:]
+            if self.function(from_path, qual) is None:
                 return None
-            return f"{path}:{qual}", (1 if call["bound"] else 0)
-        found = self.resolve_name(call["callee"], path)
-        if found is None and call["callee"].endswith(".__call__"):  # a module instance called: its forward
-            found = self.resolve_name(call["callee"][: -len("__call__")] + "forward", path)
+            return f"{from_path}:{qual}", (1 if bound else 0)
+        found = self.resolve_name(callee, from_path)
+        if found is None and callee.endswith(".__call__"):  # a module instance called: its forward
+            found = self.resolve_name(callee[: -len("__call__")] + "forward", from_path)
         if found is None:
             return None
         if found[0] == "class":
@@ -217,30 +226,26 @@ class ProjectView:
         if qual.endswith(".__call__") and qual not in self.summaries[fpath]["functions"]:
             return None
         record = self.function(fpath, qual)
-        shift = record["bound"] if call["bound"] else 0
-        return f"{fpath}:{qual}", shift
+        return f"{fpath}:{qual}", (record["bound"] if bound else 0)
 
     def call_target(self, callee: str, from_path: str) -> tuple[str, dict] | None:
-        """The project function an import name calls (a class: its `__init__`; an instance
-        called like a function: its `__call__` or `forward`)."""
-        if callee.startswith(":"):
-            record = self.function(from_path, callee[1:])
-            return (from_path, record) if record is not None else None
-        found = self.resolve_name(callee, from_path)
+        """(path, record) of the project function a callee names (see call_target_of)."""
+        found = self.call_target_of(callee, from_path, True)
         if found is None:
-            if callee.endswith(".__call__"):
-                return self.call_target(callee[: -len("__call__")] + "forward", from_path)
             return None
-        if found[0] == "function":
-            return found[1], self.function(found[1], found[2])
-        return None
+        path, qual = found[0].split(":", 1)
+        record = self.function(path, qual)
+        return (path, record) if record is not None else None
 
     # -- values ---------------------------------------------------------------------------------
-    def param_value(self, ref: str, index: int) -> dict | None:
+    def param_value(self, ref: str, index: int, bind: dict | None = None) -> dict | None:
         """What the project's call sites of ``ref`` pass for parameter ``index`` (None: no call
-        site we can see). The module's own call sites are included: a join is unchanged by
-        seeing one twice, and a summary's parameters need them (`main()` calls `run(loader)`,
-        which hands `loader` to another module)."""
+        site we can see); ``bind`` answers for the parameters of one call being followed. The
+        module's own call sites are included: a join is unchanged by seeing one twice, and a
+        summary's parameters need them (`main()` calls `run(loader)`, which hands `loader` to
+        another module)."""
+        if bind is not None and f"{ref}#{index}" in bind:
+            return bind[f"{ref}#{index}"]
         path, qual = ref.split(":", 1)
         record = self.function(path, qual)
         if record is None:
@@ -282,72 +287,110 @@ class ProjectView:
         record = self.function(path, qual)
         return self.resolve(record["returns"], path) if record else absval.UNKNOWN
 
-    def resolve(self, value: dict, from_path: str, depth: int = 0) -> dict:
-        """``value`` with its symbolic parts (parameters, calls and names of other modules)
-        replaced by what the project says they are."""
+    def resolve(self, value: dict, from_path: str, depth: int = 0, bind: dict | None = None) -> dict:
+        """``value`` with its symbolic parts (parameters, calls, attributes and names of other
+        modules) replaced by what the project says they are. ``bind`` holds what one call being
+        followed passes for its callee's parameters (`"<ref>#<i>"` -> value)."""
+        if self._callers is None:
+            self.callers("")  # the call index first: no answer is computed on a partial one
         kind = value.get("k")
-        if kind in ("tuple", "dict", "item", "like", "elem"):
-            if kind == "tuple":
-                return {"k": "tuple", "items": [self.resolve(v, from_path, depth + 1) for v in value["items"]]}
-            if kind == "dict":
-                return {"k": "dict", "items": {k: self.resolve(v, from_path, depth + 1) for k, v in value["items"].items()}}
-            inner = self.resolve(value["of"], from_path, depth + 1)
-            if kind == "elem":
-                return absval.element(inner, value["i"]) if inner.get("k") not in absval.SYMBOLIC else absval.UNKNOWN
-            return {**value, "of": inner}
-        if kind not in ("param", "call", "sym"):
+        if depth > _MAX_DEPTH:
+            return absval.UNKNOWN if kind in absval.SYMBOLIC else value
+        if kind in ("tuple", "dict", "item", "like", "elem", "any", "instance"):
+            return self._resolve_parts(value, from_path, depth, bind)
+        if kind not in ("param", "call", "sym", "attr"):
             return value
-        key = json.dumps([value, from_path], sort_keys=True)
+        key = json.dumps([value, from_path, bind], sort_keys=True)
         if key in self._resolved:
             return self._resolved[key]
-        if key in self._open or depth > _MAX_DEPTH:
+        if key in self._open:
             return absval.UNKNOWN
         self._open.add(key)
         try:
-            result = self._resolve_symbolic(value, from_path, depth)
+            result = self._resolve_symbolic(value, from_path, depth, bind)
         finally:
             self._open.discard(key)
         self._resolved[key] = result
         return result
 
-    def _resolve_symbolic(self, value: dict, from_path: str, depth: int) -> dict:
+    def _resolve_parts(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
+        kind = value["k"]
+        if kind == "tuple":
+            return {"k": "tuple", "items": [self.resolve(v, from_path, depth + 1, bind) for v in value["items"]]}
+        if kind == "dict":
+            return {"k": "dict", "items": {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value["items"].items()}}
+        if kind == "any":
+            return absval.join_abs([self.resolve(v, from_path, depth + 1, bind) for v in value["of"]])
+        if kind == "instance":
+            if not value.get("args") and not value.get("kwargs"):
+                return value
+            return {
+                **value,
+                "args": [self.resolve(v, from_path, depth + 1, bind) for v in value.get("args", ())],
+                "kwargs": {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()},
+            }
+        inner = self.resolve(value["of"], from_path, depth + 1, bind)
+        if kind == "elem":
+            return absval.element(inner, value["i"]) if inner.get("k") not in absval.SYMBOLIC else absval.UNKNOWN
+        return {**value, "of": inner}
+
+    def _resolve_symbolic(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
         kind = value["k"]
         if kind == "param":
-            passed = self.param_value(value["fn"], value["i"])
+            passed = self.param_value(value["fn"], value["i"], bind)
             return passed if passed is not None else absval.UNKNOWN
-        found = self.resolve_name(value["fn"] if kind == "call" else value["name"], from_path)
+        if kind == "attr":
+            return self.attribute_value(self.resolve(value["of"], from_path, depth + 1, bind), value["name"], depth)
         if kind == "sym":
+            found = self.resolve_name(value["name"], from_path)
             if found is not None and found[0] == "value":
                 return self.resolve(self.summaries[found[1]]["values"][found[2]], found[1], depth + 1)
+            if found is not None and found[0] == "function":
+                return {"k": "func", "ref": f"{found[1]}:{found[2]}"}  # an imported function, handed on
             return absval.UNKNOWN
-        if found is None:
-            target = self.call_target(value["fn"], from_path)
-            if target is not None:
-                return self.resolve(target[1]["returns"], target[0], depth + 1)
-            owner, _, method = value["fn"].rpartition(".")
-            cls = self.resolve_name(owner, from_path) if method in _MODULE_SELF_METHODS else None
-            if cls is not None and cls[0] == "class" and self.class_flag(cls[1], cls[2], "module"):
-                # `ConvNet().to(device)`: the module itself, placed
-                return {"k": "instance", "cls": f"{cls[1]}:{cls[2]}", "module": True, "placed": True}
-            if value.get("kind", "unknown") == "unknown":
-                return {"k": "object", "origin": value["fn"]}  # a library's object
-            return {"k": value["kind"]}
-        if found[0] == "class":
-            return {"k": "instance", "cls": f"{found[1]}:{found[2]}", "module": self.class_flag(found[1], found[2], "module")}
-        if found[0] == "function":
-            return self.resolve(self.function(found[1], found[2])["returns"], found[1], depth + 1)
-        return absval.UNKNOWN
+        return self._call_value(value, from_path, depth, bind)
+
+    def _call_value(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
+        """What calling a project name returns, for these arguments: a class makes an instance
+        holding them; a function's returns are read with its parameters bound to them; a
+        generator yielding the items of one of its parameters iterates like that argument."""
+        callee = value["fn"]
+        args = [self.resolve(v, from_path, depth + 1, bind) for v in value.get("args", ())]
+        kwargs = {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()}
+        found = self.resolve_name(callee, from_path) if not callee.startswith(("^", "~")) else None
+        if found is not None and found[0] == "class":
+            return {"k": "instance", "cls": f"{found[1]}:{found[2]}", "module": self.class_flag(found[1], found[2], "module"), "args": args, "kwargs": kwargs}
+        target = self.call_target_of(callee, from_path, value.get("bound", True))
+        if target is not None:
+            fpath, qual = target[0].split(":", 1)
+            record = self.function(fpath, qual)
+            call_bind = None if value.get("star") else _bindings(target[0], record, target[1], args, kwargs)
+            if record["yields"] is not None and call_bind is not None and f"{target[0]}#{record['yields']}" in call_bind:
+                return call_bind[f"{target[0]}#{record['yields']}"]  # `log_every(loader)`: iterates like `loader`
+            return self.resolve(record["returns"], fpath, depth + 1, call_bind)
+        owner, _, method = callee.rpartition(".")
+        cls = self.resolve_name(owner, from_path) if method in _MODULE_SELF_METHODS and found is None else None
+        if cls is not None and cls[0] == "class" and self.class_flag(cls[1], cls[2], "module"):
+            # `ConvNet().to(device)`: the module itself, placed
+            return {"k": "instance", "cls": f"{cls[1]}:{cls[2]}", "module": True, "placed": True}
+        if found is not None:
+            return absval.UNKNOWN
+        if value.get("kind", "unknown") == "unknown":
+            return {"k": "object", "origin": callee} if not callee.startswith(("^", "~", "*")) else absval.UNKNOWN  # a library's object
+        return {"k": value["kind"]}
 
     # -- per-step code ----------------------------------------------------------------------------
     def hot(self, ref: str) -> tuple[str, bool] | None:
         """(where it is called from every step, gated) when a per-step loop of another module
         calls ``ref`` (directly, or through functions that are per step themselves)."""
+        if self._callers is None:
+            self.callers("")
         if ref in self._hot:
             return self._hot[ref]
         self._hot[ref] = None  # a call cycle
         found = None
         for caller_path, call, _ in self.callers(ref):
-            if call["hot"] == "yes":
+            if call["hot"] == "yes" or (call.get("loop") is not None and self.loop_steps(caller_path, call["loop"])):
                 found = (f"{caller_path}:{call['line']}", call["gated"])
             elif call["hot"] == "caller" and call["caller"]:
                 outer = self.hot(call["caller"])
@@ -358,8 +401,23 @@ class ProjectView:
         self._hot[ref] = found
         return found
 
+    def loop_steps(self, path: str, loop: int) -> bool:
+        """Does the loop ``loop`` (its seq) of ``path`` run a training step through the project
+        code it calls (`policy.train(buffer)` runs backward and an optimizer step), without
+        calling a function that runs a whole pass over a loader (an epoch loop)?"""
+        key = (f"{path}@{loop}", "loop")
+        if key not in self._flags:
+            self._flags[key] = False
+            targets = [self.call_target_of(c["callee"], path, c["bound"]) for c in self.summaries[path]["calls"] if c.get("loop") == loop]
+            refs = [t[0] for t in targets if t is not None]
+            steps = any(self.function_flag(r, "step") for r in refs) and not any(self.function_flag(r, "epoch") for r in refs)
+            self._flags[key] = steps
+        return self._flags[key]
+
     def function_flag(self, ref: str, flag: str, depth: int = 0) -> bool:
         """A function's "step" / "epoch" flag, through the project functions it calls."""
+        if self._callers is None:
+            self.callers("")
         key = (ref, flag)
         if key in self._flags:
             return self._flags[key]
@@ -381,111 +439,3 @@ class ProjectView:
     def _qual_of(self, target: tuple[str, dict]) -> str:
         path, record = target
         return next(q for q, r in self.summaries[path]["functions"].items() if r is record)
-
-    # -- loaders --------------------------------------------------------------------------------
-    def fed_sites(self) -> set[str]:
-        """DataLoader sites whose batches some loop moves to the device (or a trainer takes)."""
-        if self._fed_sites is None:
-            self._fed_sites = set()
-            for path in sorted(self.summaries):
-                for feed in self.summaries[path]["feeds"]:
-                    value = self.resolve(feed["iter"], path)
-                    self._fed_sites.update(_loader_sites(value))
-        return self._fed_sites
-
-
-    def fed_datasets(self) -> FedDatasets:
-        """Where the datasets of device-fed loaders come from, across modules."""
-        if self._fed_datasets is None:
-            fed = FedDatasets()
-            sites = self.fed_sites()
-            for path in sorted(self.summaries):
-                for entry in self.summaries[path].get("datasets", ()):
-                    if entry["fed"] or entry["loader"] in sites:
-                        for source in entry["sources"]:
-                            self._mark_source(source, path, fed, 0)
-            self._fed_datasets = fed
-        return self._fed_datasets
-
-    def _mark_source(self, value: dict, path: str, fed: FedDatasets, depth: int) -> None:
-        key = json.dumps([value, path], sort_keys=True)
-        if depth > _MAX_DEPTH or key in fed.seen:
-            return
-        fed.seen.add(key)
-        kind = value.get("k")
-        if kind == "param":  # what each call site passes for it, and that argument's own sources
-            ref, index = value["fn"], value["i"]
-            record = self.function(*ref.split(":", 1))
-            name = record["params"][index] if record and index < len(record["params"]) else None
-            for caller_path, call, shift in self.callers(ref):
-                position = index - shift
-                if position < 0 or call["star"]:
-                    continue
-                if position < len(call["args"]):
-                    slot, passed = position, call["args"][position]
-                elif name in call["kwargs"]:
-                    slot, passed = name, call["kwargs"][name]
-                else:
-                    continue
-                fed.arguments.setdefault((caller_path, call["seq"]), set()).add(slot)
-                self._mark_source(passed, caller_path, fed, depth + 1)
-        elif kind == "instance":
-            self._mark_class(*value["cls"].split(":", 1), fed, 0)
-        elif kind == "call":
-            found = self.resolve_name(value["fn"], path)
-            if found is not None and found[0] == "class":
-                self._mark_class(found[1], found[2], fed, 0)
-            elif found is not None and found[0] == "function":  # a helper elsewhere builds the dataset
-                self._mark_source(self.function(found[1], found[2])["returns"], found[1], fed, depth + 1)
-
-    def _mark_class(self, path: str, cls: str, fed: FedDatasets, depth: int) -> None:
-        if f"{path}:{cls}" in fed.classes or depth > 6:
-            return
-        fed.classes.add(f"{path}:{cls}")
-        record = self.summaries[path]["classes"].get(cls)
-        if record is None:
-            return
-        getitem = self.function(path, f"{cls}.__getitem__")
-        if getitem is not None:
-            self._mark_callees(path, getitem, fed, 0)
-        for base in record["bases"]:  # the base's `__init__` and `__getitem__` run for it too
-            found = self.class_of(base, path)
-            if found is not None:
-                self._mark_class(*found, fed, depth + 1)
-
-    def _mark_callees(self, path: str, record: dict, fed: FedDatasets, depth: int) -> None:
-        """Project functions a dataset's `__getitem__` calls (two levels down)."""
-        for callee in record["callees"]:
-            target = self.call_target(callee, path)
-            if target is None or target[1] is None:
-                continue
-            ref = f"{target[0]}:{self._qual_of(target)}"
-            if ref not in fed.functions:
-                fed.functions.add(ref)
-                if depth < 1:
-                    self._mark_callees(target[0], target[1], fed, depth + 1)
-
-    def class_converts(self, path: str, cls: str, depth: int = 0) -> bool:
-        """Does the class's `__getitem__` (its own, else a project base's) make float images?"""
-        record = self.summaries[path]["classes"].get(cls)
-        if record is None or depth > 6:
-            return False
-        if record.get("getitem") is not None:
-            return record["getitem"]
-        return any(self.class_converts(*found, depth + 1) for base in record["bases"] if (found := self.class_of(base, path)))
-
-
-@dataclass
-class FedDatasets:
-    classes: set[str] = field(default_factory=set)  # "path:Class"
-    functions: set[str] = field(default_factory=set)  # "path:qual"
-    arguments: dict[tuple[str, int], set] = field(default_factory=dict)  # (path, call seq) -> positions / keywords
-    seen: set[str] = field(default_factory=set)
-
-
-def _loader_sites(value: dict) -> list[str]:
-    if value.get("k") == "loader":
-        return value["sites"]
-    if value.get("k") == "item":
-        return _loader_sites(value["of"])
-    return []

@@ -1,0 +1,240 @@
+"""The abstract value (absval.py) of an expression of one module, from that module alone: what
+the module's summary says its returns, arguments, attributes and loops hold.
+
+Values the module cannot decide stay symbolic for the project view: a parameter (what callers
+pass), a call of project code (with its arguments, so the view answers per call), an imported
+name, an attribute of another value (`data.train`), and joins that hold any of these.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.kinds import Kind
+from torchsync_lint.knowledge import torch as tk
+from torchsync_lint.project import absval
+from torchsync_lint.project.callees import CalleeNames, param_index
+from torchsync_lint.project.describe import describe_metric
+
+MAX_DEPTH = 6
+_WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "itertools.islice", "islice"})
+# Module methods returning the module itself (placed on the device by `to`/`cuda`).
+_PLACING_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16"})
+# Tensor methods whose result is a tensor where the receiver is.
+_TENSOR_METHODS = tk.TENSOR_METHODS - tk.HOST_RESULT_METHODS - tk.SHARED_METHODS
+
+
+def _like(value: dict) -> dict | None:
+    """A tensor computed from ``value`` when that is symbolic (a parameter, another module's
+    result): it lives where ``value`` does."""
+    if value.get("k") in absval.SYMBOLIC:
+        return value if value.get("k") == "like" else {"k": "like", "of": value}
+    return None
+
+
+class AbstractValues:
+    def __init__(self, analysis, names: CalleeNames, loaders, metrics) -> None:
+        self.index = analysis.index
+        self.values = analysis.values
+        self.names = names
+        self.loaders = loaders
+        self.metrics = metrics
+
+    def abs_of(self, expr: cst.BaseExpression, depth: int = 0) -> dict:
+        if depth > MAX_DEPTH:
+            return absval.of_kind(self.values.kind(expr))
+        found = self.loaders.loaders_of(expr)
+        if found:
+            return {"k": "loader", "sites": sorted({self.names.site(info.call) for info in found})}
+        sites = self.metrics.sites_of(expr) if self.metrics.sites else []
+        if sites:
+            described = {repr(describe_metric(self.metrics, s)) for s in sites}
+            if len(described) == 1:
+                return describe_metric(self.metrics, sites[0])
+        if isinstance(expr, cst.Name):
+            return self._name(expr, depth)
+        if isinstance(expr, cst.Call):
+            return self._call(expr, depth)
+        if isinstance(expr, cst.BinaryOperation):
+            sides = [self.abs_of(expr.left, depth + 1), self.abs_of(expr.right, depth + 1)]
+            symbolic = [v for v in sides if v.get("k") in absval.SYMBOLIC]
+            if len(symbolic) == 1 and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in sides):
+                return _like(symbolic[0])  # `x * scale` of a parameter
+        if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(el, cst.StarredElement) for el in expr.elements):
+            return {"k": "tuple", "items": [self.abs_of(el.value, depth + 1) for el in expr.elements]}
+        if isinstance(expr, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in expr.elements):
+            return {"k": "dict", "items": {el.key.evaluated_value: self.abs_of(el.value, depth + 1) for el in expr.elements}}
+        if isinstance(expr, cst.Attribute):
+            return self._attribute(expr, depth)
+        return self.kind_or_device(expr)
+
+    def _attribute(self, expr: cst.Attribute, depth: int) -> dict:
+        qn = self.values.qualname(expr)
+        if qn is not None and not qn.startswith("torch."):
+            return {"k": "sym", "name": qn}
+        parts = dotted_parts(expr)
+        if parts and len(parts) == 2 and parts[0] == "self":
+            info = self.index.class_of(expr)
+            defs = info.self_attrs.get(parts[1], []) if info is not None else []
+            found_values = [self.abs_of(d.value, depth + 1) for d in defs if d.how == "assign" and d.value is not None]
+            if found_values and len(found_values) == len(defs):
+                return absval.join_abs(found_values)
+            return self.kind_or_device(expr)
+        if qn is None and expr.attr.value not in tk.HOST_ATTRIBUTES:
+            base = self.abs_of(expr.value, depth + 1)
+            if base.get("k") in absval.SYMBOLIC or base.get("k") in ("instance", "object"):
+                own = self.values.kind(expr)
+                if own in (Kind.UNKNOWN, Kind.MOVED, Kind.PREPARED):
+                    return {"k": "attr", "of": base, "name": expr.attr.value}  # `data.train`: the view knows `data`
+        return self.kind_or_device(expr)
+
+    def kind_or_device(self, expr: cst.BaseExpression) -> dict:
+        kind = self.values.kind(expr)
+        if kind is Kind.HOST and self._is_device_spec(expr):
+            where = self.values.device_of(expr)
+            if where in ("cpu", "accelerator"):
+                return {"k": "devspec", "where": where}
+        return absval.of_kind(kind)
+
+    def _is_device_spec(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            return (self.values.qualname(expr.func) or "") == "torch.device"
+        if isinstance(expr, cst.SimpleString):
+            return self.values.device_of(expr) is not None
+        return False
+
+    def _param_value(self, d) -> dict | None:
+        ref = self.names.ref(d.func)
+        position = param_index(d.func, d.param)
+        return {"k": "param", "fn": ref, "i": position} if ref is not None and position is not None else None
+
+    def _name(self, expr: cst.Name, depth: int) -> dict:
+        defs = self.values.reaching_defs(expr)
+        if not defs:
+            qn = self.values.qualname(expr) or self.names._star_name(expr)  # noqa: SLF001
+            return {"k": "sym", "name": qn} if qn is not None else absval.UNKNOWN
+        if len(defs) == 1 and defs[0].how == "param":
+            found = self._param_value(defs[0])
+            return found if found is not None else self.kind_or_device(expr)
+        if len(defs) == 1 and defs[0].how == "opaque" and isinstance(defs[0].stmt, cst.FunctionDef):
+            ref = self.names.ref(defs[0].stmt)
+            if ref is not None:
+                return {"k": "func", "ref": ref}  # a function handed on as a value (a loss, a hook)
+        found = []
+        for d in defs:
+            if d.how == "assign" and d.value is not None:
+                found.append(self.abs_of(d.value, depth + 1))
+            elif d.how == "unpack" and d.value is not None and len(d.path) == 1:
+                found.append(absval.element(self.abs_of(d.value, depth + 1), d.path[0]))
+            elif d.how == "aug" and isinstance(d.stmt, cst.AugAssign):
+                found.append(_like(self.abs_of(d.stmt.target, depth + 1)) or self.kind_or_device(expr))  # `rt /= world_size`
+            elif d.how == "for" and not d.path and d.value is not None:
+                inner = self.abs_of(self.unwrap(d.value), depth + 1)
+                batch = self.loaders._is_batch_loop(d.stmt)  # noqa: SLF001 - a per-step loop's items are batches
+                if inner["k"] in ("param", "call", "sym", "loader", "attr", "any"):
+                    found.append({"k": "item", "of": inner, "batch": batch})
+                else:
+                    found.append(absval.of_kind(Kind.HOST_TENSOR) if batch and inner["k"] == "unknown" else self.kind_or_device(expr))
+            else:
+                return self.kind_or_device(expr)
+        return absval.join_abs(found)
+
+    def _call(self, expr: cst.Call, depth: int) -> dict:
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _PLACING_METHODS and self.values.qualname(func) is None:
+            receiver = self.abs_of(func.value, depth + 1)
+            if receiver.get("k") == "instance":
+                return {**receiver, "placed": receiver.get("placed") or func.attr.value in ("to", "cuda")}  # `model.to(device)`
+        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None:
+            derived = _like(self.abs_of(func.value, depth + 1))  # `tensor.clone()` of a parameter
+            if derived is not None:
+                return derived
+        callee = self.names.callee(expr)
+        if callee is not None and not callee.startswith(":"):
+            return {
+                "k": "call",
+                "fn": callee,
+                "kind": self.values.kind(expr).value,
+                "args": [self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is None and not a.star],
+                "kwargs": {a.keyword.value: self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is not None},
+                "bound": self.names.bound(expr, callee),
+                "star": any(a.star for a in expr.args),
+            }
+        target = self.index.target_of(expr)
+        if target is not None and target.name.value not in ("__init__", "forward", "__call__"):
+            returns = self.index.returns.get(target, [])
+            return absval.join_abs([self.abs_of(r, depth + 1) for r in returns]) if returns else {"k": "host"}
+        if isinstance(expr.func, cst.Name) and expr.func.value in self.index.classes:
+            info = self.index.classes[expr.func.value]
+            return {
+                "k": "instance",
+                "cls": f"{self.names.relpath}:{expr.func.value}",
+                "module": self.values.is_module_class(info.node),
+                "args": [self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is None and not a.star],
+                "kwargs": {a.keyword.value: self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is not None},
+            }
+        qn = self.values.qualname(expr.func)
+        kind = self.values.kind(expr)
+        if qn is not None and kind is Kind.UNKNOWN:
+            return {"k": "object", "origin": qn}  # `SummaryWriter(...)`: a library object
+        return self.kind_or_device(expr)
+
+    # -- loops and datasets ---------------------------------------------------------------------
+    def unwrap(self, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression:
+        """`enumerate(tqdm(loader))` -> `loader`; `pbar = tqdm(loader)` -> `loader`."""
+        if depth > MAX_DEPTH:
+            return expr
+        if isinstance(expr, cst.Name):
+            call = self.values._single_assigned_call(expr)  # noqa: SLF001
+            if call is not None and self._wrapper_name(call) is not None:
+                return self.unwrap(call, depth + 1)
+        if isinstance(expr, cst.Call) and self._wrapper_name(expr) is not None:
+            positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+            if positional:
+                return self.unwrap(positional[0], depth + 1)
+        return expr
+
+    def _wrapper_name(self, call: cst.Call) -> str | None:
+        name = self.values.qualname(call.func) or (call.func.value if isinstance(call.func, cst.Name) else None)
+        return name if name in _WRAPPERS else None
+
+    def sources(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[dict]:
+        """Every value ``expr`` may come from, as abstract values: through names, `self.attr`
+        (each assignment in the class), this module's helpers' returns and `Subset`-style
+        wrappers. Unlike ``abs_of`` nothing is joined: a dataset that is a parameter in one
+        branch and built here in the other yields both."""
+        if expr is None or depth > MAX_DEPTH:
+            return []
+        if isinstance(expr, cst.Name):
+            out = []
+            for d in self.values.reaching_defs(expr):
+                if d.how == "assign" and d.value is not None:
+                    out += self.sources(d.value, depth + 1)
+                elif d.how == "param":  # `if transform is None: transform = ToTensor()` keeps the parameter too
+                    found = self._param_value(d)
+                    if found is not None:
+                        out.append(found)
+            return out
+        if isinstance(expr, cst.Attribute):
+            parts = dotted_parts(expr)
+            info = self.index.class_of(expr) if parts and len(parts) == 2 and parts[0] == "self" else None
+            if info is None:
+                return [self.abs_of(expr)]
+            out = []
+            for d in info.self_attrs.get(parts[1], []):
+                if d.how == "assign" and d.value is not None:
+                    out += self.sources(d.value, depth + 1)
+            return out
+        if isinstance(expr, cst.Call):
+            target = self.index.target_of(expr)
+            if target is not None and target not in self.index.class_of_method:
+                out = []
+                for r in self.index.returns.get(target, []):
+                    out += self.sources(r, depth + 1)
+                return out
+            out = [self.abs_of(expr)]
+            for wrapped in self.loaders._wrapped_datasets(expr):  # noqa: SLF001 - `Subset(ds, idx)`
+                out += self.sources(wrapped, depth + 1)
+            return out
+        return [self.abs_of(expr)]

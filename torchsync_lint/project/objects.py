@@ -1,0 +1,101 @@
+"""The project view's object model: what an attribute of a value holds, and which function a
+call of an object runs.
+
+An instance of a project class is an abstract object made at one construction site: it carries
+the arguments that site passed, so `self.loader = loader` in its `__init__` reads as what *that*
+call passed (`Trainer(model, data.train, ...)`), not as the join over every construction of the
+class. An attribute assigned elsewhere in the class (`self.val = val` in `update`) is what the
+calls of that method pass, over the project. Bases are followed for attributes and methods. A
+mixin of ProjectView (view.py), which provides ``summaries``, ``resolve``, ``resolve_name``,
+``class_of``, ``function``, ``_member`` and ``param_value``.
+"""
+
+from __future__ import annotations
+
+from torchsync_lint.project import absval
+
+_MAX_BASES = 6
+
+
+class ObjectAnswers:
+    def attribute_value(self, base: dict, name: str, depth: int = 0) -> dict:
+        """`base.name` for a resolved ``base``: a field of an instance, one alternative at a
+        time for a value that may be several; unknown for anything else."""
+        kind = base.get("k")
+        if kind == "instance":
+            path, cls = base["cls"].split(":", 1)
+            found = self.class_attr(path, cls, name, instance=base)
+            return found if found is not None else absval.UNKNOWN
+        if kind == "any":
+            return absval.join_abs([self.attribute_value(alt, name, depth + 1) for alt in base["of"]])
+        return absval.UNKNOWN
+
+    def class_attr(self, path: str, cls: str, attr: str, depth: int = 0, instance: dict | None = None) -> dict | None:
+        """What `self.<attr>` holds for an instance of ``cls`` (of ``path``), through its bases;
+        with ``instance``, its `__init__` parameters are that instance's arguments."""
+        record = self.summaries[path]["classes"].get(cls)
+        if record is None or depth > _MAX_BASES:
+            return None
+        if attr in record["attrs"]:
+            return self.resolve(record["attrs"][attr], path, bind=self._init_bindings(path, cls, instance) if instance else None)
+        for base in record["bases"]:
+            found = self.class_of(base, path)
+            if found is not None:
+                value = self.class_attr(*found, attr, depth + 1)
+                if value is not None:
+                    return value
+        return None
+
+    def _init_bindings(self, path: str, cls: str, instance: dict) -> dict | None:
+        """What the construction that made ``instance`` passed for its class's own `__init__`
+        parameters (None when it passed `*args`/`**kwargs` or the class has no `__init__`)."""
+        ref = f"{path}:{cls}.__init__"
+        record = self.function(path, f"{cls}.__init__")
+        if record is None:
+            return None
+        bind = {}
+        params = record["params"]
+        for i, arg in enumerate(instance.get("args", ())):
+            if i + 1 < len(params):
+                bind[f"{ref}#{i + 1}"] = arg
+        for name, arg in instance.get("kwargs", {}).items():
+            if name in params:
+                bind[f"{ref}#{params.index(name)}"] = arg
+        return bind
+
+    def method_of_value(self, value: dict, method: str, from_path: str) -> tuple[str, int] | None:
+        """("path:Qual", parameters the call fills) of ``method`` called on ``value`` (a resolved
+        value): a project class's method (through its bases), `__call__`/`forward` when the
+        object itself is called, or the function itself when a function is. A value that may
+        be one of several objects resolves only when they all agree."""
+        kind = value.get("k")
+        if kind == "any":
+            found = {self.method_of_value(alt, method, from_path) for alt in value["of"]}
+            return found.pop() if len(found) == 1 else None
+        if kind == "func":
+            return (value["ref"], 0) if method == "__call__" else None
+        if kind == "instance":
+            path, cls = value["cls"].split(":", 1)
+        elif kind == "object":
+            found = self.resolve_name(value["origin"], from_path)
+            if found is None or found[0] != "class":
+                return None
+            path, cls = found[1], found[2]
+        else:
+            return None
+        for name in (method, "forward") if method == "__call__" else (method,):
+            member = self._member(path, f"{cls}.{name}", 0)
+            if member is not None and member[0] == "function":
+                return f"{member[1]}:{member[2]}", 1
+        return None
+
+    def stored_callee(self, spec: str) -> tuple[str, int] | None:
+        """`<path>:<Class>.<attr>[.<method>]`: the function run by calling what the class
+        stores on `self.<attr>` (or its ``method``)."""
+        ref, _, rest = spec.partition(".")
+        attr, _, method = rest.partition(".")
+        path, _, cls = ref.partition(":")
+        if path not in self.summaries:
+            return None
+        value = self.class_attr(path, cls, attr)
+        return self.method_of_value(value, method or "__call__", path) if value is not None else None
