@@ -26,6 +26,7 @@ from torchsync_lint.analysis.calls import CallKinds
 from torchsync_lint.analysis.devices import DeviceArguments, source_names_accelerator, source_uses_accelerator
 from torchsync_lint.analysis.elements import ElementKinds
 from torchsync_lint.analysis.env import NULL_ENV, Env
+from torchsync_lint.analysis.evidence import Evidence
 from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
@@ -51,7 +52,7 @@ _MISSING = object()
 _LITERAL_TYPES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString})
 
 
-class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
+class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Evidence):
     """Lazily evaluates and memoises the Kind of expressions in one module."""
 
     def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None, env: Env = NULL_ENV) -> None:
@@ -76,6 +77,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
         self._shadowed_roots: dict[int, bool] = {}
         self._origins: dict[tuple[cst.CSTNode, int], str | None] = {}
         self._qualnames: dict[cst.CSTNode, str | None] = {}  # every rule asks, per call (the key keeps the node alive)
+        self._graph_defs: dict[int, str] | None = None  # bindings backpropagated (evidence.py)
 
     # -- public ---------------------------------------------------------------------------
     def kind(self, node: cst.BaseExpression) -> Kind:
@@ -312,43 +314,6 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
             kinds.append(Kind.DEVICE)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
         return join(kinds) if any(k is not None for k in kinds) else None
 
-    def _not_a_tensor_here(self, node: cst.Name, defs: list[Def]) -> bool:
-        """Is ``node`` read where a tensor test on it failed: the `else` of `if isinstance(v,
-        torch.Tensor):` / `torch.is_tensor(v)` (or the body of `if not ...`), with no binding of
-        it in that branch before the read?"""
-        child: cst.CSTNode = node
-        for anc in self.index.ancestors(node):
-            if type(anc) in _FRAME_TYPES:
-                return False
-            if isinstance(anc, (cst.If, cst.IfExp)):
-                tested = self._tensor_test(anc.test, node.value)
-                if tested is not None:
-                    in_else = child is anc.orelse
-                    negative = in_else if tested else child is anc.body
-                    # A binding in the other branch cannot reach here; one in this branch can.
-                    if negative and not any(d.stmt is child or self.index.inside(d.stmt, child) for d in defs):
-                        return True
-            child = anc
-        return False
-
-    def _tensor_test(self, test: cst.BaseExpression, name: str) -> bool | None:
-        """True for `isinstance(name, torch.Tensor)` / `torch.is_tensor(name)`, False for their
-        negation, None for any other test."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = self._tensor_test(test.expression, name)
-            return None if inner is None else not inner
-        if not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name) or test.args[0].value.value != name:
-            return None
-        func = test.func
-        if (self.qualname(func) or "") == "torch.is_tensor":
-            return True
-        if isinstance(func, cst.Name) and func.value == "isinstance" and len(test.args) == 2:
-            types = test.args[1].value
-            options = [el.value for el in types.elements] if isinstance(types, cst.Tuple) else [types]
-            if options and all((self.qualname(t) or "") in _TENSOR_TYPES for t in options):
-                return True
-        return None
-
     def _device_added_to(self, node: cst.Name) -> bool:
         """Was a device value appended to, or stored into, this list or dict before ``node``
         reads it, in the same function?"""
@@ -366,6 +331,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
         return False
 
     def _def(self, d: Def) -> Kind | None:
+        return self.with_evidence(d, self._bound_value(d))
+
+    def _bound_value(self, d: Def) -> Kind | None:
         if d.how == "assign":
             kind = self._eval(d.value)
             if kind is Kind.CPU_MODEL and not self._stays_on_cpu(d):
@@ -501,8 +469,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds):
 
 
 _NO_CUT = 1 << 30
-_FRAME_TYPES = frozenset({cst.FunctionDef, cst.Lambda, cst.Module})
-_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.cuda.FloatTensor", "torch.nn.Parameter"})
+
 # Methods of a module that return the same object (its maker stays its origin).
 _SAME_OBJECT_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_", "to_empty", "xpu"})
 # Methods that move a module (or tensor) to another device in place or by returning it.

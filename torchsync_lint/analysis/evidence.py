@@ -1,0 +1,131 @@
+"""What the code proves about a value by what it does with it. Part of ValueAnalysis
+(values.py), which provides ``_eval``, ``reaching_defs``, ``qualname``, ``index`` and
+``uses_accelerator``.
+
+- A tensor test that failed: in the `else` of `if isinstance(v, torch.Tensor):` (or
+  `torch.is_tensor(v)`, or the body of `if not ...`), `v` is no tensor at all.
+- Backward: a value that `.backward()` runs on (directly, through `scaler.scale(x)`, or handed
+  to `accelerator.backward`, `fabric.backward`, Lightning's `self.manual_backward`,
+  `torch.autograd.backward`) is a tensor in the model's autograd graph. In a module whose tensors
+  may be on an accelerator, a value of otherwise unknown place that is backpropagated is a device
+  tensor, and so are the terms of a container it sums (`sum(losses.values())`). A value the
+  analysis already places (a CPU model's output, a host number) keeps its place: evidence only
+  turns unknown into known.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis.index import Def
+from torchsync_lint.analysis.kinds import Kind
+from torchsync_lint.knowledge import registry
+
+_FRAME_TYPES = frozenset({cst.FunctionDef, cst.Lambda, cst.Module})
+_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.cuda.FloatTensor", "torch.nn.Parameter"})
+# Methods of objects that backpropagate the value they are given (Lightning's LightningModule).
+_BACKWARD_METHODS = frozenset({"manual_backward"})
+# Reductions whose result is backpropagated into every term of the container they reduce.
+_SUMMING = frozenset({"sum", "torch.sum", "torch.stack", "torch.cat", "torch.mean"})
+
+
+class Evidence:
+    def _not_a_tensor_here(self, node: cst.Name, defs: list[Def]) -> bool:
+        """Is ``node`` read where a tensor test on it failed: the `else` of `if isinstance(v,
+        torch.Tensor):` / `torch.is_tensor(v)` (or the body of `if not ...`), with no binding of
+        it in that branch before the read?"""
+        child: cst.CSTNode = node
+        for anc in self.index.ancestors(node):
+            if type(anc) in _FRAME_TYPES:
+                return False
+            if isinstance(anc, (cst.If, cst.IfExp)):
+                tested = self._tensor_test(anc.test, node.value)
+                if tested is not None:
+                    in_else = child is anc.orelse
+                    negative = in_else if tested else child is anc.body
+                    # A binding in the other branch cannot reach here; one in this branch can.
+                    if negative and not any(d.stmt is child or self.index.inside(d.stmt, child) for d in defs):
+                        return True
+            child = anc
+        return False
+
+    def _tensor_test(self, test: cst.BaseExpression, name: str) -> bool | None:
+        """True for `isinstance(name, torch.Tensor)` / `torch.is_tensor(name)`, False for their
+        negation, None for any other test."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._tensor_test(test.expression, name)
+            return None if inner is None else not inner
+        if not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name) or test.args[0].value.value != name:
+            return None
+        func = test.func
+        if (self.qualname(func) or "") == "torch.is_tensor":
+            return True
+        if isinstance(func, cst.Name) and func.value == "isinstance" and len(test.args) == 2:
+            types = test.args[1].value
+            options = [el.value for el in types.elements] if isinstance(types, cst.Tuple) else [types]
+            if options and all((self.qualname(t) or "") in _TENSOR_TYPES for t in options):
+                return True
+        return None
+
+    # -- backward ---------------------------------------------------------------------------
+    def backpropagated(self, d: Def) -> str | None:
+        """"value" when ``d``'s value is backpropagated, "terms" when a container it binds is
+        summed into a backpropagated value, else None."""
+        if self._graph_defs is None:
+            self._graph_defs = self._find_graph_defs()
+        return self._graph_defs.get(id(d))
+
+    def _find_graph_defs(self) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for call in self.index.calls:
+            value = self._backpropagated_value(call)
+            if isinstance(value, cst.Name):
+                for d in self.reaching_defs(value):
+                    found.setdefault(id(d), "value")
+                    self._mark_terms(d, found)
+        return found
+
+    def _backpropagated_value(self, call: cst.Call) -> cst.BaseExpression | None:
+        func = call.func
+        if (self.qualname(func) or "") == "torch.autograd.backward":
+            return call.args[0].value if call.args else None
+        if not isinstance(func, cst.Attribute):
+            return None
+        method = func.attr.value
+        if method == "backward" and self.qualname(func) is None:
+            origin = self.origin_qualname(func.value)
+            if origin is not None and registry.is_step_method(origin, "backward"):
+                return call.args[0].value if call.args and call.args[0].keyword is None else None  # `accelerator.backward(loss)`
+            receiver = func.value
+            if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale" and receiver.args:
+                return receiver.args[0].value  # `scaler.scale(loss).backward()`
+            return receiver
+        if method in _BACKWARD_METHODS and call.args:
+            return call.args[0].value
+        return None
+
+    def _mark_terms(self, d: Def, found: dict[int, str]) -> None:
+        """`loss = sum(losses.values())`: the values of `losses` are in the graph too."""
+        value = d.value if d.how == "assign" else None
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("sum", "mean") and not value.args:
+            value = value.func.value  # `torch.stack(terms).sum()`
+        if not isinstance(value, cst.Call) or not value.args:
+            return
+        func = value.func
+        name = self.qualname(func) or (func.value if isinstance(func, cst.Name) and not self.index.binds_locally(func.value, func) else "")
+        if name not in _SUMMING:
+            return
+        container = value.args[0].value
+        if isinstance(container, cst.Call) and isinstance(container.func, cst.Attribute) and container.func.attr.value == "values" and not container.args:
+            container = container.func.value
+        if isinstance(container, cst.Name):
+            for term in self.reaching_defs(container):
+                found.setdefault(id(term), "terms")
+
+    def with_evidence(self, d: Def, kind: Kind | None) -> Kind | None:
+        """``kind`` of binding ``d``, turned from unknown into a device value when ``d`` is
+        backpropagated (or holds the terms of what is) in a module that may use an
+        accelerator."""
+        if kind not in (None, Kind.UNKNOWN) or not self.uses_accelerator:
+            return kind
+        return Kind.DEVICE if self.backpropagated(d) is not None else kind
