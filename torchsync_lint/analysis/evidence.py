@@ -116,6 +116,10 @@ class Evidence:
         if name not in _SUMMING:
             return
         container = value.args[0].value
+        if isinstance(container, (cst.GeneratorExp, cst.ListComp)) and isinstance(container.elt, cst.Name) and container.for_in.inner_for_in is None:
+            target = container.for_in.target  # `sum(loss for loss in losses.values())`
+            if isinstance(target, cst.Name) and target.value == container.elt.value:
+                container = container.for_in.iter
         if isinstance(container, cst.Call) and isinstance(container.func, cst.Attribute) and container.func.attr.value == "values" and not container.args:
             container = container.func.value
         if isinstance(container, cst.Name):

@@ -62,6 +62,7 @@ class HotLoopAnalysis:
         self._step_like: dict[cst.FunctionDef, bool] = {}
         self.hot_loops: dict[cst.CSTNode, str] = {}
         self.hot_functions: dict[cst.FunctionDef, HotContext] = {}
+        self._epoch_functions: set[cst.FunctionDef] = set()
         self._compute()
 
     # -- classification -------------------------------------------------------------------
@@ -146,24 +147,14 @@ class HotLoopAnalysis:
         loops are not loader passes (PPO's update loop around its minibatch loop) stays hot.
         """
         step_loops = [lp for lp, why in self.hot_loops.items() if why == _STEP_WORK]
-        if not step_loops:
-            return
         # An epoch is a pass over a data loader: only loader loops mark what encloses them.
         loader_loops = [lp for lp, why in self.hot_loops.items() if why == _LOADER]
-        epoch_functions: set[cst.FunctionDef] = set()
-        for loop in loader_loops:
-            func = self.index.enclosing_function(loop)
-            if func is not None:
-                epoch_functions.add(func)
-        changed = True
-        while changed:  # a function that calls an epoch function is one too
-            changed = False
-            for call, target in self.index.call_targets().items():
-                caller = self.index.enclosing_function(call)
-                if target in epoch_functions and caller is not None and caller not in epoch_functions and not self._is_loop_owned(call):
-                    epoch_functions.add(caller)
-                    changed = True
-        for loop in step_loops:
+        if not loader_loops and not any(self.index.calls_by_owner.get(lp) for lp in step_loops):
+            return
+        epoch_functions = self._epoch_closure(loader_loops, self._is_loop_owned)
+        # A loop over several loaders (`for name, loader in zip(names, loaders): evaluate(loader)`)
+        # iterates loaders, not batches: what it runs per item is a whole pass.
+        for loop in step_loops + loader_loops:
             own_calls = self.index.calls_by_owner.get(loop, ())
             if any(self._is_update_call(c) for c in own_calls):
                 continue  # it steps the optimizer itself: the outer loop of gradient accumulation
@@ -171,6 +162,40 @@ class HotLoopAnalysis:
             calls_epoch = any(self.index.call_targets().get(c) in epoch_functions or self.values.env.runs_epoch(c, self.values) for c in own_calls)
             if nested or calls_epoch:
                 del self.hot_loops[loop]
+        # Functions that run whole passes, outside any per-step loop of theirs: what they do
+        # besides the pass runs once per pass (`do_evaluation` gathering its results).
+        remaining = [lp for lp, why in self.hot_loops.items() if why == _LOADER]
+        self._epoch_functions = self._epoch_closure(remaining, self._in_hot_loop)
+
+    def _epoch_closure(self, loader_loops, in_loop) -> set[cst.FunctionDef]:
+        """Functions holding one of ``loader_loops``, and their callers that call them (or another
+        module's pass) at a point ``in_loop`` does not accept, transitively."""
+        epoch_functions: set[cst.FunctionDef] = set()
+        for loop in loader_loops:
+            func = self.index.enclosing_function(loop)
+            if func is not None:
+                epoch_functions.add(func)
+        for call in self.index.calls:
+            caller = self.index.enclosing_function(call)
+            if caller is not None and caller not in epoch_functions and not in_loop(call) and self.index.target_of(call) is None and self.values.env.runs_epoch(call, self.values):
+                epoch_functions.add(caller)
+        changed = True
+        while changed:  # a function that calls an epoch function is one too
+            changed = False
+            for call, target in self.index.call_targets().items():
+                caller = self.index.enclosing_function(call)
+                if target in epoch_functions and caller is not None and caller not in epoch_functions and not in_loop(call):
+                    epoch_functions.add(caller)
+                    changed = True
+        return epoch_functions
+
+    def _in_hot_loop(self, call: cst.Call) -> bool:
+        for anc in self.index.ancestors(call):
+            if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops:
+                return True
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return False
+        return False
 
     def _is_update_call(self, call: cst.Call) -> bool:
         """`loss.backward()` or `optimizer.step()` (not a mere forward)."""
@@ -314,6 +339,8 @@ class HotLoopAnalysis:
             if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops and child is anc.body:
                 return HotContext(f"this loop {self.hot_loops[anc]}", gate)
             if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                if anc in self._epoch_functions:
+                    return None  # outside the passes of a function that runs whole passes
                 if isinstance(anc, cst.FunctionDef) and anc in self.hot_functions:
                     outer = self.hot_functions[anc]
                     return HotContext(outer.reason, gate or outer.gate, outer.remote)

@@ -139,7 +139,10 @@ class ModuleIndex:
             named = {p.name.value for p in (*params.params, *params.kwonly_params)}
             return [a.value for a in call.args if a.keyword is not None and a.keyword.value not in named]
         count = len(params.posonly_params) + len(params.params) - self._bound_arguments(call, func)
-        return [a.value for a in call.args if a.keyword is None][max(count, 0):]
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in positional[: max(count, 0)]):
+            return []  # `f(*xs, y)`: which argument lands where is not known
+        return [a.value for a in positional[max(count, 0):] if not a.star]
 
     def _bound_arguments(self, call: cst.Call, func: cst.FunctionDef) -> int:
         """1 when Python fills the first parameter itself (`self`/`cls` of a bound call), else 0."""

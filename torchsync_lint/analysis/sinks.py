@@ -121,7 +121,8 @@ class SinkAnalysis:
         if isinstance(expr, cst.Name):
             defs = self.values.reaching_defs(expr)
             if defs and all(d.how == "assign" and d.value is not None for d in defs):
-                origins = {self._origin(d.value, depth + 1) for d in defs}
+                # `writer = SummaryWriter(...)` or `writer = None` (logging off): the writer
+                origins = {self._origin(d.value, depth + 1) for d in defs if not (isinstance(d.value, cst.Name) and d.value.value == "None")}
                 if len(origins) == 1:
                     return origins.pop()
                 return None

@@ -162,7 +162,8 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             defs = self.reaching_defs(expr)
             if defs and all(d.how == "param" for d in defs):
                 return self._param_origin(defs[0], depth) if len(defs) == 1 else None
-            origins = {self.origin_qualname(d.value, depth + 1) for d in defs if d.how == "assign" and d.value is not None}
+            # `writer = SummaryWriter(...) if log else None`: the object, when there is one
+            origins = {self.origin_qualname(d.value, depth + 1) for d in defs if d.how == "assign" and d.value is not None and not _is_none(d.value)}
             return origins.pop() if len(origins) == 1 else None
         parts = dotted_parts(expr)
         if parts and len(parts) == 2 and parts[0] == "self":
@@ -437,8 +438,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         keyword = param is func.params.star_kwarg
         kinds: list[Kind | None] = []
         for call in self.index.call_sites(func):
-            if any(a.star for a in call.args):
-                return Kind.UNKNOWN
+            # `update(total=loss, **parts)`: what is spelled out is known, the rest is not
             kinds += [self._eval(v) for v in self.index.extra_arguments(call, func, keyword)]
         remote = self.env.star_kind(func, keyword)
         if remote is not None:
@@ -469,6 +469,10 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
 
 _NO_CUT = 1 << 30
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 # Methods of a module that return the same object (its maker stays its origin).
 _SAME_OBJECT_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_", "to_empty", "xpu"})

@@ -53,7 +53,10 @@ class AbstractValues:
             if len(described) == 1:
                 return describe_metric(self.metrics, sites[0])
         if isinstance(expr, cst.Name):
-            return self._name(expr, depth)
+            value = self._name(expr, depth)
+            if absval.kind_of(value) is Kind.UNKNOWN and value.get("k") not in absval.SYMBOLIC and self.values.kind(expr) is Kind.DEVICE:
+                return {"k": "device"}  # what the module alone knows better (`d = {}` later filled with losses)
+            return value
         if isinstance(expr, cst.Call):
             return self._call(expr, depth)
         if isinstance(expr, cst.BinaryOperation):

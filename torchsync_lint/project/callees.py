@@ -10,6 +10,8 @@ linting (which of its calls run a training step elsewhere), so both name a call 
 - `~<ref of a class>.<attr>` for the object or function stored on `self.<attr>`, called
   (`self.criterion(out, y)`), and `~<ref>.<attr>.<method>` for one of its methods
   (`self.buffer.sample(n)`);
+- `@<ref of a class>.<method>` for `self.<method>(...)` that the class inherits from a project
+  base (and, like every call on `self`, that a subclass may override: see ``dispatch``);
 - `*Name` for a name that may come from one of the module's `from m import *`.
 """
 
@@ -86,20 +88,37 @@ class CalleeNames:
                 qn = f"{origin}.{func.attr.value}"
             else:
                 qn = self._stored_receiver(func.value, func.attr.value) or self._stored_receiver(func, "") or self._param_receiver(func.value, func.attr.value)
+            if qn is None and self.dispatch(call) is not None:
+                qn = f"@{self.dispatch(call)}"  # `self.train_step()` a project base class defines
         elif qn is None and isinstance(func, cst.Name):
             origin = self.values.origin_qualname(func)  # `compute_loss(p, t)`, an instance called
             qn = f"{origin}.__call__" if origin else (self._param_receiver(func, "__call__") or self._star_name(func))
         if qn is None:
             return None
-        if qn.startswith(("^", "~")):
+        if qn.startswith(("^", "~", "@")):
             return qn
         root = qn.split(".", 1)[0]
         return qn if qn.startswith(".") or root not in LIBRARY_ROOTS else None
 
+    def dispatch(self, call: cst.Call) -> str | None:
+        """"<ref of the class>.<method>" when ``call`` is `self.<method>(...)` in a method of a
+        top-level class: a subclass's override may be what runs (the view follows it)."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return None
+        defs = self.values.reaching_defs(func.value)
+        if len(defs) != 1 or defs[0].how != "param" or param_index(defs[0].func, defs[0].param) != 0:
+            return None
+        info = self.index.class_of_method.get(defs[0].func)
+        if info is None or func.attr.value in info.self_attrs and func.attr.value not in info.methods:
+            return None
+        ref = self.ref(info.node)
+        return f"{ref}.{func.attr.value}" if ref is not None else None
+
     def bound(self, call: cst.Call, callee: str) -> bool:
         """Does Python fill the callee's first parameter itself (`obj.method(...)`, `obj(...)`)?"""
-        if callee.startswith(("^", "~")):
-            return True  # a method of the object passed or stored (the view checks functions)
+        if callee.startswith(("^", "~", "@")):
+            return True  # a method of the object passed or stored, or of `self` (the view checks)
         if callee.startswith(":"):
             target = self.index.target_of(call)
             return target is not None and self.index._bound_arguments(call, target) == 1  # noqa: SLF001

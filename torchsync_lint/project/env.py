@@ -210,7 +210,10 @@ class ModuleEnv(Env):
 
     def is_step_call(self, call: cst.Call) -> bool:
         target = self._callee_target(call)
-        return bool(target and self.view.function_flag(target, "step"))
+        if target and self.view.function_flag(target, "step"):
+            return True
+        # `self.train_step()` in a base class's loop: an override in a subclass runs the step
+        return any(self.view.function_flag(ref, "step") for ref in self.view.overrides(self._names.dispatch(call)))
 
     def _callee_target(self, call: cst.Call) -> str | None:
         """"path:Qual" of the project function ``call`` runs, named as the summaries name it."""

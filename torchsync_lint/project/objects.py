@@ -99,3 +99,36 @@ class ObjectAnswers:
             return None
         value = self.class_attr(path, cls, attr)
         return self.method_of_value(value, method or "__call__", path) if value is not None else None
+
+    # -- subclasses -------------------------------------------------------------------------
+    def overrides(self, dispatch: str | None) -> list[str]:
+        """"path:Qual" of every method overriding ``dispatch`` ("<ref of a class>.<method>")
+        in a project subclass of that class, at any depth, in a stable order."""
+        if not dispatch:
+            return []
+        cls_ref, _, method = dispatch.rpartition(".")
+        found = []
+        for sub in self.subclasses(cls_ref):
+            path, cls = sub.split(":", 1)
+            if f"{cls}.{method}" in self.summaries[path]["functions"]:
+                found.append(f"{sub}.{method}")
+        return found
+
+    def subclasses(self, cls_ref: str) -> list[str]:
+        """Every project class deriving from ``cls_ref`` ("path:Class"), transitively."""
+        if self._children is None:
+            children: dict[str, list[str]] = {}
+            for path in sorted(self.summaries):
+                for cls, record in sorted(self.summaries[path]["classes"].items()):
+                    for base in record["bases"]:
+                        parent = self.class_of(base, path)
+                        if parent is not None:
+                            children.setdefault(f"{parent[0]}:{parent[1]}", []).append(f"{path}:{cls}")
+            self._children = children
+        out, todo = [], list(self._children.get(cls_ref, ()))
+        while todo and len(out) < 200:
+            sub = todo.pop(0)
+            if sub not in out:
+                out.append(sub)
+                todo += self._children.get(sub, ())
+        return out

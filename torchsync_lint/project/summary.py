@@ -168,6 +168,7 @@ class _Summarizer:
                     "args": [self.abs_of(a.value) for a in call.args if a.keyword is None and not a.star],
                     "kwargs": {a.keyword.value: self.abs_of(a.value) for a in call.args if a.keyword is not None},
                     "star": any(a.star for a in call.args),
+                    "dispatch": self.names.dispatch(call),  # `self.m()`: subclasses' overrides too
                 }
             )
         return out

@@ -60,6 +60,7 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         self._flags: dict[tuple[str, str], bool] = {}
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
+        self._children: dict[str, list[str]] | None = None  # class ref -> direct project subclasses
 
     # -- names --------------------------------------------------------------------------------
     def resolve_name(self, dotted: str, from_path: str, depth: int = 0) -> tuple | None:
@@ -173,7 +174,9 @@ class ProjectView(FeedAnswers, ObjectAnswers):
             dynamic = []
             for path in sorted(self.summaries):
                 for call in self.summaries[path]["calls"]:
-                    if call["callee"].startswith(("^", "~")):
+                    for override in self.overrides(call.get("dispatch")):
+                        index.setdefault(override, []).append((path, call, 1))
+                    if call["callee"].startswith(("^", "~", "@")):  # resolving these needs values
                         dynamic.append((path, call))
                         continue
                     target = self.call_target_of(call["callee"], path, call["bound"])
@@ -207,6 +210,16 @@ class ProjectView(FeedAnswers, ObjectAnswers):
             return self.method_of_value(value, method, ref.split(":", 1)[0]) if value is not None else None
         if callee.startswith("~"):
             return self.stored_callee(callee[1:])
+        if callee.startswith("@"):  # `self.m()` inherited from a project base class
+            cls_ref, _, method = callee[1:].rpartition(".")
+            path, _, cls = cls_ref.partition(":")
+            if path not in self.summaries:
+                return None
+            member = self._member(path, f"{cls}.{method}", 0)
+            if member is not None and member[0] == "function":
+                return f"{member[1]}:{member[2]}", 1
+            stored = self.class_attr(path, cls, method)  # `self.get_batch(n)`: a base's __init__ stored it
+            return self.method_of_value(stored, "__call__", path) if stored is not None else None
         if callee.startswith(":"):  # a function of the calling module itself
             qual = callee[1:]
             if self.function(from_path, qual) is None:
@@ -274,8 +287,7 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         named = set(record["params"]) | set(record["kwonly"])
         passed = []
         for caller_path, call, shift in self.callers(ref):
-            if call["star"]:
-                return absval.UNKNOWN
+            # a call that also passes `*args`/`**kwargs` adds unknown values to what it spells out
             if keyword:
                 extra = [v for name, v in call["kwargs"].items() if name not in named]
             else:
@@ -392,7 +404,8 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         for caller_path, call, _ in self.callers(ref):
             if call["hot"] == "yes" or (call.get("loop") is not None and self.loop_steps(caller_path, call["loop"])):
                 found = (f"{caller_path}:{call['line']}", call["gated"])
-            elif call["hot"] == "caller" and call["caller"]:
+            elif call["hot"] == "caller" and call["caller"] and not self.function_flag(call["caller"], "epoch"):
+                # (a function that runs a whole pass calls this once per pass, not per step)
                 outer = self.hot(call["caller"])
                 if outer is not None:
                     found = (f"{caller_path}:{call['line']}", outer[1] or call["gated"])
@@ -408,8 +421,9 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         key = (f"{path}@{loop}", "loop")
         if key not in self._flags:
             self._flags[key] = False
-            targets = [self.call_target_of(c["callee"], path, c["bound"]) for c in self.summaries[path]["calls"] if c.get("loop") == loop]
-            refs = [t[0] for t in targets if t is not None]
+            calls = [c for c in self.summaries[path]["calls"] if c.get("loop") == loop]
+            targets = [self.call_target_of(c["callee"], path, c["bound"]) for c in calls]
+            refs = [t[0] for t in targets if t is not None] + [o for c in calls for o in self.overrides(c.get("dispatch"))]
             steps = any(self.function_flag(r, "step") for r in refs) and not any(self.function_flag(r, "epoch") for r in refs)
             self._flags[key] = steps
         return self._flags[key]
