@@ -116,6 +116,9 @@ class SinkAnalysis:
             if isinstance(expr.func, cst.Attribute) and not expr.args:  # `task.get_logger()`
                 return self._extend(self._origin(expr.func.value, depth + 1), expr.func.attr.value)
             return None
+        if isinstance(expr, cst.IfExp):  # `SummaryWriter() if log else None`
+            sides = [s for s in (expr.body, expr.orelse) if not (isinstance(s, cst.Name) and s.value == "None")]
+            return self._origin(sides[0], depth + 1) if len(sides) == 1 else None
         if isinstance(expr, cst.Subscript):  # `run["train/loss"]`
             return self._extend(self._origin(expr.value, depth + 1), "[]")
         if isinstance(expr, cst.Name):

@@ -158,12 +158,17 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             if isinstance(func, cst.Attribute) and func.attr.value in _SAME_OBJECT_METHODS and self.qualname(func) is None:
                 return self.origin_qualname(func.value, depth + 1)  # `MultiBoxLoss(...).to(device)`
             return self.qualname(func)
+        if isinstance(expr, cst.IfExp):  # `SummaryWriter() if log else None`: the object, when there is one
+            sides = [s for s in (expr.body, expr.orelse) if not _is_none(s)]
+            return self.origin_qualname(sides[0], depth + 1) if len(sides) == 1 else None
         if isinstance(expr, cst.Name):
             defs = self.reaching_defs(expr)
             if defs and all(d.how == "param" for d in defs):
                 return self._param_origin(defs[0], depth) if len(defs) == 1 else None
-            # `writer = SummaryWriter(...) if log else None`: the object, when there is one
-            origins = {self.origin_qualname(d.value, depth + 1) for d in defs if d.how == "assign" and d.value is not None and not _is_none(d.value)}
+            # `writer = SummaryWriter(...) if log else None`: the object, when there is one;
+            # `acc, lr = Meter(), Meter()`: each element's own maker
+            values = [d.value if d.how == "assign" else _literal_element(d) for d in defs if d.how in ("assign", "unpack")]
+            origins = {self.origin_qualname(v, depth + 1) for v in values if v is not None and not _is_none(v)}
             return origins.pop() if len(origins) == 1 else None
         parts = dotted_parts(expr)
         if parts and len(parts) == 2 and parts[0] == "self":
@@ -469,6 +474,16 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
 
 _NO_CUT = 1 << 30
+
+
+def _literal_element(d: Def) -> cst.BaseExpression | None:
+    """Element ``d.path`` of a tuple or list display an unpacking binds from (`a, b = x, y`)."""
+    value = d.value
+    for i in d.path:
+        if not isinstance(value, (cst.Tuple, cst.List)) or i < 0 or i >= len(value.elements) or isinstance(value.elements[i], cst.StarredElement):
+            return None
+        value = value.elements[i].value
+    return value
 
 
 def _is_none(node: cst.BaseExpression) -> bool:

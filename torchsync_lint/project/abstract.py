@@ -80,7 +80,7 @@ class AbstractValues:
         if parts and len(parts) == 2 and parts[0] == "self":
             info = self.index.class_of(expr)
             defs = info.self_attrs.get(parts[1], []) if info is not None else []
-            found_values = [self.abs_of(d.value, depth + 1) for d in defs if d.how == "assign" and d.value is not None]
+            found_values = [v for v in (self.stored_value(d, depth + 1) for d in defs) if v is not None]
             if found_values and len(found_values) == len(defs):
                 return absval.join_abs(found_values)
             return self.kind_or_device(expr)
@@ -91,6 +91,17 @@ class AbstractValues:
                 if own in (Kind.UNKNOWN, Kind.MOVED, Kind.PREPARED):
                     return {"k": "attr", "of": base, "name": expr.attr.value}  # `data.train`: the view knows `data`
         return self.kind_or_device(expr)
+
+    def stored_value(self, d, depth: int = 0) -> dict | None:
+        """What an assignment to `self.<attr>` stores: `self.x = v`, or one element of
+        `self.a, self.b = a, b`; None for any other binding."""
+        if d.value is None:
+            return None
+        if d.how == "assign":
+            return self.abs_of(d.value, depth)
+        if d.how == "unpack" and len(d.path) == 1:
+            return absval.element(self.abs_of(d.value, depth), d.path[0])
+        return None
 
     def kind_or_device(self, expr: cst.BaseExpression) -> dict:
         kind = self.values.kind(expr)

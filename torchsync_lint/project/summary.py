@@ -118,7 +118,7 @@ class _Summarizer:
                     bases.append(f":{base.value}")  # a class of this module
             attrs = {}
             for attr, defs in info.self_attrs.items():
-                found = [self.abs_of(d.value) for d in defs if d.how == "assign" and d.value is not None]
+                found = [v for v in (self.abstract.stored_value(d) for d in defs) if v is not None]
                 if found:
                     attrs[attr] = absval.join_abs(found)
             out[name] = {

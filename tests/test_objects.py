@@ -1,0 +1,378 @@
+"""Values that live on objects and the evidence that places them (issue 21), case by case:
+each mechanism with the hazard it finds and a near-miss it must leave alone. Single modules are
+linted alone; projects are written to a temporary directory and checked as a tree and file by
+file (the answers must agree)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchsync_lint.cli import main
+from torchsync_lint.engine import lint_source
+from torchsync_lint.rule import load_rules
+
+RULES = load_rules()
+
+LOOP = """\
+import torch
+def train(model, loader, opt, device):
+    model = model.to(device)
+    for x, y in loader:
+        x = x.to(device, non_blocking=True)
+{body}
+"""
+
+
+def findings(source: str) -> list[tuple[int, str]]:
+    return sorted((f.line, f.code) for f in lint_source(textwrap.dedent(source), "t.py", RULES) if f.code < "TSL9")
+
+
+def at(source: str, snippet: str) -> int:
+    """The line of ``source`` holding ``snippet`` (the first)."""
+    return next(i for i, line in enumerate(textwrap.dedent(source).splitlines(), 1) if snippet in line)
+
+
+def in_loop(body: str) -> str:
+    return LOOP.format(body=textwrap.indent(textwrap.dedent(body), " " * 8))
+
+
+def project(tmp_path: Path, files: dict[str, str], capsys) -> collections.Counter:
+    """Lint ``files`` as one project, whole and each file alone; both must agree."""
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+    def run(*paths) -> collections.Counter:
+        code = main(["check", "--format", "json", "--no-cache", *paths])
+        out, err = capsys.readouterr()
+        assert code in (0, 1), err
+        return collections.Counter((Path(r["path"]).name, r["line"], r["code"]) for r in json.loads(out) if r["code"] < "TSL9")
+
+    whole = run(str(tmp_path))
+    for name in files:
+        alone = run(str(tmp_path / name))
+        assert alone == collections.Counter({k: v for k, v in whole.items() if k[0] == Path(name).name}), name
+    return whole
+
+
+# -- evidence: backward ---------------------------------------------------------------------------
+def test_a_backpropagated_value_of_unknown_place_is_on_the_device():
+    src = in_loop("""\
+        loss = compute_loss(model, x, y)
+        loss.backward()
+        opt.step()
+        print(loss.item())
+    """).replace("import torch", "import torch\nfrom helpers import compute_loss")
+    assert (at(src, "print(loss.item())"), "TSL101") in findings(src)
+
+
+def test_through_a_scaler_and_the_terms_of_a_summed_dict():
+    src = in_loop("""\
+        losses = compute_losses(model, x, y)
+        loss = sum(loss for loss in losses.values())
+        scaler.scale(loss).backward()
+        for name, value in losses.items():
+            print(name, value.item())
+    """).replace("import torch", "import torch\nfrom helpers import compute_losses\nscaler = torch.cuda.amp.GradScaler()")
+    assert (at(src, "value.item()"), "TSL101") in findings(src)
+
+
+def test_a_cpu_model_loss_stays_on_the_cpu_despite_backward():
+    src = """\
+    import torch
+    def train(loader):
+        model = torch.nn.Linear(2, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+            print(loss.item())
+    """
+    assert findings(src) == []
+
+
+def test_without_backward_an_opaque_result_of_no_device_input_stays_unknown():
+    with_backward = in_loop("""\
+        stats = summarize(model, 3)
+        stats.backward()
+        opt.step()
+        print(stats.item())
+    """).replace("import torch", "import torch\nfrom helpers import summarize")
+    assert (at(with_backward, "print(stats.item())"), "TSL101") in findings(with_backward)
+    without = with_backward.replace("stats.backward()", "model(x).sum().backward()")
+    assert (at(without, "print(stats.item())"), "TSL101") not in findings(without)
+
+
+# -- narrowing ----------------------------------------------------------------------------------
+def test_the_else_of_a_tensor_test_is_no_tensor():
+    src = in_loop("""\
+        loss = model(x).sum()
+        loss.backward()
+        for value in [loss]:
+            if isinstance(value, torch.Tensor):
+                value = value.item()
+            else:
+                value = float(value)
+            v2 = float(value) if not torch.is_tensor(value) else 0
+    """)
+    found = findings(src)
+    assert (at(src, "value = value.item()"), "TSL101") in found
+    assert (at(src, "value = float(value)"), "TSL101") not in found and (at(src, "v2 ="), "TSL101") not in found
+
+
+# -- **kwargs and *args --------------------------------------------------------------------------
+def test_keyword_arguments_gathered_in_kwargs_keep_their_kinds():
+    src = """\
+    import torch
+    class Logger:
+        def update(self, **kwargs):
+            for k, v in kwargs.items():
+                print(k, v.item())
+    def train(model, loader, opt, extra):
+        log = Logger()
+        for x, y in loader:
+            loss = model(x.cuda(non_blocking=True)).sum()
+            loss.backward()
+            opt.step()
+            log.update(loss=loss, **extra)
+    """
+    assert (at(src, "v.item()"), "TSL101") in findings(src)
+
+
+def test_kwargs_given_only_host_numbers_are_silent():
+    src = """\
+    import torch
+    class Logger:
+        def update(self, **kwargs):
+            for k, v in kwargs.items():
+                print(k, float(v))
+    def train(model, loader, opt):
+        log = Logger()
+        for x, y in loader:
+            loss = model(x.cuda(non_blocking=True)).sum()
+            loss.backward()
+            opt.step()
+            log.update(loss=loss.item(), lr=0.1)
+    """
+    assert findings(src) == [(at(src, "loss.item()"), "TSL101")]
+
+
+# -- containers and submodules ------------------------------------------------------------------
+def test_a_store_into_a_dict_display_is_no_copy_to_the_device():
+    src = """\
+    import lightning as L
+    class Net(L.LightningModule):
+        def validation_step(self, batch, batch_idx):
+            x, y = batch
+            out = self.net(x)
+            sample = {"image": x, "pred": out.argmax(1)}
+            for key in ["image", "pred"]:
+                sample[key] = sample[key].cpu()
+            t = torch.zeros(4, device=self.device)
+            t[0:2] = torch.zeros(2)
+    """
+    found = findings(src)
+    assert (at(src, "sample[key] ="), "TSL305") not in found
+
+
+def test_submodules_and_gradients_of_a_device_model_are_on_the_device():
+    src = in_loop("""\
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        last = list(model.children())[-1]
+        for name, p in last.named_parameters():
+            print(p.grad.norm().item())
+    """)
+    assert (at(src, "p.grad.norm()"), "TSL101") in findings(src)
+
+
+def test_a_boolean_factory_mask_indexes_dynamically_but_a_float_one_does_not():
+    src = in_loop("""\
+        sim = model(x)
+        loss = sim.sum()
+        loss.backward()
+        mask = torch.eye(sim.shape[0], dtype=torch.bool, device=device)
+        a = sim[~mask]
+        w = torch.eye(sim.shape[0], dtype=torch.float32, device=device)
+        b = sim * w
+    """)
+    found = findings(src)
+    assert (at(src, "a = sim[~mask]"), "TSL105") in found and (at(src, "b = sim * w"), "TSL105") not in found
+
+
+# -- across modules -------------------------------------------------------------------------------
+TRAINER = """\
+import torch
+
+class Trainer:
+    def __init__(self, model, loader, criterion, optimizer, device):
+        self.model, self.loader, self.criterion = model, loader, criterion
+        self.optimizer, self.device = optimizer, device
+
+    def run(self):
+        for images, target in self.loader:
+            images = images.to(self.device, non_blocking=True)
+            out = self.model(images)
+            losses = self.criterion(out, target.to(self.device, non_blocking=True))
+            loss = sum(losses.values())
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            for name, value in losses.items():
+                print(name, value.item())
+"""
+
+DATA = """\
+from torch.utils.data import DataLoader
+
+class Data:
+    def __init__(self, dataset, workers):
+        self.train = DataLoader(dataset, batch_size=64, num_workers=workers)
+        self.val = DataLoader(dataset, batch_size=64, num_workers=workers, pin_memory=True)
+"""
+
+MAIN = """\
+import torch
+from data import Data
+from trainer import Trainer
+
+def terms(out, target):
+    return {{"ce": torch.nn.functional.cross_entropy(out, target)}}
+
+def main(dataset):
+    data = Data(dataset, workers=4)
+    model = torch.nn.Linear(8, 2).to("cuda")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    Trainer(model, data.{which}, terms, opt, "cuda").run()
+"""
+
+
+def test_a_loader_held_on_an_object_feeds_the_device_through_another_object(tmp_path, capsys):
+    found = project(tmp_path, {"trainer.py": TRAINER, "data.py": DATA, "main.py": MAIN.format(which="train")}, capsys)
+    assert found[("data.py", 5, "TSL302")] == 1  # `data.train`, handed to Trainer, copied to the GPU
+    assert found[("trainer.py", 18, "TSL101")] == 1  # the losses of the function stored on `self.criterion`
+
+
+def test_the_pinned_loader_of_the_same_object_is_silent(tmp_path, capsys):
+    found = project(tmp_path, {"trainer.py": TRAINER, "data.py": DATA, "main.py": MAIN.format(which="val")}, capsys)
+    assert not [f for f in found if f[0] == "data.py"]
+
+
+BASE = """\
+class Trainer:
+    def __init__(self, model, get_batch):
+        self.model = model
+        self.get_batch = get_batch
+
+    def train_iteration(self, steps):
+        for _ in range(steps):
+            self.train_step()
+
+    def train_step(self):
+        raise NotImplementedError
+"""
+
+SUB = """\
+from base import Trainer
+
+class SeqTrainer(Trainer):
+    def train_step(self):
+        x, y = self.get_batch(8)
+        loss = ((self.model(x) - y) ** 2).mean()
+        loss.backward()
+        return loss.detach().cpu().item()
+"""
+
+SCRIPT = """\
+import numpy as np
+import torch
+from sub import SeqTrainer
+
+def get_batch(n):
+    x = torch.from_numpy(np.zeros((n, 4))).to(dtype=torch.float32, device="cuda")
+    return x, x
+
+def main():
+    SeqTrainer(torch.nn.Linear(4, 4).to("cuda"), get_batch).train_iteration(100)
+    print(torch.from_numpy(np.zeros(4)).to("cuda"))
+"""
+
+
+def test_a_base_class_loop_runs_the_subclass_step_and_the_function_it_was_given(tmp_path, capsys):
+    found = project(tmp_path, {"base.py": BASE, "sub.py": SUB, "script.py": SCRIPT}, capsys)
+    assert found[("sub.py", 8, "TSL101")] == 1
+    assert found[("script.py", 6, "TSL301")] == 1
+    assert not [f for f in found if f[0] == "script.py" and f[1] != 6]  # main() runs once
+
+
+METERS = """\
+class Meter:
+    def __init__(self):
+        self.val = 0
+    def update(self, val):
+        self.val = val
+"""
+
+LOGGING = """\
+import torch
+from meters import Meter
+
+def train(model, loader, opt):
+    acc, lr = Meter(), Meter()
+    for step, (x, y) in enumerate(loader):
+        out = model(x.cuda(non_blocking=True))
+        loss = out.sum()
+        loss.backward()
+        opt.step()
+        acc.update((out.argmax(1) == y.cuda(non_blocking=True)).float().mean())
+        lr.update(0.1)
+        if step % 100 == 0:
+            print(f"{acc.val:.2f}")
+"""
+
+
+def test_a_field_of_an_instance_of_another_module_holds_what_its_methods_were_given(tmp_path, capsys):
+    found = project(tmp_path, {"meters.py": METERS, "train.py": LOGGING}, capsys)
+    assert found[("train.py", 14, "TSL103")] == 1
+
+
+def test_an_optional_writer_is_still_a_writer():
+    src = in_loop("""\
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        if writer:
+            writer.add_scalar("loss", loss)
+    """).replace("def train(model, loader, opt, device):", "def train(model, loader, opt, device, log):\n    writer = SummaryWriter() if log else None").replace(
+        "import torch", "import torch\nfrom torch.utils.tensorboard import SummaryWriter"
+    )
+    assert (at(src, "writer.add_scalar"), "TSL106") in findings(src)
+
+
+def test_a_loop_over_several_loaders_and_the_tail_of_a_pass_are_not_per_step():
+    src = """\
+    import torch
+    def evaluate(model, loader):
+        outs = []
+        for x, y in loader:
+            outs.append(model(x.cuda(non_blocking=True)))
+        total = torch.cat(outs)
+        return total.sum().item()
+
+    def run_all(model, loaders, names):
+        results = []
+        for name, loader in zip(names, loaders):
+            results.append(evaluate(model, loader))
+            print(name, torch.tensor(results, device="cuda"))
+        return results
+    """
+    assert findings(src) == []
