@@ -18,6 +18,8 @@ from torchsync_lint.project.callees import CalleeNames, param_index
 from torchsync_lint.project.describe import describe_metric
 
 MAX_DEPTH = 6
+# Values a call may run project code through.
+_CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param"})
 _WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "itertools.islice", "islice"})
 # Module methods returning the module itself (placed on the device by `to`/`cuda`).
 _PLACING_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16"})
@@ -70,7 +72,51 @@ class AbstractValues:
             return {"k": "dict", "items": {el.key.evaluated_value: self.abs_of(el.value, depth + 1) for el in expr.elements}}
         if isinstance(expr, cst.Attribute):
             return self._attribute(expr, depth)
+        if isinstance(expr, cst.Subscript):
+            return self._subscript(expr, depth)
         return self.kind_or_device(expr)
+
+    def _subscript(self, expr: cst.Subscript, depth: int) -> dict:
+        """`MODELS[name]` of a dict display: the value under a constant key, else any of them
+        when they are classes or functions (a factory picked by the config)."""
+        base = self.abs_of(expr.value, depth + 1) if isinstance(expr.value, cst.Name) else None
+        if base is None or base.get("k") != "dict" or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+            return self.kind_or_device(expr)
+        key = expr.slice[0].slice.value
+        if isinstance(key, cst.SimpleString):
+            return base["items"].get(key.evaluated_value, absval.UNKNOWN)
+        items = list(base["items"].values())
+        if items and all(v.get("k") in _CALLABLE_VALUES for v in items):
+            return absval.join_abs(items)
+        return self.kind_or_device(expr)
+
+    def callee_value(self, func: cst.BaseExpression, depth: int = 0) -> dict | None:
+        """The value a call calls when no name says which project code it is: a class or
+        function picked from a dict (`ARCHS[cfg.arch](cfg)`) or from a module
+        (`getattr(models, cfg["type"])(...)`), or a name bound to such a pick."""
+        if isinstance(func, cst.Call):
+            value = self._getattr_member(func, depth)
+        elif isinstance(func, (cst.Subscript, cst.Name)):
+            value = self.abs_of(func, depth + 1)
+            if isinstance(func, cst.Name) and value.get("k") in ("vcall", "call", "instance"):
+                return value  # an object made by such a pick, called: its `__call__`/`forward`
+            if isinstance(func, cst.Name) and value.get("k") in ("sym", "param"):
+                return None  # an imported name or a parameter: named by the callee already, or a library's
+        else:
+            return None
+        if value is None or value.get("k") not in _CALLABLE_VALUES:
+            return None
+        return value
+
+    def _getattr_member(self, call: cst.Call, depth: int) -> dict | None:
+        func = call.func
+        if not (isinstance(func, cst.Name) and func.value == "getattr" and len(call.args) == 2) or self.index.binds_locally("getattr", func):
+            return None
+        name = call.args[1].value
+        base = self.abs_of(call.args[0].value, depth + 1)
+        if isinstance(name, cst.SimpleString) or base.get("k") not in ("sym", "param", "module", "any"):
+            return None  # `getattr(obj, "attr")`: an attribute, not a pick
+        return {"k": "member", "of": base}
 
     def _attribute(self, expr: cst.Attribute, depth: int) -> dict:
         qn = self.values.qualname(expr)
@@ -131,10 +177,13 @@ class AbstractValues:
         if len(defs) == 1 and defs[0].how == "param":
             found = self._param_value(defs[0])
             return found if found is not None else self.kind_or_device(expr)
-        if len(defs) == 1 and defs[0].how == "opaque" and isinstance(defs[0].stmt, cst.FunctionDef):
+        if len(defs) == 1 and defs[0].how == "opaque" and isinstance(defs[0].stmt, (cst.FunctionDef, cst.ClassDef)):
             ref = self.names.ref(defs[0].stmt)
-            if ref is not None:
-                return {"k": "func", "ref": ref}  # a function handed on as a value (a loss, a hook)
+            if ref is not None:  # a function or class handed on as a value (a loss, a hook, a model)
+                return {"k": "func" if isinstance(defs[0].stmt, cst.FunctionDef) else "class", "ref": ref}
+        if all(d.how == "opaque" and isinstance(d.stmt, (cst.Import, cst.ImportFrom)) for d in defs):
+            qn = self.values.qualname(expr)
+            return {"k": "sym", "name": qn} if qn is not None else absval.UNKNOWN  # `import models`
         found = []
         for d in defs:
             if d.how == "assign" and d.value is not None:
@@ -160,6 +209,8 @@ class AbstractValues:
             receiver = self.abs_of(func.value, depth + 1)
             if receiver.get("k") == "instance":
                 return {**receiver, "placed": receiver.get("placed") or func.attr.value in ("to", "cuda")}  # `model.to(device)`
+            if receiver.get("k") == "vcall":
+                return receiver  # `get_instance(models, ...).to(device)`: the picked module itself
         if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None:
             derived = _like(self.abs_of(func.value, depth + 1))  # `tensor.clone()` of a parameter
             if derived is not None:
@@ -185,6 +236,15 @@ class AbstractValues:
                 "k": "instance",
                 "cls": f"{self.names.relpath}:{expr.func.value}",
                 "module": self.values.is_module_class(info.node),
+                "args": [self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is None and not a.star],
+                "kwargs": {a.keyword.value: self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is not None},
+            }
+        picked = self.callee_value(expr.func, depth) if callee is None else None
+        if picked is not None:
+            return {
+                "k": "vcall",
+                "of": picked,
+                "kind": self.values.kind(expr).value,  # what the module alone says, if the view cannot
                 "args": [self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is None and not a.star],
                 "kwargs": {a.keyword.value: self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is not None},
             }

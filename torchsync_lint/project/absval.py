@@ -12,6 +12,8 @@ other modules' summaries. The forms:
                                                 an instance of a project class, with the
                                                 arguments of the call that built it
   {"k": "func", "ref": ref}                      a project function passed as a value
+  {"k": "class", "ref": ref}                     a project class passed or picked as a value
+  {"k": "module", "path": p}                     a project module (`getattr(models, name)`)
   {"k": "devspec", "where": "accelerator"|"cpu"}
   {"k": "tuple", "items": [...]} / {"k": "dict", "items": {...}}
   {"k": "item", "of": abs}                      an item of iterating it (a batch of a loader)
@@ -25,6 +27,10 @@ other modules' summaries. The forms:
   {"k": "sym", "name": dotted}                  an imported name's value
   {"k": "attr", "of": abs, "name": a}            attribute ``a`` of a value (`data.train`)
   {"k": "any", "of": [...]}                      one of these (a join that keeps symbolic parts)
+  {"k": "member", "of": abs}                     `getattr(of, <name>)`: any member of a module
+  {"k": "vcall", "of": abs, "args": [...], "kwargs": {...}}
+                                                calling a value (a class or function picked
+                                                from a dict or a module by the config)
 A ``ref`` is "<file>:<Qual.name>" (a function or class of the summarised file); a ``dotted`` is
 an import name as written (`proj.data.make_loader`, `.engine.f`), resolved by the view. A
 ``callee`` is a dotted name, `:Qual` (this module's own), `^<ref>#<i>.<method>` (a method of
@@ -37,11 +43,12 @@ from __future__ import annotations
 from torchsync_lint.analysis.kinds import Kind, join
 
 UNKNOWN = {"k": "unknown"}
-SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any")  # resolved by the view
-_STRUCTURED = ("tuple", "dict", "loader", "metric", "object", "instance", "devspec", "func")
+SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall")  # resolved by the view
+_STRUCTURED = ("tuple", "dict", "loader", "metric", "object", "instance", "devspec", "func", "class", "module")
 # Joined without losing what they are: a value that may be one of these is an "any".
-_KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object"}
-_MAX_ALTERNATIVES = 8
+_KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object", "class", "module"}
+_MAX_ALTERNATIVES = 12
+
 
 
 def of_kind(kind: Kind | None) -> dict:
@@ -80,7 +87,7 @@ def kind_of(value: dict | None) -> Kind:
         return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR) else Kind.UNKNOWN
     if k == "any":
         return join(kind_of(v) for v in value["of"])
-    if k in ("object", "param", "call", "sym", "elem", "attr", "func"):
+    if k in ("object", "param", "call", "sym", "elem", "attr", "func", "class", "module", "member", "vcall"):
         return Kind(value.get("kind", "unknown")) if k == "call" else Kind.UNKNOWN
     try:
         return Kind(k)

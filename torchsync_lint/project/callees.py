@@ -12,6 +12,7 @@ linting (which of its calls run a training step elsewhere), so both name a call 
   (`self.buffer.sample(n)`);
 - `@<ref of a class>.<method>` for `self.<method>(...)` that the class inherits from a project
   base (and, like every call on `self`, that a subclass may override: see ``dispatch``);
+- `!<ref of a class>.<method>` for `super().<method>(...)`: the method its bases define;
 - `*Name` for a name that may come from one of the module's `from m import *`.
 """
 
@@ -82,6 +83,10 @@ class CalleeNames:
             qual = self.qual(target)
             return f":{qual}" if qual else None  # this module's own function: `:Class.method`
         qn = self.values.qualname(func)
+        if qn is None and isinstance(func, cst.Attribute) and self._is_super(func.value):
+            cls = self.index.class_of(call)
+            ref = self.ref(cls.node) if cls is not None else None
+            return f"!{ref}.{func.attr.value}" if ref is not None else None  # `super().__init__(...)`
         if qn is None and isinstance(func, cst.Attribute):
             origin = self.values.origin_qualname(func.value)
             if origin:
@@ -100,6 +105,10 @@ class CalleeNames:
         root = qn.split(".", 1)[0]
         return qn if qn.startswith(".") or root not in LIBRARY_ROOTS else None
 
+    def _is_super(self, expr: cst.BaseExpression) -> bool:
+        """`super()` / `super(Cls, self)`, Python's own."""
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super" and not self.index.binds_locally("super", expr.func)
+
     def dispatch(self, call: cst.Call) -> str | None:
         """"<ref of the class>.<method>" when ``call`` is `self.<method>(...)` in a method of a
         top-level class: a subclass's override may be what runs (the view follows it)."""
@@ -117,7 +126,7 @@ class CalleeNames:
 
     def bound(self, call: cst.Call, callee: str) -> bool:
         """Does Python fill the callee's first parameter itself (`obj.method(...)`, `obj(...)`)?"""
-        if callee.startswith(("^", "~", "@")):
+        if callee.startswith(("^", "~", "@", "!")):
             return True  # a method of the object passed or stored, or of `self` (the view checks)
         if callee.startswith(":"):
             target = self.index.target_of(call)

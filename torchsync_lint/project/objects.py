@@ -63,42 +63,66 @@ class ObjectAnswers:
                 bind[f"{ref}#{params.index(name)}"] = arg
         return bind
 
-    def method_of_value(self, value: dict, method: str, from_path: str) -> tuple[str, int] | None:
-        """("path:Qual", parameters the call fills) of ``method`` called on ``value`` (a resolved
-        value): a project class's method (through its bases), `__call__`/`forward` when the
-        object itself is called, or the function itself when a function is. A value that may
-        be one of several objects resolves only when they all agree."""
+    def methods_of_value(self, value: dict, method: str, from_path: str) -> list[tuple[str, int]]:
+        """("path:Qual", parameters the call fills) of what calling ``method`` on ``value`` (a
+        resolved value) may run: a project class's method (through its bases), `__call__` or
+        `forward` when the object itself is called, the function itself when a function is,
+        a class's `__init__` when a class is; one per alternative of a value that may be
+        several (a loss chosen by the config)."""
         kind = value.get("k")
         if kind == "any":
-            found = {self.method_of_value(alt, method, from_path) for alt in value["of"]}
-            return found.pop() if len(found) == 1 else None
+            found: list[tuple[str, int]] = []
+            for alt in value["of"]:
+                found += [t for t in self.methods_of_value(alt, method, from_path) if t not in found]
+            return found
         if kind == "func":
-            return (value["ref"], 0) if method == "__call__" else None
+            return [(value["ref"], 0)] if method == "__call__" else []
+        if kind == "class":
+            path, cls = value["ref"].split(":", 1)
+            if method != "__call__":
+                return []
+            init = self._member(path, f"{cls}.__init__", 0)
+            return [(f"{init[1]}:{init[2]}", 1)] if init is not None and init[0] == "function" else []
         if kind == "instance":
             path, cls = value["cls"].split(":", 1)
         elif kind == "object":
-            found = self.resolve_name(value["origin"], from_path)
-            if found is None or found[0] != "class":
-                return None
-            path, cls = found[1], found[2]
+            found_name = self.resolve_name(value["origin"], from_path)
+            if found_name is None or found_name[0] != "class":
+                return []
+            path, cls = found_name[1], found_name[2]
         else:
-            return None
+            return []
         for name in (method, "forward") if method == "__call__" else (method,):
             member = self._member(path, f"{cls}.{name}", 0)
             if member is not None and member[0] == "function":
-                return f"{member[1]}:{member[2]}", 1
-        return None
+                return [(f"{member[1]}:{member[2]}", 1)]
+        return []
 
-    def stored_callee(self, spec: str) -> tuple[str, int] | None:
-        """`<path>:<Class>.<attr>[.<method>]`: the function run by calling what the class
+    def stored_callees(self, spec: str) -> list[tuple[str, int]]:
+        """`<path>:<Class>.<attr>[.<method>]`: the functions run by calling what the class
         stores on `self.<attr>` (or its ``method``)."""
         ref, _, rest = spec.partition(".")
         attr, _, method = rest.partition(".")
         path, _, cls = ref.partition(":")
         if path not in self.summaries:
-            return None
+            return []
         value = self.class_attr(path, cls, attr)
-        return self.method_of_value(value, method or "__call__", path) if value is not None else None
+        return self.methods_of_value(value, method or "__call__", path) if value is not None else []
+
+    def members_of_module(self, path: str) -> dict:
+        """What `getattr(module, name)` may be: any top-level class or function of ``path``."""
+        summary = self.summaries.get(path)
+        if summary is None:
+            return absval.UNKNOWN
+        alternatives = [{"k": "class", "ref": f"{path}:{c}"} for c in sorted(summary["classes"])]
+        alternatives += [{"k": "func", "ref": f"{path}:{f}"} for f in sorted(summary["functions"]) if "." not in f and not f.startswith("_")]
+        for name, dotted in sorted(summary["aliases"].items()):  # `from .unet import UNet` in a package's __init__
+            found = self.resolve_name(dotted, path) if not name.startswith("_") else None
+            if found is not None and found[0] in ("class", "function"):
+                value = {"k": "class" if found[0] == "class" else "func", "ref": f"{found[1]}:{found[2]}"}
+                if value not in alternatives:
+                    alternatives.append(value)
+        return absval.join_abs(alternatives) if alternatives else absval.UNKNOWN
 
     # -- subclasses -------------------------------------------------------------------------
     def overrides(self, dispatch: str | None) -> list[str]:

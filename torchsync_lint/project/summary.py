@@ -147,16 +147,22 @@ class _Summarizer:
         hot = self.a.hot
         for call in self.index.calls:
             callee = self.names.callee(call)
-            if callee is None:
+            picked = self.abstract.callee_value(call.func) if callee is None else None
+            if callee is None and picked is None:
                 continue
             ctx = hot.hot_context(call)
             caller = self.index.enclosing_function(call)
             caller_ref = self.ref(caller) if caller is not None else None
             loop, gated = hot.enclosing_loop(call) if ctx is None else (None, False)
+            record = {}
+            if picked is not None:
+                # `ARCHS[name](cfg)`, `getattr(losses, name)()`: what may be picked, resolved by the view
+                callee, record = "%", {"value": picked}
             out.append(
                 {
+                    **record,
                     "callee": callee,
-                    "bound": self.names.bound(call, callee),  # `obj.method(...)`, `obj(...)`: `self` is implicit
+                    "bound": self.names.bound(call, callee) if callee != "%" else False,  # `obj.method(...)`, `obj(...)`: `self` is implicit
                     "line": self.index.line(call),
                     "seq": self.index.seq(call),
                     "caller": caller_ref,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 
+from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.project import absval
 from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
@@ -176,17 +177,16 @@ class ProjectView(FeedAnswers, ObjectAnswers):
                 for call in self.summaries[path]["calls"]:
                     for override in self.overrides(call.get("dispatch")):
                         index.setdefault(override, []).append((path, call, 1))
-                    if call["callee"].startswith(("^", "~", "@")):  # resolving these needs values
+                    if call["callee"].startswith(("^", "~", "@", "%", "!")):  # resolving these needs values
                         dynamic.append((path, call))
                         continue
-                    target = self.call_target_of(call["callee"], path, call["bound"])
-                    if target is not None:
+                    for target in self.call_targets_of(call["callee"], path, call["bound"]):
                         index.setdefault(target[0], []).append((path, call, target[1]))
             self._callers = index
-            resolved = [(path, call, self.call_target_of(call["callee"], path, call["bound"])) for path, call in dynamic]
+            resolved = [(path, call, self.call_targets_of(call["callee"], path, call["bound"], call.get("value"))) for path, call in dynamic]
             full = {ref: list(entries) for ref, entries in index.items()}
-            for path, call, target in resolved:
-                if target is not None:
+            for path, call, targets in resolved:
+                for target in targets:
                     full.setdefault(target[0], []).append((path, call, target[1]))
             self._callers = full
             self._forget_answers()
@@ -199,47 +199,61 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         self._fed_sites = None
         self._fed_datasets = None
 
-    def call_target_of(self, callee: str, from_path: str, bound: bool) -> tuple[str, int] | None:
-        """("path:Qual" of the project function a callee names, how many leading parameters the
-        call fills itself): a class is its `__init__`; an instance called like a function, its
-        `__call__` or `forward`; a function passed or stored as a value, itself."""
+    def call_target_of(self, callee: str, from_path: str, bound: bool, value: dict | None = None) -> tuple[str, int] | None:
+        """The one project function a call runs (see call_targets_of), or None when it may
+        run several or none."""
+        found = self.call_targets_of(callee, from_path, bound, value)
+        return found[0] if len(found) == 1 else None
+
+    def call_targets_of(self, callee: str, from_path: str, bound: bool, value: dict | None = None) -> list[tuple[str, int]]:
+        """("path:Qual" of each project function a callee may name, how many leading parameters
+        the call fills itself): a class is its `__init__`; an instance called like a function,
+        its `__call__` or `forward`; a function passed or stored as a value, itself; `%`, the
+        called ``value`` (a class or function picked from a dict or a module by the config)."""
+        if callee.startswith("%"):
+            return self.methods_of_value(self.resolve(value, from_path), "__call__", from_path) if value else []
         if callee.startswith("^"):
             ref, _, rest = callee[1:].partition("#")
             index, _, method = rest.partition(".")
-            value = self.param_value(ref, int(index)) if index.isdigit() else None
-            return self.method_of_value(value, method, ref.split(":", 1)[0]) if value is not None else None
+            passed = self.param_value(ref, int(index)) if index.isdigit() else None
+            return self.methods_of_value(passed, method, ref.split(":", 1)[0]) if passed is not None else []
         if callee.startswith("~"):
-            return self.stored_callee(callee[1:])
+            return self.stored_callees(callee[1:])
+        if callee.startswith("!"):  # `super().m()`: the first project base that defines m
+            cls_ref, _, method = callee[1:].rpartition(".")
+            path, _, cls = cls_ref.partition(":")
+            member = self._inherited_method(path, cls, method, 0) if path in self.summaries and cls in self.summaries[path]["classes"] else None
+            return [(f"{member[1]}:{member[2]}", 1)] if member is not None and member[0] == "function" else []
         if callee.startswith("@"):  # `self.m()` inherited from a project base class
             cls_ref, _, method = callee[1:].rpartition(".")
             path, _, cls = cls_ref.partition(":")
             if path not in self.summaries:
-                return None
+                return []
             member = self._member(path, f"{cls}.{method}", 0)
             if member is not None and member[0] == "function":
-                return f"{member[1]}:{member[2]}", 1
+                return [(f"{member[1]}:{member[2]}", 1)]
             stored = self.class_attr(path, cls, method)  # `self.get_batch(n)`: a base's __init__ stored it
-            return self.method_of_value(stored, "__call__", path) if stored is not None else None
+            return self.methods_of_value(stored, "__call__", path) if stored is not None else []
         if callee.startswith(":"):  # a function of the calling module itself
             qual = callee[1:]
             if self.function(from_path, qual) is None:
-                return None
-            return f"{from_path}:{qual}", (1 if bound else 0)
+                return []
+            return [(f"{from_path}:{qual}", (1 if bound else 0))]
         found = self.resolve_name(callee, from_path)
         if found is None and callee.endswith(".__call__"):  # a module instance called: its forward
             found = self.resolve_name(callee[: -len("__call__")] + "forward", from_path)
         if found is None:
-            return None
+            return []
         if found[0] == "class":
             init = self._member(found[1], f"{found[2]}.__init__", 0)
-            return (f"{init[1]}:{init[2]}", 1) if init and init[0] == "function" else None
+            return [(f"{init[1]}:{init[2]}", 1)] if init and init[0] == "function" else []
         if found[0] != "function":
-            return None
+            return []
         fpath, qual = found[1], found[2]
         if qual.endswith(".__call__") and qual not in self.summaries[fpath]["functions"]:
-            return None
+            return []
         record = self.function(fpath, qual)
-        return f"{fpath}:{qual}", (record["bound"] if bound else 0)
+        return [(f"{fpath}:{qual}", (record["bound"] if bound else 0))]
 
     def call_target(self, callee: str, from_path: str) -> tuple[str, dict] | None:
         """(path, record) of the project function a callee names (see call_target_of)."""
@@ -310,7 +324,7 @@ class ProjectView(FeedAnswers, ObjectAnswers):
             return absval.UNKNOWN if kind in absval.SYMBOLIC else value
         if kind in ("tuple", "dict", "item", "like", "elem", "any", "instance"):
             return self._resolve_parts(value, from_path, depth, bind)
-        if kind not in ("param", "call", "sym", "attr"):
+        if kind not in ("param", "call", "sym", "attr", "member", "vcall"):
             return value
         key = json.dumps([value, from_path, bind], sort_keys=True)
         if key in self._resolved:
@@ -355,12 +369,45 @@ class ProjectView(FeedAnswers, ObjectAnswers):
             return self.attribute_value(self.resolve(value["of"], from_path, depth + 1, bind), value["name"], depth)
         if kind == "sym":
             found = self.resolve_name(value["name"], from_path)
-            if found is not None and found[0] == "value":
+            if found is None:
+                return absval.UNKNOWN
+            if found[0] == "value":
                 return self.resolve(self.summaries[found[1]]["values"][found[2]], found[1], depth + 1)
-            if found is not None and found[0] == "function":
-                return {"k": "func", "ref": f"{found[1]}:{found[2]}"}  # an imported function, handed on
-            return absval.UNKNOWN
+            # an imported function, class or module, handed on as a value
+            return {"function": {"k": "func", "ref": f"{found[1]}:{found[2]}"}, "class": {"k": "class", "ref": f"{found[1]}:{found[2]}"}, "module": {"k": "module", "path": found[1]}}[found[0]]
+        if kind == "member":
+            return self._member_value(self.resolve(value["of"], from_path, depth + 1, bind))
+        if kind == "vcall":
+            args = [self.resolve(v, from_path, depth + 1, bind) for v in value.get("args", ())]
+            kwargs = {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()}
+            applied = self._apply(self.resolve(value["of"], from_path, depth + 1, bind), args, kwargs, depth)
+            if absval.kind_of(applied) is Kind.UNKNOWN and value.get("kind", "unknown") != "unknown":
+                return {"k": value["kind"]}  # `model(x)` of a picked module: a device value
+            return applied
         return self._call_value(value, from_path, depth, bind)
+
+    def _member_value(self, base: dict) -> dict:
+        if base.get("k") == "module":
+            return self.members_of_module(base["path"])
+        if base.get("k") == "any":
+            return absval.join_abs([self._member_value(alt) for alt in base["of"]])
+        return absval.UNKNOWN
+
+    def _apply(self, callee: dict, args: list[dict], kwargs: dict, depth: int) -> dict:
+        """What calling the resolved value ``callee`` with these (resolved) arguments gives."""
+        kind = callee.get("k")
+        if kind == "any":
+            return absval.join_abs([self._apply(alt, args, kwargs, depth + 1) for alt in callee["of"]])
+        if kind == "class":
+            path, cls = callee["ref"].split(":", 1)
+            return {"k": "instance", "cls": callee["ref"], "module": self.class_flag(path, cls, "module"), "args": args, "kwargs": kwargs}
+        if kind == "func":
+            fpath, qual = callee["ref"].split(":", 1)
+            record = self.function(fpath, qual)
+            if record is None:
+                return absval.UNKNOWN
+            return self.resolve(record["returns"], fpath, depth + 1, _bindings(callee["ref"], record, 0, args, kwargs))
+        return absval.UNKNOWN
 
     def _call_value(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
         """What calling a project name returns, for these arguments: a class makes an instance
@@ -422,8 +469,8 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         if key not in self._flags:
             self._flags[key] = False
             calls = [c for c in self.summaries[path]["calls"] if c.get("loop") == loop]
-            targets = [self.call_target_of(c["callee"], path, c["bound"]) for c in calls]
-            refs = [t[0] for t in targets if t is not None] + [o for c in calls for o in self.overrides(c.get("dispatch"))]
+            refs = [t[0] for c in calls for t in self.call_targets_of(c["callee"], path, c["bound"], c.get("value"))]
+            refs += [o for c in calls for o in self.overrides(c.get("dispatch"))]
             steps = any(self.function_flag(r, "step") for r in refs) and not any(self.function_flag(r, "epoch") for r in refs)
             self._flags[key] = steps
         return self._flags[key]
