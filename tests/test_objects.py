@@ -376,3 +376,117 @@ def test_a_loop_over_several_loaders_and_the_tail_of_a_pass_are_not_per_step():
         return results
     """
     assert findings(src) == []
+
+
+# -- DataLoader subclasses ------------------------------------------------------------------------
+LOADERS = """\
+from torch.utils.data import DataLoader
+
+class AudioLoader(DataLoader):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+class PinnedLoader(DataLoader):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, pin_memory=True, **kwargs)
+"""
+
+EVAL = """\
+def evaluate(model, loader, device):
+    for x, y in loader:
+        out = model(x.to(device, non_blocking=True))
+"""
+
+RUN = """\
+import torch
+from loaders import AudioLoader, PinnedLoader
+from evaluation import evaluate
+
+def main(ds):
+    model = torch.nn.Linear(2, 2).to("cuda")
+    evaluate(model, AudioLoader(ds, num_workers=4), "cuda")
+    evaluate(model, PinnedLoader(ds, num_workers=4), "cuda")
+    evaluate(model, AudioLoader(ds, 64, True, None, None, 4, None, True), "cuda")
+"""
+
+
+def test_a_project_dataloader_subclass_is_a_loader_and_what_it_sets_itself_counts(tmp_path, capsys):
+    found = project(tmp_path, {"loaders.py": LOADERS, "evaluation.py": EVAL, "run.py": RUN}, capsys)
+    assert [f for f in found if f[0] == "run.py"] == [("run.py", 7, "TSL302")]
+
+
+# -- factories picked by the config ---------------------------------------------------------------
+LOSSES = """\
+import torch
+
+class Dice(torch.nn.Module):
+    def forward(self, out, target):
+        return (out - target).abs().mean()
+
+class Focal(torch.nn.Module):
+    def forward(self, out, target):
+        print(out.max().item())
+        return out.mean()
+"""
+
+PICKS = """\
+import torch
+import losses
+
+ARCHS = {{"lin": torch.nn.Linear}}
+
+def build(module, name):
+    return getattr(module, name)()
+
+def main(cfg, loader):
+    model = torch.nn.Linear(2, 2).to("cuda")
+    criterion = {pick}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = criterion(model(x.to("cuda", non_blocking=True)), y.to("cuda", non_blocking=True))
+        loss.backward()
+        opt.step()
+"""
+
+
+@pytest.mark.parametrize("pick", ['getattr(losses, cfg["loss"])()', 'build(losses, cfg["loss"])'])
+def test_a_loss_picked_from_a_module_by_the_config_runs_every_step(tmp_path, capsys, pick):
+    found = project(tmp_path, {"losses.py": LOSSES, "train.py": PICKS.format(pick=pick)}, capsys)
+    assert found[("losses.py", 9, "TSL101")] == 1
+
+
+def test_a_loss_named_by_a_constant_attribute_is_only_that_loss(tmp_path, capsys):
+    found = project(tmp_path, {"losses.py": LOSSES, "train.py": PICKS.format(pick='getattr(losses, "Dice")()')}, capsys)
+    assert not [f for f in found if f[0] == "losses.py"]
+
+
+SUPER = """\
+class Base:
+    def __init__(self, model, loss):
+        self.model, self.loss = model, loss
+
+class Trainer(Base):
+    def __init__(self, model, loss):
+        super().__init__(model, loss)
+
+    def run(self, loader, opt):
+        for x, y in loader:
+            loss = self.loss(self.model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+            loss.backward()
+            opt.step()
+"""
+
+SUPER_MAIN = """\
+import torch
+from trainer import Trainer
+from losses import Focal
+
+def main(loader, opt):
+    Trainer(torch.nn.Linear(2, 2).cuda(), Focal()).run(loader, opt)
+"""
+
+
+def test_what_a_subclass_hands_its_base_through_super_reaches_the_base(tmp_path, capsys):
+    found = project(tmp_path, {"losses.py": LOSSES, "trainer.py": SUPER, "main.py": SUPER_MAIN}, capsys)
+    assert found[("losses.py", 9, "TSL101")] == 1
+    assert not [f for f in found if f[:2] == ("losses.py", 5)]

@@ -127,6 +127,8 @@ class CallKinds:
 
     def _class_instance(self, cls: cst.ClassDef) -> Kind:
         """A module built here lives on the CPU until moved (see ValueAnalysis._def)."""
+        if self.is_loader_class(cls):
+            return Kind.LOADER
         return Kind.CPU_MODEL if self.is_module_class(cls) else Kind.UNKNOWN
 
     # -- library calls ------------------------------------------------------------------------

@@ -72,6 +72,15 @@ class Env:
     def is_lightning_class(self, qualname: str) -> bool:
         return False
 
+    def is_loader_class(self, qualname: str) -> bool:
+        """Is the project class ``qualname`` a DataLoader subclass?"""
+        return False
+
+    def loader_class_settings(self, qualname: str):
+        """For a project DataLoader subclass: the DataLoader keywords it sets itself; None when
+        ``qualname`` is no such class."""
+        return None
+
     # -- trackers ------------------------------------------------------------------------------
     def loader_feeds_elsewhere(self, call: cst.Call) -> bool:
         """Does another module move the batches of the DataLoader built by ``call`` to the

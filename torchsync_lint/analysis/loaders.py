@@ -41,8 +41,9 @@ class LoaderTracker:
         self.values = analysis.values
         self.loaders: list[LoaderInfo] = []
         self._by_call: dict[cst.Call, LoaderInfo] = {}
+        self._subclass_sets: dict[cst.Call, frozenset[str]] = {}
         for call in self.index.calls:
-            if self.analysis.qualname(call.func) == DATALOADER:
+            if self.analysis.qualname(call.func) == DATALOADER or self._project_subclass(call):
                 info = LoaderInfo(call, self._dataset_arg(call), self.argument(call, "num_workers"), self.argument(call, "pin_memory"))
                 self.loaders.append(info)
                 self._by_call[call] = info
@@ -63,8 +64,22 @@ class LoaderTracker:
             return call.args[0].value
         return None
 
+    def _project_subclass(self, call: cst.Call) -> bool:
+        """Does ``call`` build a DataLoader subclass of this project (`AudioDataLoader(...)`)?
+        What its class passes to DataLoader itself is remembered: the call cannot unset it."""
+        if (self.analysis.qualname(call.func) or "").startswith(("torch.", "torch_geometric.", "monai.")):
+            return False
+        settings = self.values.loader_call_settings(call)
+        if settings is None:
+            return False
+        self._subclass_sets[call] = settings
+        return True
+
     def argument(self, call: cst.Call, name: str) -> ArgValue:
         """``name`` as the constructor call gives it (keyword or positional)."""
+        subclass = self._subclass_sets.get(call)
+        if subclass is not None and (name in subclass or "*" in subclass):
+            return ArgValue("unknown")  # the subclass passes it to DataLoader itself
         position = POSITIONS[name]
         for a in call.args:
             if a.keyword is not None and a.keyword.value == name:
@@ -77,6 +92,8 @@ class LoaderTracker:
                 return ArgValue("unknown")  # `DataLoader(*args)`: any position may be it
             positional.append(a)
         if position < len(positional):
+            if subclass is not None:
+                return ArgValue("unknown")  # a subclass's own signature says what this position is
             return self._value_of(positional[position])
         if any(a.star == "**" for a in call.args):
             return ArgValue("unknown")  # `**loader_kwargs` may set it

@@ -31,6 +31,7 @@ from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
 from torchsync_lint.knowledge import lightning
+from torchsync_lint.knowledge import loaders as loader_knowledge
 from torchsync_lint.knowledge import torch as torch_knowledge
 
 # Kept importable from here: rules and trackers read them.
@@ -453,6 +454,39 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
     # -- classes --------------------------------------------------------------------------
     def is_module_class(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, lambda qn: qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES or self.env.is_module_class(qn))
+
+    def is_loader_class(self, cls: cst.ClassDef) -> bool:
+        """A DataLoader subclass (`class AudioDataLoader(DataLoader)`): it loads like one."""
+        return self._derives_from(cls, lambda qn: qn in loader_knowledge.LOADER_CLASSES or self.env.is_loader_class(qn))
+
+    def loader_call_settings(self, call: cst.Call) -> frozenset[str] | None:
+        """For a call that builds a DataLoader (torch's, a library's, or a project subclass):
+        the DataLoader keywords its class sets itself (`super().__init__(..., pin_memory=True)`),
+        which the call cannot leave unset; None when ``call`` builds no DataLoader."""
+        qn = self.qualname(call.func) or ""
+        if qn in loader_knowledge.LOADER_CLASSES:
+            return frozenset()
+        if isinstance(call.func, cst.Name) and call.func.value in self.index.classes and not self.reaching_defs(call.func):
+            info = self.index.classes[call.func.value]
+            return self.loader_keywords_set(info) if self.is_loader_class(info.node) else None
+        if qn:
+            return self.env.loader_class_settings(qn)
+        return None
+
+    def loader_keywords_set(self, info) -> frozenset[str]:
+        """Keywords a DataLoader subclass passes to its base's `__init__` itself; `*` when it
+        passes positional arguments beyond the dataset, whose meaning depends on its own
+        signature."""
+        found: set[str] = set()
+        for method in info.methods.values():
+            for call in self.index.calls_by_owner.get(method, ()):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
+                    found.update(a.keyword.value for a in call.args if a.keyword is not None)
+                    plain = [a for a in call.args if a.keyword is None and not a.star]
+                    if len(plain) > (1 if isinstance(func.value, cst.Call) else 2):
+                        found.add("*")  # `super().__init__(dataset, 64, True, None, None, 4)`
+        return frozenset(found)
 
     def is_lightning_callback(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, lambda qn: qn in lightning.CALLBACK_BASES)

@@ -225,6 +225,7 @@ class AbstractValues:
                 "kwargs": {a.keyword.value: self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is not None},
                 "bound": self.names.bound(expr, callee),
                 "star": any(a.star for a in expr.args),
+                "site": self.names.site(expr),  # a DataLoader when it builds a subclass of one
             }
         target = self.index.target_of(expr)
         if target is not None and target.name.value not in ("__init__", "forward", "__call__"):

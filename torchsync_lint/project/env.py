@@ -59,6 +59,8 @@ class ModuleEnv(Env):
         if found is None:
             return None
         if found[0] == "class":
+            if self.view.class_flag(found[1], found[2], "loader"):
+                return Kind.LOADER
             return Kind.CPU_MODEL if self.view.class_flag(found[1], found[2], "module") else Kind.UNKNOWN
         if found[0] == "function":
             own = self._own_argument(found, call)
@@ -148,6 +150,16 @@ class ModuleEnv(Env):
     def is_module_class(self, qualname: str) -> bool:
         found = self.view.resolve_name(qualname, self.path) if qualname else None
         return bool(found and found[0] == "class" and self.view.class_flag(found[1], found[2], "module"))
+
+    def is_loader_class(self, qualname: str) -> bool:
+        found = self.view.resolve_name(qualname, self.path) if qualname else None
+        return bool(found and found[0] == "class" and self.view.class_flag(found[1], found[2], "loader"))
+
+    def loader_class_settings(self, qualname: str):
+        found = self.view.resolve_name(qualname, self.path) if qualname else None
+        if not (found and found[0] == "class" and self.view.class_flag(found[1], found[2], "loader")):
+            return None
+        return frozenset(self.view.class_list(found[1], found[2], "loader_sets"))
 
     def is_lightning_class(self, qualname: str) -> bool:
         found = self.view.resolve_name(qualname, self.path) if qualname else None

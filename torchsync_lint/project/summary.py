@@ -125,6 +125,8 @@ class _Summarizer:
                 "bases": bases,
                 "module": self.values.is_module_class(info.node),
                 "lightning": self.values.is_lightning_class(info.node),
+                "loader": self.values.is_loader_class(info.node),
+                "loader_sets": sorted(self.values.loader_keywords_set(info)),
                 "attrs": attrs,
                 "methods": sorted(info.methods),
                 "getitem": self._getitem_converts(info),

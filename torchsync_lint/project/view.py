@@ -35,6 +35,15 @@ _MAX_DEPTH = 12
 _MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_"})
 
 
+def _with_edges(index: dict, edges: list) -> dict:
+    """The call index ``index`` plus the resolved ``edges`` (path, call, targets)."""
+    full = {ref: list(entries) for ref, entries in index.items()}
+    for path, call, targets in edges:
+        for target in targets:
+            full.setdefault(target[0], []).append((path, call, target[1]))
+    return full
+
+
 def _bindings(ref: str, record: dict, shift: int, args: list[dict], kwargs: dict) -> dict:
     """What one call passes for each parameter of the function ``ref`` (its record; ``shift``:
     how many leading parameters the call fills itself)."""
@@ -153,12 +162,24 @@ class ProjectView(FeedAnswers, ObjectAnswers):
     def function(self, path: str, qual: str) -> dict | None:
         return self.summaries.get(path, {}).get("functions", {}).get(qual)
 
+    def class_list(self, path: str, cls: str, field: str, depth: int = 0) -> list:
+        """A class's list ``field``, with those of its project bases."""
+        record = self.summaries[path]["classes"].get(cls)
+        if record is None or depth > 6:
+            return []
+        out = list(record.get(field, ()))
+        for base in record["bases"]:
+            found = self.class_of(base, path)
+            if found is not None:
+                out += self.class_list(*found, field, depth + 1)
+        return sorted(set(out))
+
     def class_flag(self, path: str, cls: str, flag: str, depth: int = 0) -> bool:
         """A class's "module"/"lightning" flag, through project base classes."""
         record = self.summaries[path]["classes"].get(cls)
         if record is None or depth > 6:
             return False
-        if record[flag]:
+        if record.get(flag):
             return True
         return any(self.class_flag(*found, flag, depth + 1) for base in record["bases"] if (found := self.class_of(base, path)))
 
@@ -177,18 +198,22 @@ class ProjectView(FeedAnswers, ObjectAnswers):
                 for call in self.summaries[path]["calls"]:
                     for override in self.overrides(call.get("dispatch")):
                         index.setdefault(override, []).append((path, call, 1))
-                    if call["callee"].startswith(("^", "~", "@", "%", "!")):  # resolving these needs values
+                    if call["callee"].startswith(("^", "~", "@", "%")):  # resolving these needs values
                         dynamic.append((path, call))
                         continue
                     for target in self.call_targets_of(call["callee"], path, call["bound"]):
                         index.setdefault(target[0], []).append((path, call, target[1]))
-            self._callers = index
-            resolved = [(path, call, self.call_targets_of(call["callee"], path, call["bound"], call.get("value"))) for path, call in dynamic]
-            full = {ref: list(entries) for ref, entries in index.items()}
-            for path, call, targets in resolved:
-                for target in targets:
-                    full.setdefault(target[0], []).append((path, call, target[1]))
-            self._callers = full
+            # Calls of objects resolve against the index so far, in rounds: an object a call
+            # of another object passes on is seen in the next round (at most three).
+            edges: list = []
+            for _ in range(3):
+                self._callers = _with_edges(index, edges)
+                self._forget_answers()
+                found = [(path, call, self.call_targets_of(call["callee"], path, call["bound"], call.get("value"))) for path, call in dynamic]
+                if found == edges:
+                    break
+                edges = found
+            self._callers = _with_edges(index, edges)
             self._forget_answers()
         return self._callers.get(ref, [])
 
@@ -386,6 +411,16 @@ class ProjectView(FeedAnswers, ObjectAnswers):
             return applied
         return self._call_value(value, from_path, depth, bind)
 
+    def _receiver_of(self, callee: str, from_path: str) -> dict | None:
+        """What `self.<attr>` holds for a `~`/`@` callee that calls it directly."""
+        if not callee.startswith(("~", "@")):
+            return None
+        cls_ref, _, attr = callee[1:].rpartition(".")
+        path, _, cls = cls_ref.partition(":")
+        if path not in self.summaries or "." in cls or cls not in self.summaries[path]["classes"]:
+            return None
+        return self.class_attr(path, cls, attr)
+
     def _member_value(self, base: dict) -> dict:
         if base.get("k") == "module":
             return self.members_of_module(base["path"])
@@ -418,6 +453,8 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         kwargs = {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()}
         found = self.resolve_name(callee, from_path) if not callee.startswith(("^", "~")) else None
         if found is not None and found[0] == "class":
+            if self.class_flag(found[1], found[2], "loader") and value.get("site"):
+                return {"k": "loader", "sites": [value["site"]]}  # a project DataLoader subclass
             return {"k": "instance", "cls": f"{found[1]}:{found[2]}", "module": self.class_flag(found[1], found[2], "module"), "args": args, "kwargs": kwargs}
         target = self.call_target_of(callee, from_path, value.get("bound", True))
         if target is not None:
@@ -427,6 +464,11 @@ class ProjectView(FeedAnswers, ObjectAnswers):
             if record["yields"] is not None and call_bind is not None and f"{target[0]}#{record['yields']}" in call_bind:
                 return call_bind[f"{target[0]}#{record['yields']}"]  # `log_every(loader)`: iterates like `loader`
             return self.resolve(record["returns"], fpath, depth + 1, call_bind)
+        receiver = self._receiver_of(callee, from_path)
+        if receiver is not None and absval.kind_of(receiver) in (Kind.MODEL, Kind.CPU_MODEL, Kind.MOVED):
+            # `self.model(x)`: the forward of a module held on the object
+            on_device = absval.kind_of(receiver) is not Kind.CPU_MODEL or any(absval.kind_of(a) is Kind.DEVICE for a in args)
+            return {"k": "device" if on_device else "host-tensor"}
         owner, _, method = callee.rpartition(".")
         cls = self.resolve_name(owner, from_path) if method in _MODULE_SELF_METHODS and found is None else None
         if cls is not None and cls[0] == "class" and self.class_flag(cls[1], cls[2], "module"):
@@ -435,7 +477,7 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         if found is not None:
             return absval.UNKNOWN
         if value.get("kind", "unknown") == "unknown":
-            return {"k": "object", "origin": callee} if not callee.startswith(("^", "~", "*")) else absval.UNKNOWN  # a library's object
+            return {"k": "object", "origin": callee} if not callee.startswith(("^", "~", "*", "@", "!", "%")) else absval.UNKNOWN  # a library's object
         return {"k": value["kind"]}
 
     # -- per-step code ----------------------------------------------------------------------------
