@@ -79,9 +79,11 @@ class CallKinds:
         return self._call_of(self._eval(func), call)
 
     def _stored_callable(self, node: cst.Attribute, attr: str) -> bool:
-        """Is `self.<attr>` a value stored on the instance (not a method of its class)?"""
+        """Is `self.<attr>` something other than a method this class defines: a value stored
+        on the instance, here or by a base class (`self.model`, `self.loss_func` of a trainer
+        framework), or a base's method? Called on device tensors it gives device values."""
         info = self.index.class_of(node)
-        return info is not None and attr in info.self_attrs and attr not in info.methods
+        return info is not None and attr not in info.methods
 
     def _call_of(self, callee: Kind | None, call: cst.Call) -> Kind:
         """Calling a model (a forward), or an unknown callable (a criterion) on device tensors."""

@@ -72,6 +72,11 @@ class Env:
     def is_lightning_class(self, qualname: str) -> bool:
         return False
 
+    def derives_from(self, qualname: str, bases: frozenset[str]) -> bool:
+        """Does the project class ``qualname`` derive, through project classes, from one of
+        the library classes ``bases``?"""
+        return False
+
     def is_loader_class(self, qualname: str) -> bool:
         """Is the project class ``qualname`` a DataLoader subclass?"""
         return False

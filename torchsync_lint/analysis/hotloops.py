@@ -79,6 +79,8 @@ class HotLoopAnalysis:
                 name in lightning.CALLBACK_HOOK_PARAMS and self.values.is_lightning_callback(info.node)
             ):
                 self.hot_functions[func] = HotContext(f"`{name}` runs every step")
+            elif self.values.framework_hook(func) is not None:
+                self.hot_functions[func] = HotContext(f"`{name}` runs every step (the trainer calls it per batch)")
         # Functions another module calls every step.
         for func in self.index.returns:
             remote = self.values.env.hot_caller(func)

@@ -24,7 +24,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import LOADER_KINDS, MODEL_KINDS, Kind, join
 from torchsync_lint.analysis.loader_info import DATALOADER, POSITIONS, ArgValue, LoaderInfo, literal_value
 from torchsync_lint.analysis.values import HOST_RESULT_METHODS
-from torchsync_lint.knowledge import lightning
+from torchsync_lint.knowledge import lightning, trainer_frameworks
 
 # Calls that hand a loader to something that moves its batches to the accelerator itself.
 _PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
@@ -423,10 +423,38 @@ class LoaderTracker:
                     return calls.pop() if len(calls) == 1 else None
         return None
 
+    def handed_datasets(self) -> list[cst.BaseExpression]:
+        """Datasets handed to a trainer framework that builds the loaders itself and moves
+        every batch to the device (`trainer.train(train_dataset=ds)` of pytorch-accelerated)."""
+        out = []
+        for call in self.index.calls:
+            func = call.func
+            consumes = trainer_frameworks.DATASET_CONSUMERS.get(func.attr.value) if isinstance(func, cst.Attribute) else None
+            if not consumes or not self._is_framework_trainer(func.value):
+                continue
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            for a in call.args:
+                if a.keyword is not None and a.keyword.value in consumes:
+                    out.append(a.value)
+            out += [positional[i] for i in consumes.values() if i < len(positional)]
+        return out
+
+    def _is_framework_trainer(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            cls = self.index._instance_class(self.values.reaching_defs(expr))  # noqa: SLF001 - `trainer = MyTrainer(...)`
+            if cls is not None:
+                return self.values.is_framework_trainer(cls.node)
+        qn = self.values.origin_qualname(expr) or ""
+        bases = trainer_frameworks.TRAINER_BASES
+        return qn in bases or self.analysis.env.derives_from(qn, bases)
+
     def dataset_calls(self, info: LoaderInfo) -> list[cst.Call]:
         """The dataset constructor and any it wraps (`Subset(ds, idx)`, `ConcatDataset([...])`)."""
+        return self.dataset_calls_of(info.dataset)
+
+    def dataset_calls_of(self, dataset: cst.BaseExpression | None) -> list[cst.Call]:
         out: list[cst.Call] = []
-        todo = [info.dataset]
+        todo = [dataset]
         seen: set[int] = set()
         while todo and len(out) < 16:
             for call in self._dataset_call_candidates(todo.pop()):
@@ -455,13 +483,18 @@ class LoaderTracker:
             for d in self.values.reaching_defs(expr):
                 if d.how == "assign":
                     out += self._dataset_call_candidates(d.value, depth + 1)
+                elif d.how == "unpack" and _is_split(self.analysis.qualname(d.value.func) if isinstance(d.value, cst.Call) else None):
+                    out.append(d.value)  # `train, val = random_split(ds, [n, m])`: parts of `ds`
             return out
         single = self._dataset_call(expr, depth)
         return [single] if single is not None else []
 
     def _wrapped_datasets(self, call: cst.Call) -> list[cst.BaseExpression]:
         """The datasets a `Subset(ds, idx)` / `ConcatDataset([a, b])` wraps."""
-        if (self.analysis.qualname(call.func) or "") not in ("torch.utils.data.Subset", "torch.utils.data.ConcatDataset"):
+        qn = self.analysis.qualname(call.func) or ""
+        if _is_split(qn):
+            return [call.args[0].value] if call.args and not call.args[0].star else []
+        if qn not in ("torch.utils.data.Subset", "torch.utils.data.ConcatDataset"):
             return []
         todo: list[cst.BaseExpression] = []
         for a in call.args:
@@ -470,6 +503,11 @@ class LoaderTracker:
             else:
                 todo.append(a.value)
         return todo
+
+
+def _is_split(qualname: str | None) -> bool:
+    """`torch.utils.data.random_split(ds, lengths)`: subsets of ``ds``."""
+    return qualname in ("torch.utils.data.random_split", "torch.utils.data.dataset.random_split")
 
 
 def loaders(analysis) -> LoaderTracker:

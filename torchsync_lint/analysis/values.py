@@ -30,7 +30,7 @@ from torchsync_lint.analysis.evidence import Evidence
 from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
-from torchsync_lint.knowledge import lightning
+from torchsync_lint.knowledge import lightning, trainer_frameworks
 from torchsync_lint.knowledge import loaders as loader_knowledge
 from torchsync_lint.knowledge import torch as torch_knowledge
 
@@ -416,6 +416,8 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
                 return Kind.DEVICE  # Lightning moves the batch to the module's device first
         if info is not None and position is not None and position in lightning.CALLBACK_HOOK_PARAMS.get(func.name.value, ()) and self.is_lightning_callback(info.node):
             return Kind.DEVICE  # a callback's view of the step's outputs and batch
+        if info is not None and position is not None and position in (self.framework_hook(func) or ()):
+            return Kind.DEVICE  # a trainer framework's batch (prepared) or step outputs
         kinds: list[Kind | None] = []
         for call in self.index.call_sites(func):
             arg = self.index.argument_for(call, func, param)
@@ -487,6 +489,22 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
                     if len(plain) > (1 if isinstance(func.value, cst.Call) else 2):
                         found.add("*")  # `super().__init__(dataset, 64, True, None, None, 4)`
         return frozenset(found)
+
+    def framework_hook(self, func: cst.FunctionDef) -> tuple[int, ...] | None:
+        """For a method a trainer framework's base class calls every batch (a subclass's
+        `calculate_train_batch_loss`, a callback's `on_train_step_end`): the positions of its
+        device parameters; None for any other function."""
+        info = self.index.class_of_method.get(func)
+        if info is None:
+            return None
+        for bases, hooks in trainer_frameworks.HOOKS:
+            if func.name.value in hooks and self._derives_from(info.node, lambda qn, bases=bases: qn in bases or self.env.derives_from(qn, bases)):
+                return hooks[func.name.value]
+        return None
+
+    def is_framework_trainer(self, cls: cst.ClassDef) -> bool:
+        bases = trainer_frameworks.TRAINER_BASES
+        return self._derives_from(cls, lambda qn: qn in bases or self.env.derives_from(qn, bases))
 
     def is_lightning_callback(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, lambda qn: qn in lightning.CALLBACK_BASES)

@@ -151,6 +151,10 @@ class ModuleEnv(Env):
         found = self.view.resolve_name(qualname, self.path) if qualname else None
         return bool(found and found[0] == "class" and self.view.class_flag(found[1], found[2], "module"))
 
+    def derives_from(self, qualname: str, bases: frozenset[str]) -> bool:
+        found = self.view.resolve_name(qualname, self.path) if qualname else None
+        return bool(found and found[0] == "class" and set(self.view.library_bases(found[1], found[2])) & bases)
+
     def is_loader_class(self, qualname: str) -> bool:
         found = self.view.resolve_name(qualname, self.path) if qualname else None
         return bool(found and found[0] == "class" and self.view.class_flag(found[1], found[2], "loader"))

@@ -162,6 +162,18 @@ class ProjectView(FeedAnswers, ObjectAnswers):
     def function(self, path: str, qual: str) -> dict | None:
         return self.summaries.get(path, {}).get("functions", {}).get(qual)
 
+    def library_bases(self, path: str, cls: str, depth: int = 0) -> list[str]:
+        """The base classes of ``cls`` that are not the project's own (as written, canonical),
+        through its project bases."""
+        record = self.summaries[path]["classes"].get(cls)
+        if record is None or depth > 6:
+            return []
+        out = []
+        for base in record["bases"]:
+            found = self.class_of(base, path)
+            out += self.library_bases(*found, depth + 1) if found is not None else [] if base.startswith(":") else [base]
+        return out
+
     def class_list(self, path: str, cls: str, field: str, depth: int = 0) -> list:
         """A class's list ``field``, with those of its project bases."""
         record = self.summaries[path]["classes"].get(cls)

@@ -306,6 +306,7 @@ class TensorTruthinessInLoop(Rule):
         Valid(in_loop("keep = torch.where(y > 0, logits, 0)")),
         Valid(in_loop("flag = torch.zeros(1)\nif flag.any():\n    pass")),  # a CPU tensor
         Valid(in_loop("if step > 10 and lr_scale < 1.0:\n    pass")),
+        Valid(in_loop("outs = []\nouts.append(logits)\nif not outs:\n    continue")),  # a list's length
     ]
     INVALID = [
         Invalid(in_loop("if torch.isnan(loss):\n    break"), line=L),
@@ -344,7 +345,8 @@ class TensorTruthinessInLoop(Rule):
 
     def _check_condition(self, test: cst.BaseExpression, stmt: cst.CSTNode, descend: bool = True) -> None:
         for part in _truth_tested_parts(test) if descend else [test]:
-            if self.analysis.is_device(part):
+            # `if not outputs:` of a list that holds device tensors tests its length, not them
+            if self.analysis.is_device(part) and not self.analysis.values.is_python_container(part):
                 hot = self.hot(stmt)
                 if hot is not None:
                     self.report(part, expr=self.snippet(part, 40), hot=hot)

@@ -135,6 +135,12 @@ class HostFloatNormalization(HostFloatSources, Rule):
                     continue
                 done.add(id(call))
                 self._transforms(call, found)
+        if tracker.module_feeds_accelerator:
+            for dataset in tracker.handed_datasets():  # a trainer framework builds the loaders
+                for call in tracker.dataset_calls_of(dataset):
+                    if id(call) not in done:
+                        done.add(id(call))
+                        self._transforms(call, found)
         self._fed_from_elsewhere(found, done)
         for n, normalize in found.items():
             self.report(n, fix=self._suggestion(n, normalize), expr=self.snippet(n))
