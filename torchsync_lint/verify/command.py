@@ -152,20 +152,20 @@ def verify_script(script: script_files.Script, context: RunContext) -> list[Entr
     if run.status != runner.OK:
         return entries
 
-    # The fixed version (a *.fixed.py, else the fixer's output in a temporary file), made
-    # once for --compare-fixed and --measure alike.
+    # The fixed version (a *.fixed.py, else the fixer's output in a temporary folder, gone
+    # after this block), made once for --compare-fixed and --measure alike.
     compare = getattr(args, "compare_fixed", False)
     measure = backend == "cuda" and getattr(args, "measure", False)
-    variant = fixed_variant(script) if compare or measure else None
-    if compare and variant is not None:
-        fixed_path, extra_path = variant
-        fixed_run = _replay(context, script, fixed_path, extra_path)
-        entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
+    with fixed_variant(script) if compare or measure else contextlib.nullcontext() as variant:
+        if compare and variant is not None:
+            fixed_path, extra_path = variant
+            fixed_run = _replay(context, script, fixed_path, extra_path)
+            entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
 
-    if backend == "cuda":
-        from torchsync_lint.verify.cuda import backend as cuda_backend
+        if backend == "cuda":
+            from torchsync_lint.verify.cuda import backend as cuda_backend
 
-        entries += cuda_backend.profile_and_measure(script, script.args, args, entries, run, window, variant)
+            entries += cuda_backend.profile_and_measure(script, script.args, args, entries, run, window, variant)
     return entries
 
 

@@ -207,6 +207,9 @@ def _classify(
         run.notes.insert(0, record.get("stop_note") or "stopped by the step clock")
         if record.get("error"):
             run.notes.append("after the stop: " + _tail(record["error"]).splitlines()[-1])
+        if record.get("threads_ended"):
+            names = ", ".join(record["threads_ended"])
+            run.notes.append(f"ended {len(record['threads_ended'])} non-daemon thread(s) still running after the stop ({names})")
     elif record.get("error") or returncode != 0:
         run.status = CRASHED
         run.detail = _join(_tail(record.get("error") or stderr) or _exit_text(returncode), notes)
@@ -216,7 +219,7 @@ def _classify(
     return run
 
 
-_RECORD_KEYS = ("events", "step_basis", "total_steps", "excluded_steps", "error", "exit_code", "stopped", "stop_note")
+_RECORD_KEYS = ("events", "step_basis", "total_steps", "excluded_steps", "error", "exit_code", "stopped", "stop_note", "threads_ended")
 
 
 def _notes(watched: launch.Watched | None) -> list[str]:
