@@ -30,10 +30,10 @@ from torchsync_lint.atomic import WriteError
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError, SourceFile, decode_source, discover, read_source, read_stdin_bytes, write_source
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
-from torchsync_lint.notebook import fix_notebook, is_notebook
+from torchsync_lint.notebook import NotebookError, is_notebook, load as load_notebook
 from torchsync_lint.output import write_report
 from torchsync_lint.parallel import map_files
-from torchsync_lint.types import Applicability, Finding
+from torchsync_lint.types import Applicability, FileResult, Finding
 
 
 @dataclass
@@ -106,6 +106,44 @@ def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint_factory) ->
     return outcome
 
 
+def fix_notebook(path: str, config, unsafe: bool, diff_mode: bool, lint=None, *, text: str | None = None) -> FileOutcome:
+    """_fix_file for a notebook: fix the Python view, write the edited cells back into the
+    file text (everything else byte for byte), atomically. ``text``: the notebook, already
+    read (stdin)."""
+    try:
+        nb = load_notebook(path, text)
+    except ReadError as exc:
+        return FileOutcome(path, errors=[file_error(path, exc.code, exc.message)])
+    source = nb.source_file()
+    if not nb.is_python or not nb.cells:
+        return FileOutcome(path, source, FixResult(nb.text))
+    result = fix_source(nb.python, path, config, unsafe, lint=lint)
+    outcome = FileOutcome(path, source, result)
+    view, new_text, problem = result.new_source, nb.text, None
+    if view != nb.python:
+        try:
+            new_text = nb.with_python(view)
+        except NotebookError as exc:
+            problem = f"cannot write the fixes back into the cells: {exc}"
+    result.new_source = new_text
+    result.initial = [nb.to_cells(f) for f in result.initial]
+    result.applied = [nb.to_cells(f) for f in result.applied]
+    result.refused = [(nb.to_cells(f), why) for f, why in result.refused]
+    result.remaining = result.initial if problem else [nb.to_cells(f, view) for f in result.remaining]
+    outcome.errors = [f for f in result.initial if f.severity == "error"]
+    if any(e.code == "TSL900" for e in outcome.errors):
+        precise = nb.syntax_error(path)
+        outcome.errors = [(precise or e) if e.code == "TSL900" else e for e in outcome.errors]
+    if problem:
+        outcome.write_error = problem
+    elif not diff_mode and new_text != nb.text:
+        try:
+            write_source(path, new_text, source)
+        except WriteError as exc:
+            outcome.write_error = str(exc)
+    return outcome
+
+
 # -- diff -----------------------------------------------------------------------------------
 
 class DiffError(ValueError):
@@ -172,7 +210,6 @@ def _report_diff(args, outcomes: list[FileOutcome]) -> int:
 # -- fix summary ------------------------------------------------------------------------------
 
 def _report_fix(args, config, outcomes: list[FileOutcome], unsafe: bool) -> int:
-    from torchsync_lint.api import FileResult
     from torchsync_lint.reporters import load_formats
 
     fmt = getattr(args, "format", "text") or "text"
