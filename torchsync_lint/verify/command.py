@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from torchsync_lint.verify import launch, runner, scripts as script_files
+from torchsync_lint.verify import containment, launch, runner, scripts as script_files
 from torchsync_lint.verify.fixed_variant import compare_entry, fixed_variant
 from torchsync_lint.verify.matching import Entry, Expectation, match_script, merge_expectations
 from torchsync_lint.verify.progress import Progress
@@ -265,7 +265,8 @@ def _launcher(context: RunContext, found: list[str]) -> Iterator[launch.FreshLau
             except OSError:
                 pass  # runs start the slow way
     try:
-        yield launcher
+        with containment.adopting():  # a script that kills its supervisor hands its processes to us
+            yield launcher
     finally:
         launcher.close()
 
