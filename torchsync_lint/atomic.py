@@ -205,11 +205,15 @@ def _save_elsewhere(data: bytes, name: str) -> str:
     """Keep the original text somewhere else (another file system, if the temp dir is one)."""
     try:
         fd, kept = tempfile.mkstemp(prefix=f"{name}.", suffix=".original")
+    except OSError:
+        return "its original text could not be saved anywhere; restore it from version control"
+    try:
         try:
             DISK.write(fd, data)
         finally:
             os.close(fd)
     except OSError:
+        os.unlink(kept)
         return "its original text could not be saved anywhere; restore it from version control"
     return f"its original text is in {kept}"
 

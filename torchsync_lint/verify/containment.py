@@ -108,9 +108,12 @@ def session_members(session: int) -> list[int]:
     return found
 
 
-def session_alive(session: int) -> bool:
+def running(session: int, harness: int | None) -> bool:
+    """Whether the run in ``session`` still runs its script: the ``harness`` process (when
+    the supervisor said which it is), else any process of the session."""
     _reap_adopted()  # a harness that exited after its supervisor died is our zombie
-    return bool(session_members(session))
+    members = session_members(session)
+    return harness in members if harness is not None else bool(members)
 
 
 def _reap_adopted() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -248,7 +249,8 @@ def watch(
     result = Watched()
     begin = time.monotonic()
     deadline = begin + timeout
-    streams = {started.stdout: result.stdout, started.stderr: result.stderr}
+    lifeline = Tail(256)  # "harness PID" from the supervisor
+    streams = {started.stdout: result.stdout, started.stderr: result.stderr, started.lifeline: lifeline}
     open_fds = [started.stdout, started.stderr, started.lifeline]
     stop_sent: float | None = None
 
@@ -273,8 +275,9 @@ def watch(
         result.status = _read_json(status_path)
         if result.status is None and stop_sent is None:
             # The supervisor died without its status (the script killed it) and the run goes
-            # on: watch its session ourselves until it is empty, or the deadline, or a cancel.
-            while containment.session_alive(started.pid) and not stop_due(time.monotonic()):
+            # on: watch the script ourselves until it ends, or the deadline, or a cancel.
+            harness = re.match(r"harness (\d+)", lifeline.text())
+            while containment.running(started.pid, int(harness.group(1)) if harness else None) and not stop_due(time.monotonic()):
                 _pump(open_fds, streams, POLL_S)
                 if on_tick is not None:
                     on_tick(time.monotonic() - begin)

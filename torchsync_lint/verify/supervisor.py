@@ -19,6 +19,8 @@ Why a process in between:
 
 It holds the write end of a *lifeline* pipe until it exits: the verifier sees end of file
 there when the run is over, without being the parent (the fork server starts supervisors).
+The first thing it writes there is the harness's pid (``harness PID``), so that a verifier
+whose supervisor was killed still knows which process is the script.
 
 Standard library only: this file also runs as ``python -I -S supervisor.py ...`` (see
 ``main``), a start-up of a few milliseconds.
@@ -183,6 +185,10 @@ class Supervisor:
         self.status["subreaper"] = become_subreaper()
         harness = spawn()
         self.status["harness_pid"] = harness
+        try:
+            os.write(self.lifeline_fd, f"harness {harness}\n".encode("ascii"))
+        except OSError:
+            pass  # the verifier is gone; _wait notices
         wait_status = self._wait(harness)
         self.status["harness"] = _describe(wait_status)
         self.status["harness_cpu_s"] = _CPU.get(harness)
