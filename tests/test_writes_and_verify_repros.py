@@ -344,3 +344,15 @@ def test_the_thread_note_is_only_for_threads_that_outlast_the_stop():
 
     record = {"events": [], "step_basis": "optimizer", "total_steps": 3, "stopped": "steps", "stop_note": "stopped", "threads_ended": []}
     assert runner._classify(record, 0, "", "", 1.0).notes == ["stopped"]
+
+
+def test_a_fix_read_from_stdin_comes_back_in_the_encoding_it_was_sent_in(tmp_path):
+    """An editor replaces its buffer with what `--fix -` prints: the bytes `--fix` would write
+    to the file (latin-1 stays latin-1)."""
+    data = (DATA / "latin1.py").read_bytes()
+    options = ["check", "--isolated", "--no-cache", "--unsafe-fixes", "--fix"]
+    done = subprocess.run([*CLI, *options, "-", "--stdin-filename", "latin1.py"], input=data, env=env(), capture_output=True, timeout=120)
+    target = copy("latin1.py", tmp_path)
+    subprocess.run([*CLI, *options, str(target)], env=env(), capture_output=True, timeout=120)
+    assert done.stdout == target.read_bytes() != data
+    assert b'"\xe9"' in done.stdout  # é as latin-1, not UTF-8

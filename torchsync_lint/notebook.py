@@ -105,11 +105,11 @@ def split_ends(text: str) -> list[tuple[str, str]]:
     return [(body, end) for body, end in _LINE.findall(text) if body or end]
 
 
-def _nonce(text: str) -> str:
-    """Hex digits that occur nowhere in ``text``: the markers' and tags' own."""
+def _nonce(text: str, cells: list[str]) -> str:
+    """Hex digits that occur nowhere in ``text`` nor in ``cells``: the markers' and tags' own."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     salt = 0
-    while digest[:12] in text:
+    while digest[:12] in text or any(digest[:12] in cell for cell in cells):
         salt += 1
         digest = hashlib.sha256(f"{salt}:{digest}".encode()).hexdigest()
     return digest[:12]
@@ -126,20 +126,22 @@ def parse_notebook(text: str, encoding: str = "utf-8") -> Notebook:
         hint = f"nbformat {version} is not supported, only 4 (`jupyter nbconvert --to notebook` upgrades it)" if isinstance(version, int) and version < 4 else 'no "cells" list'
         raise ReadError("TSL901", f"not a valid notebook: {hint}")
     spans = _source_spans(text)
-    nonce = _nonce(text)
-    cells: list[Cell] = []
+    sources: list[tuple[int, str]] = []
     for k, cell in enumerate(nb["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
         if isinstance(source, list) and all(isinstance(s, str) for s in source):
-            joined = "".join(source)
+            sources.append((k, "".join(source)))
         elif isinstance(source, str):
-            joined = source
+            sources.append((k, source))
         else:
             raise ReadError("TSL901", f"not a valid notebook: cell {k + 1} has a `source` that is not text")
         if k not in spans:
             raise ReadError("TSL901", f"not a valid notebook: cell {k + 1} has no `source`")
+    nonce = _nonce(text, [joined for _, joined in sources])  # absent from the file and every cell as decoded
+    cells: list[Cell] = []
+    for k, joined in sources:
         span, items = spans[k]
         lines = split_ends(joined)
         python, magics = python_view("".join(body + "\n" for body, _ in lines), nonce)
