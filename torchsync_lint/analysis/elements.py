@@ -154,6 +154,8 @@ class ElementKinds:
         """Is ``expr`` a name every binding of which is a dict or list display, comprehension
         or `dict(...)`/`list(...)` call? Storing into one (`batch[key] = t.cpu()`) copies
         nothing: it is not a tensor."""
+        if _is_container_display(expr, self.index) or isinstance(expr, (cst.Tuple, cst.Set, cst.SetComp)):
+            return True
         if not isinstance(expr, cst.Name):
             return False
         defs = self.reaching_defs(expr)

@@ -153,3 +153,11 @@ SYNC_OBJECTS = frozenset(
 SELF_READING_METHODS = frozenset(
     {(cls, "get_scale") for cls in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler")}
 )
+
+# Tensor methods that reshape or cast a tensor where it is (no copy to another device): a
+# factory's result passed through them is still a fresh host tensor
+# (`torch.linspace(...).unsqueeze(1).expand(n, m).to(device)`).
+RESHAPING_METHODS = frozenset(
+    "unsqueeze squeeze expand expand_as view view_as reshape reshape_as repeat t transpose permute flatten "
+    "contiguous long float double half int bool byte short clone detach flip".split()
+)

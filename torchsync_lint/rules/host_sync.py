@@ -307,6 +307,7 @@ class TensorTruthinessInLoop(Rule):
         Valid(in_loop("flag = torch.zeros(1)\nif flag.any():\n    pass")),  # a CPU tensor
         Valid(in_loop("if step > 10 and lr_scale < 1.0:\n    pass")),
         Valid(in_loop("outs = []\nouts.append(logits)\nif not outs:\n    continue")),  # a list's length
+        Valid(in_loop("if 'loss' in {'loss': loss}:\n    pass")),  # a dict's keys
     ]
     INVALID = [
         Invalid(in_loop("if torch.isnan(loss):\n    break"), line=L),
@@ -315,6 +316,7 @@ class TensorTruthinessInLoop(Rule):
         Invalid(in_loop("if torch.isnan(loss).any() or torch.isinf(loss).any():\n    break"), line=L),
         Invalid(in_loop("scale = 0.5 if loss > 10 else 1.0"), line=L),
         Invalid(in_loop("if any(torch.isnan(p.grad).any() for p in model.parameters()):\n    continue"), line=L),
+        Invalid(in_loop("if -1 in y:\n    continue"), line=L),  # Tensor.__contains__
     ]
 
     def visit_If(self, node: cst.If) -> None:
@@ -332,6 +334,11 @@ class TensorTruthinessInLoop(Rule):
     def visit_CompIf(self, node: cst.CompIf) -> None:
         self._check_condition(node.test, node)
 
+    def _contains_test(self, part: cst.BaseExpression) -> bool:
+        """`if -1 in labels:` of a device tensor: `Tensor.__contains__` is `(labels == -1).any()`,
+        read on the host."""
+        return _is_membership(part) and self.analysis.is_device(part.comparisons[0].comparator) and not self.analysis.values.is_python_container(part.comparisons[0].comparator)
+
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         # The left operand of `and`/`or` is always truth-tested, wherever the expression is.
         if not self._is_condition_part(node):
@@ -345,11 +352,20 @@ class TensorTruthinessInLoop(Rule):
 
     def _check_condition(self, test: cst.BaseExpression, stmt: cst.CSTNode, descend: bool = True) -> None:
         for part in _truth_tested_parts(test) if descend else [test]:
+            if self._contains_test(part):
+                hot = self.hot(stmt)
+                if hot is not None:
+                    self.report(part, expr=self.snippet(part, 40), hot=hot)
+                continue
             # `if not outputs:` of a list that holds device tensors tests its length, not them
             if self.analysis.is_device(part) and not self.analysis.values.is_python_container(part):
                 hot = self.hot(stmt)
                 if hot is not None:
                     self.report(part, expr=self.snippet(part, 40), hot=hot)
+
+
+def _is_membership(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn))
 
 
 def _truth_tested_parts(test: cst.BaseExpression):
@@ -690,6 +706,9 @@ class DynamicShapeInLoop(Rule):
             return self._is_bool_mask(expr.expression, depth + 1)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
             return self._is_bool_mask(expr.left, depth + 1) or self._is_bool_mask(expr.right, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+            # `(u > 0) * (l == u)`: a product of masks is a mask (bool * bool stays bool)
+            return self._is_bool_mask(expr.left, depth + 1) and self._is_bool_mask(expr.right, depth + 1)
         if isinstance(expr, cst.Call):
             qn = self.analysis.qualname(expr.func)
             if qn in self._MASK_FUNCTIONS:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker, literal_value, loaders
+from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import custom_batch, serves_device_tensors, shadowed, uses_streams, written_in_place, yields_per_worker
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, DEVICE_DATASET, LOADER_LINE, pipeline
@@ -199,8 +200,10 @@ class BlockingHostToDeviceCopy(Rule):
         self.report(node, message, fix=fix, hot=hot, expr=self.snippet(node))
 
     def _cpu_factory(self, receiver: cst.BaseExpression) -> str | None:
-        """`torch.zeros(n)` / `torch.randn(n)` filled on the CPU and then copied (TorchTidy's
-        "Extra CUDA Copy" pattern): the factory name, else None."""
+        """`torch.zeros(n)` / `torch.randn(n)` filled on the CPU (and maybe reshaped there)
+        and then copied (TorchTidy's "Extra CUDA Copy" pattern): the factory name, else None."""
+        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in torch_knowledge.RESHAPING_METHODS:
+            receiver = receiver.func.value
         if isinstance(receiver, cst.Call):
             qn = self.analysis.qualname(receiver.func) or ""
             last = qn.rsplit(".", 1)[-1]

@@ -9,6 +9,7 @@ import libcst as cst
 from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.images import divided_operand, is_divide_by_255
 from torchsync_lint.analysis.loaders import literal_value, loaders
+from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.knowledge.transforms import CONVERTERS
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import integer_arange, movable_factory, plain_device
@@ -405,17 +406,20 @@ class HostTensorInLoop(Rule):
         self.report(node, fix=fix, hot=hot, expr=self.snippet(node), advice=self._HOIST)
 
     def _filled_then_copied(self, node: cst.Call, factory: str) -> None:
-        """`torch.zeros(n).to(device)`: filled on the CPU, then a blocking copy."""
-        copy = self._chained_copy(node)
+        """`torch.zeros(n).to(device)`: filled on the CPU, then a blocking copy (also after
+        reshaping it there: `torch.arange(n).unsqueeze(1).to(device)`)."""
+        copy = self._chained_copy(node, through_reshapes=True)
         if copy is None or self._keyword(node, "device") is not None:
             return  # no copy, or the factory already names a device
+        direct = self._chained_copy(node) is copy
         if not loaders(self.analysis).module_feeds_accelerator:
             return
         hot = self.hot(copy)
         if hot is None:
             return
         advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy"
-        self.report(copy, fix=self._device_fix(node, copy, factory), hot=hot, expr=self.snippet(copy), advice=advice)
+        fix = self._device_fix(node, copy, factory) if direct else None  # the rewrite knows direct chains only
+        self.report(copy, fix=fix, hot=hot, expr=self.snippet(copy), advice=advice)
 
     def _device_fix(self, factory_call: cst.Call, copy: cst.Call, factory: str):
         method = copy.func.attr.value  # type: ignore[union-attr]
@@ -451,9 +455,15 @@ class HostTensorInLoop(Rule):
     def _keyword(node: cst.Call, name: str) -> cst.Arg | None:
         return next((a for a in node.args if a.keyword is not None and a.keyword.value == name), None)
 
-    def _chained_copy(self, node: cst.Call) -> cst.Call | None:
-        """The `.to(<accelerator>)` / `.cuda()` call applied directly to ``node``, if any."""
+    def _chained_copy(self, node: cst.Call, through_reshapes: bool = False) -> cst.Call | None:
+        """The `.to(<accelerator>)` / `.cuda()` call applied directly to ``node`` (or, with
+        ``through_reshapes``, after reshaping methods that keep it on the host), if any."""
         parent = self.analysis.index.parent(node)
+        while through_reshapes and isinstance(parent, cst.Attribute) and parent.attr.value in torch_knowledge.RESHAPING_METHODS:
+            call = self.analysis.index.parent(parent)
+            if not isinstance(call, cst.Call) or call.func is not parent:
+                return None
+            node, parent = call, self.analysis.index.parent(call)
         if not isinstance(parent, cst.Attribute) or parent.attr.value not in ("to", "cuda"):
             return None
         call = self.analysis.index.parent(parent)
