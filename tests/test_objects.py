@@ -490,3 +490,98 @@ def test_what_a_subclass_hands_its_base_through_super_reaches_the_base(tmp_path,
     found = project(tmp_path, {"losses.py": LOSSES, "trainer.py": SUPER, "main.py": SUPER_MAIN}, capsys)
     assert found[("losses.py", 9, "TSL101")] == 1
     assert not [f for f in found if f[:2] == ("losses.py", 5)]
+
+
+# -- trainer frameworks, Lightning helpers, transforms built elsewhere ------------------------------
+def test_a_trainer_frameworks_per_batch_methods_are_per_step_and_get_device_batches():
+    src = """\
+    import torch
+    from pytorch_accelerated import Trainer
+    from torch.utils.data import random_split
+    from torchvision import datasets, transforms
+
+    class MyTrainer(Trainer):
+        def calculate_train_batch_loss(self, batch):
+            x, y = batch
+            loss = self.loss_func(self.model(x), y)
+            print(loss.item())
+            return {"loss": loss, "model_outputs": None, "batch_size": x.size(0)}
+
+        def train_epoch_end(self):
+            print(torch.tensor([1.0], device="cuda").item())
+
+    def main(model):
+        ds = datasets.MNIST("data", transform=transforms.ToTensor())
+        train, val = random_split(ds, [50000, 10000])
+        MyTrainer(model, loss_func=torch.nn.CrossEntropyLoss(), optimizer=None).train(train_dataset=train, eval_dataset=val)
+    """
+    found = findings(src)
+    assert (at(src, "print(loss.item())"), "TSL101") in found
+    assert (at(src, "transforms.ToTensor()"), "TSL304") in found
+    assert (at(src, "def train_epoch_end") + 1, "TSL101") not in found  # once per epoch
+
+
+def test_a_lightning_helper_logs_with_the_defaults_of_the_hook_that_calls_it():
+    src = """\
+    import lightning as L
+
+    class Net(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            return self._step(batch, "train")
+
+        def _step(self, batch, mode):
+            loss = self.net(batch).sum()
+            self.log(f"{mode}_loss", loss, prog_bar=True)
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            return self._eval(batch)
+
+        def _eval(self, batch):
+            loss = self.net(batch).sum()
+            self.log("val_loss", loss)
+            return loss
+    """
+    found = findings(src)
+    assert (at(src, 'self.log(f"{mode}_loss"'), "TSL106") in found
+    assert (at(src, 'self.log("val_loss"'), "TSL106") not in found  # evaluation logs per epoch by default
+
+
+TRANSFORMS = """\
+from torchvision import transforms
+
+class TwoViews:
+    def __init__(self, size):
+        self.train_transform = transforms.Compose([transforms.RandomResizedCrop(size), transforms.ToTensor()])
+
+    def __call__(self, x):
+        return self.train_transform(x), self.train_transform(x)
+
+def make_eval(size):
+    return transforms.Compose([transforms.Resize(size), transforms.ToTensor()])
+
+def unused(size):
+    return transforms.Compose([transforms.Resize(size), transforms.ToTensor()])
+"""
+
+FEEDING = """\
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets
+from views import TwoViews, make_eval
+
+def main(model):
+    train = DataLoader(datasets.STL10("d", transform=TwoViews(96)), num_workers=4, pin_memory=True)
+    test = datasets.STL10("d", split="test", transform=make_eval(96)) if torch.cuda.is_available() else None
+    evaluation = DataLoader(test, num_workers=4, pin_memory=True) if test is not None else None
+    for loader in (train, evaluation):
+        for x, y in loader:
+            model(x.cuda(non_blocking=True))
+"""
+
+
+def test_a_transform_class_or_factory_of_another_module_feeding_the_device_gets_its_tsl304(tmp_path, capsys):
+    found = project(tmp_path, {"views.py": TRANSFORMS, "train.py": FEEDING}, capsys)
+    assert found[("views.py", 5, "TSL304")] == 1
+    assert found[("views.py", 11, "TSL304")] == 1
+    assert found[("views.py", 14, "TSL304")] == 0  # built, never handed to a fed dataset

@@ -146,6 +146,8 @@ class LoaderTracker:
             for d in self.values.reaching_defs(expr):
                 out += self._loaders_of_def(d, depth + 1)
             return out
+        if isinstance(expr, cst.IfExp):  # `DataLoader(test) if test is not None else None`
+            return self.loaders_of(expr.body, depth + 1) + self.loaders_of(expr.orelse, depth + 1)
         if isinstance(expr, cst.Attribute):
             parts = dotted_parts(expr)
             if parts and len(parts) == 2 and parts[0] == "self":
@@ -160,6 +162,12 @@ class LoaderTracker:
     def _loaders_of_def(self, d, depth: int) -> list[LoaderInfo]:
         if d.how == "assign":
             return self.loaders_of(d.value, depth)
+        if d.how == "for" and not d.path and isinstance(d.value, (cst.Tuple, cst.List)):
+            # `for loader in (train_loader, val_loader):` holds each of them in turn
+            out = []
+            for el in d.value.elements:
+                out += self.loaders_of(el.value, depth + 1)
+            return out
         if d.how == "unpack" and d.path:
             value = d.value
             if isinstance(value, (cst.Tuple, cst.List)) and 0 <= d.path[0] < len(value.elements):
@@ -440,6 +448,8 @@ class LoaderTracker:
         return out
 
     def _is_framework_trainer(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in self.index.classes:
+            return self.values.is_framework_trainer(self.index.classes[expr.func.value].node)  # `MyTrainer(...).train(...)`
         if isinstance(expr, cst.Name):
             cls = self.index._instance_class(self.values.reaching_defs(expr))  # noqa: SLF001 - `trainer = MyTrainer(...)`
             if cls is not None:
@@ -478,6 +488,8 @@ class LoaderTracker:
                     out += self._dataset_call_candidates(r, depth + 1)
                 return out or [expr]
             return [expr]
+        if isinstance(expr, cst.IfExp):  # `CIFAR10(...) if rank == 0 else None`
+            return self._dataset_call_candidates(expr.body, depth + 1) + self._dataset_call_candidates(expr.orelse, depth + 1)
         if isinstance(expr, cst.Name):
             out: list[cst.Call] = []
             for d in self.values.reaching_defs(expr):

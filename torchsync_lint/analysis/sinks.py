@@ -144,7 +144,7 @@ class SinkAnalysis:
         hook_func = self.index.enclosing_function(call)
         if reads is None or hook_func is None or not isinstance(func.value, cst.Name):
             return []
-        hook = table.LIGHTNING_HOOKS.get(hook_func.name.value)
+        hook = table.LIGHTNING_HOOKS.get(hook_func.name.value) or self._calling_hook(hook_func)
         info = self.index.class_of_method.get(hook_func)
         params = hook_func.params.params
         if hook is None or info is None or not params or params[0].name.value != func.value.value:
@@ -177,6 +177,18 @@ class SinkAnalysis:
         # A metric object handed to the logger is computed by Lightning on its own schedule: only
         # the progress bar's per-step read of its batch value counts.
         return [r for r in reads if not (gate and (r.device_value or metric_tracker(self.analysis).sites_of(r.expr)))]
+
+    def _calling_hook(self, helper: cst.FunctionDef):
+        """The Lightning hook a helper method logs for: `_step(batch, "train")` called from
+        `training_step` logs with the training defaults (a training hook wins over evaluation
+        ones when several call it)."""
+        hooks = []
+        for call in self.index.call_sites(helper):
+            caller = self.index.enclosing_function(call)
+            hook = table.LIGHTNING_HOOKS.get(caller.name.value) if caller is not None else None
+            if hook is not None and self.index.class_of_method.get(caller) is self.index.class_of_method.get(helper):
+                hooks.append(hook)
+        return next((h for h in hooks if h.training), hooks[0] if hooks else None)
 
     def _trainers_have_no_logger(self) -> bool:
         """This module builds its Trainers, every one with `logger=False`: Lightning's

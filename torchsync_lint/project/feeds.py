@@ -72,7 +72,8 @@ class FeedAnswers:
             found = self.resolve_name(value["fn"], path)
             if found is not None and found[0] == "class":
                 self._mark_class(found[1], found[2], fed, 0)
-            elif found is not None and found[0] == "function":  # a helper elsewhere builds the dataset
+            elif found is not None and found[0] == "function":  # a helper elsewhere builds the dataset (or its transform)
+                fed.functions.add(f"{found[1]}:{found[2]}")
                 self._mark_source(self.function(found[1], found[2])["returns"], found[1], fed, depth + 1)
 
     def _mark_class(self, path: str, cls: str, fed: FedDatasets, depth: int) -> None:

@@ -203,7 +203,9 @@ class _Summarizer:
             sources = [v for v in self.abstract.sources(info.dataset) if v["k"] in ("param", "call", "instance")]
             for call in self.loaders.dataset_calls(info):
                 for arg in call.args:
-                    sources += [v for v in self.abstract.sources(arg.value) if v["k"] == "param"]
+                    # a transform passed in (a parameter), or built by a project class or
+                    # function of another module (`transform=TransformsSimCLR(size)`)
+                    sources += [v for v in self.abstract.sources(arg.value) if v["k"] in ("param", "instance", "call")]
             if sources:
                 unique = {repr(sorted(v.items())): v for v in sources}
                 out.append({"loader": self.site(info.call), "fed": self.loaders.feeds_accelerator(info), "sources": list(unique.values())})
