@@ -77,6 +77,11 @@ class Env:
         the library classes ``bases``?"""
         return False
 
+    def metric_base(self, qualname: str):
+        """For a project class deriving (through project classes) from a torchmetrics class:
+        (that class's qualname, the methods the project classes define); else None."""
+        return None
+
     def is_loader_class(self, qualname: str) -> bool:
         """Is the project class ``qualname`` a DataLoader subclass?"""
         return False

@@ -35,6 +35,7 @@ class Def:
       - "param": the parameter ``param`` of function ``func``;
       - "star": its `*args` / `**kwargs` parameter ``param`` (what call sites pass beyond the
         named parameters);
+      - "state": a metric state `self.add_state("name", ...)` registers on the instance;
       - "opaque": an import, a def, a class, a `with ... as` target...
     """
 
@@ -483,6 +484,12 @@ class _Indexer:
 
     def handle_Call(self, node: cst.Call) -> None:
         self.index.calls.append(node)
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "add_state" and isinstance(func.value, cst.Name) and func.value.value == "self":
+            name = node.args[0].value if node.args else None
+            if isinstance(name, cst.SimpleString) and isinstance(name.evaluated_value, str):
+                # a torchmetrics state: a tensor that moves with the metric (`self.correct`)
+                self._add_self_attr(node, Def(name.evaluated_value, self.index.seq(node), "state", node))
         for anc in self.index.ancestors(node):
             if type(anc) in _OWNER_TYPES:
                 self.index.calls_by_owner.setdefault(anc, []).append(node)

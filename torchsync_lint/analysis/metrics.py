@@ -86,13 +86,25 @@ class MetricTracker(MetricUses, MetricParameters):
         qn = self.analysis.qualname(func)
         if qn is not None:
             if qn.split(".")[0] != "torchmetrics":
-                return None
+                return self._project_class(qn)
             return KNOWN_CLASSES.get(qn.rsplit(".", 1)[-1])
         if isinstance(func, cst.Name) and func.value in self.index.classes:
             return self._local_class(func.value)
         if isinstance(func, cst.Name):
             return self._factory_class(func)
         return None
+
+    def _project_class(self, qualname: str) -> MetricClass | None:
+        """A metric class of another project module (`class WordErrorRate(ErrorRate)` with
+        `ErrorRate(Metric)`): its torchmetrics base, with every method it defines overridden."""
+        found = self.analysis.env.metric_base(qualname)
+        if found is None:
+            return None
+        base_name, methods = found
+        base = KNOWN_CLASSES.get(base_name.rsplit(".", 1)[-1])
+        if base is None or base.family == "collection":
+            return None
+        return replace(base, name=f"{qualname.rsplit('.', 1)[-1]}({base.name})", overrides=base.overrides | frozenset(methods))
 
     def _factory_class(self, name: cst.Name, depth: int = 0) -> MetricClass | None:
         """A metric class made by a call: `Fast = functools.partial(MeanMetric, nan_strategy=...)`,

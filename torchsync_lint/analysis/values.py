@@ -359,6 +359,8 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             return self._solve(("star", id(d.param)), lambda: self._star_param(d))
         if d.how == "module-move":
             return Kind.MODEL
+        if d.how == "state":
+            return Kind.DEVICE  # a metric's state lives where the metric does: with its module, on the device
         return Kind.UNKNOWN
 
     def _stays_on_cpu(self, d: Def) -> bool:

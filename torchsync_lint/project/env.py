@@ -155,6 +155,13 @@ class ModuleEnv(Env):
         found = self.view.resolve_name(qualname, self.path) if qualname else None
         return bool(found and found[0] == "class" and set(self.view.library_bases(found[1], found[2])) & bases)
 
+    def metric_base(self, qualname: str):
+        found = self.view.resolve_name(qualname, self.path) if qualname else None
+        if not (found and found[0] == "class"):
+            return None
+        bases = [b for b in self.view.library_bases(found[1], found[2]) if b.split(".")[0] == "torchmetrics"]
+        return (bases[0], self.view.class_list(found[1], found[2], "methods")) if bases else None
+
     def is_loader_class(self, qualname: str) -> bool:
         found = self.view.resolve_name(qualname, self.path) if qualname else None
         return bool(found and found[0] == "class" and self.view.class_flag(found[1], found[2], "loader"))
