@@ -44,6 +44,9 @@ from torchsync_lint.analysis.metric_sites import MetricSite, MetricUse, _unique
 from torchsync_lint.analysis.metric_uses import MetricUses
 
 
+_LIBRARIES = frozenset({"torch", "torchvision", "numpy", "lightning", "pytorch_lightning", "transformers", "typing", "os", "sys", "math"})
+
+
 class MetricTracker(MetricUses, MetricParameters):
     def __init__(self, analysis) -> None:
         self.analysis = analysis
@@ -67,7 +70,7 @@ class MetricTracker(MetricUses, MetricParameters):
         self._escaped_attrs: set[str] = set()
         self._unresolved_names: set[str] | None = None
         remote = analysis.env.has_remote_metrics()
-        if not self.index.imports.imports_module("torchmetrics") and not remote:
+        if not self.index.imports.imports_module("torchmetrics") and not remote and not self._imports_project_metrics():
             return  # no metric can be constructed in this module, nor is one passed in
         self._scan_module()
         for call in self.index.calls:
@@ -93,6 +96,11 @@ class MetricTracker(MetricUses, MetricParameters):
         if isinstance(func, cst.Name):
             return self._factory_class(func)
         return None
+
+    def _imports_project_metrics(self) -> bool:
+        """Does the module import a metric class of another project module?"""
+        env = self.analysis.env
+        return any(env.metric_base(qn) is not None for qn in sorted(set(self.index.imports.aliases.values())) if qn.split(".")[0] not in _LIBRARIES)
 
     def _project_class(self, qualname: str) -> MetricClass | None:
         """A metric class of another project module (`class WordErrorRate(ErrorRate)` with
