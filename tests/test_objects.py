@@ -585,3 +585,61 @@ def test_a_transform_class_or_factory_of_another_module_feeding_the_device_gets_
     assert found[("views.py", 5, "TSL304")] == 1
     assert found[("views.py", 11, "TSL304")] == 1
     assert found[("views.py", 14, "TSL304")] == 0  # built, never handed to a fed dataset
+
+
+# -- one class, many instances ----------------------------------------------------------------------
+AVERAGE_METER = """\
+class AverageMeter:
+    def __init__(self, name):
+        self.name = name
+        self.reset()
+
+    def reset(self):
+        self.val = 0
+        self.avg = 0
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
+"""
+
+METER_LOOP = """\
+def train(model, loader, opt):
+    losses = AverageMeter("Loss")
+    top1 = AverageMeter("Acc@1")
+    for i, (x, y) in enumerate(loader):
+        out = model(x.cuda(non_blocking=True))
+        loss = out.sum()
+        loss.backward()
+        opt.step()
+        losses.update(loss.item(), x.size(0))
+        top1.update((out.argmax(1) == y.cuda(non_blocking=True)).float().mean(), x.size(0))
+        if i % 10 == 0:
+            print(f"loss {losses.avg:.3f} {losses.val:.3f}")
+            print(f"acc {top1.avg:.3f}")
+"""
+
+
+def test_each_meter_holds_what_its_own_updates_gave_in_one_module():
+    src = "import torch\n" + AVERAGE_METER + "\n" + METER_LOOP
+    found = findings(src)
+    assert (at(src, 'print(f"acc {top1.avg'), "TSL103") in found
+    assert (at(src, 'print(f"loss {losses.avg'), "TSL103") not in found
+
+
+def test_each_meter_holds_what_its_own_updates_gave_across_modules(tmp_path, capsys):
+    train = "import torch\nfrom meters import AverageMeter\n\n" + METER_LOOP
+    found = project(tmp_path, {"meters.py": AVERAGE_METER, "train.py": train}, capsys)
+    assert found[("train.py", at(train, 'print(f"acc {top1.avg'), "TSL103")] == 1
+    assert found[("train.py", at(train, 'print(f"loss {losses.avg'), "TSL103")] == 0
+
+
+def test_a_meter_that_escapes_keeps_what_every_call_site_passes():
+    src = "import torch\n" + AVERAGE_METER + "\n" + METER_LOOP.replace(
+        "        losses.update(loss.item(), x.size(0))", "        losses.update(loss.item(), x.size(0))\n        record(losses, loss)"
+    ) + "\ndef record(meter, value):\n    meter.update(value)\n"
+    assert (at(src, 'print(f"loss {losses.avg'), "TSL103") in findings(src)  # `record` feeds it a device loss

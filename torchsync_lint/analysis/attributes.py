@@ -42,7 +42,10 @@ class AttributeKinds:
             cls = self.index._instance_class(self.reaching_defs(base_expr))  # noqa: SLF001
             if cls is not None and attr in cls.self_attrs:
                 # `meter.val`, where `meter = AverageMeter()` of this module stores what
-                # `meter.update(v)` is given
+                # `meter.update(v)` is given: what *this* meter's calls give (instances.py)
+                instance = self.instance_of(base_expr)
+                if instance is not None:
+                    return self.instance_field(cls, instance, attr)
                 return join(Kind.MODEL if k is Kind.CPU_MODEL else k for k in (self._def(d) for d in cls.self_attrs[attr]))
         origin = self.origin_qualname(base_expr)
         if origin is not None:

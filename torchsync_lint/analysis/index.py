@@ -453,6 +453,9 @@ class _Indexer:
     def handle_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name):
             self._bind(node, node.target, node.value, "aug")
+        parts = dotted_parts(node.target) if isinstance(node.target, cst.Attribute) else None
+        if parts and len(parts) == 2 and parts[0] == "self":  # `self.sum += val * n`
+            self._add_self_attr(node, Def(parts[1], self.index.seq(node), "aug", node, node.value))
 
     def handle_NamedExpr(self, node: cst.NamedExpr) -> None:
         # PEP 572: `:=` in a comprehension binds in the enclosing function, not the comprehension.

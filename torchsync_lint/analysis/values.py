@@ -27,6 +27,7 @@ from torchsync_lint.analysis.devices import DeviceArguments, source_names_accele
 from torchsync_lint.analysis.elements import ElementKinds
 from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.analysis.evidence import Evidence
+from torchsync_lint.analysis.instances import InstanceKinds
 from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
@@ -53,7 +54,7 @@ _MISSING = object()
 _LITERAL_TYPES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString})
 
 
-class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Evidence):
+class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Evidence, InstanceKinds):
     """Lazily evaluates and memoises the Kind of expressions in one module."""
 
     def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None, env: Env = NULL_ENV) -> None:
@@ -79,6 +80,8 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._origins: dict[tuple[cst.CSTNode, int], str | None] = {}
         self._qualnames: dict[cst.CSTNode, str | None] = {}  # every rule asks, per call (the key keeps the node alive)
         self._graph_defs: dict[int, str] | None = None  # bindings backpropagated (evidence.py)
+        self._instances: dict[int, object] = {}  # binding -> the instance it holds (instances.py)
+        self._instance_values: dict[tuple[int, int], object] = {}
 
     # -- public ---------------------------------------------------------------------------
     def kind(self, node: cst.BaseExpression) -> Kind:

@@ -64,8 +64,9 @@ class AbstractValues:
         if isinstance(expr, cst.BinaryOperation):
             sides = [self.abs_of(expr.left, depth + 1), self.abs_of(expr.right, depth + 1)]
             symbolic = [v for v in sides if v.get("k") in absval.SYMBOLIC]
-            if len(symbolic) == 1 and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in sides):
-                return _like(symbolic[0])  # `x * scale` of a parameter
+            if symbolic and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in sides):
+                # `x * scale` of a parameter; `self.sum / self.count`: where either operand is
+                return _like(symbolic[0] if len(symbolic) == 1 else absval.join_abs(symbolic))
         if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(el, cst.StarredElement) for el in expr.elements):
             return {"k": "tuple", "items": [self.abs_of(el.value, depth + 1) for el in expr.elements]}
         if isinstance(expr, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in expr.elements):
@@ -139,14 +140,16 @@ class AbstractValues:
         return self.kind_or_device(expr)
 
     def stored_value(self, d, depth: int = 0) -> dict | None:
-        """What an assignment to `self.<attr>` stores: `self.x = v`, or one element of
-        `self.a, self.b = a, b`; None for any other binding."""
+        """What an assignment to `self.<attr>` stores: `self.x = v`, one element of
+        `self.a, self.b = a, b`, what `self.x += v` adds; None for any other binding."""
         if d.value is None:
             return None
         if d.how == "assign":
             return self.abs_of(d.value, depth)
         if d.how == "unpack" and len(d.path) == 1:
             return absval.element(self.abs_of(d.value, depth), d.path[0])
+        if d.how == "aug":  # `self.sum += val * n`: the sum holds what is added (joined with its start)
+            return _like(self.abs_of(d.value, depth)) or self.abs_of(d.value, depth)
         return None
 
     def kind_or_device(self, expr: cst.BaseExpression) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.env import Env
-from torchsync_lint.analysis.kinds import Kind
+from torchsync_lint.analysis.kinds import Kind, join
 from torchsync_lint.project import absval
 from torchsync_lint.project.describe import remote_site
 from torchsync_lint.project.callees import CalleeNames, local_qualname
@@ -134,8 +134,38 @@ class ModuleEnv(Env):
         found = self.view.resolve_name(origin, self.path) if origin else None
         if found is None or found[0] != "class":
             return None
-        value = self.view.class_attr(found[1], found[2], attr)
+        instance = values.instance_of(base)
+        bind = self._instance_bindings(found[1], found[2], instance, values) if instance is not None else None
+        value = self.view.class_attr(found[1], found[2], attr, bind=bind)
         return absval.kind_of(value) if value is not None else None
+
+    def _instance_bindings(self, path: str, cls: str, instance, values) -> dict:
+        """What the calls made on one local object of a project class pass for its methods'
+        parameters, as the view's bindings (kinds); the methods never called on it are closed
+        unless it escapes (analysis/instances.py)."""
+        methods = self.view.method_refs(path, cls)
+        bind: dict = {}
+        calls_by_ref = {methods[m]: calls for m, calls in instance.methods.items() if m in methods}
+        if "__init__" in methods:
+            calls_by_ref[methods["__init__"]] = [instance.construction]
+        for ref, calls in calls_by_ref.items():
+            record = self.view.function(*ref.split(":", 1))
+            kinds: dict[int, list] = {}
+            for call in calls:
+                if any(a.star for a in call.args):
+                    continue
+                positional = [a.value for a in call.args if a.keyword is None]
+                for i, arg in enumerate(positional, start=1):
+                    kinds.setdefault(i, []).append(values.kind(arg))
+                for a in call.args:
+                    if a.keyword is not None and a.keyword.value in record["params"]:
+                        kinds.setdefault(record["params"].index(a.keyword.value), []).append(values.kind(a.value))
+            for i, found in kinds.items():
+                bind[f"{ref}#{i}"] = absval.of_kind(join(found))
+        if not instance.escapes:
+            for ref in methods.values():
+                bind[f"{ref}#closed"] = True
+        return bind
 
     def inherited_attribute_kind(self, cls: cst.ClassDef, attr: str):
         for base in cls.bases:

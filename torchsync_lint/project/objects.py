@@ -30,21 +30,36 @@ class ObjectAnswers:
             return absval.join_abs([self.attribute_value(alt, name, depth + 1) for alt in base["of"]])
         return absval.UNKNOWN
 
-    def class_attr(self, path: str, cls: str, attr: str, depth: int = 0, instance: dict | None = None) -> dict | None:
+    def class_attr(self, path: str, cls: str, attr: str, depth: int = 0, instance: dict | None = None, bind: dict | None = None) -> dict | None:
         """What `self.<attr>` holds for an instance of ``cls`` (of ``path``), through its bases;
-        with ``instance``, its `__init__` parameters are that instance's arguments."""
+        with ``instance``, its `__init__` parameters are that instance's arguments; ``bind``
+        answers for the parameters of the methods called on one object (instances.py)."""
         record = self.summaries[path]["classes"].get(cls)
         if record is None or depth > _MAX_BASES:
             return None
         if attr in record["attrs"]:
-            return self.resolve(record["attrs"][attr], path, bind=self._init_bindings(path, cls, instance) if instance else None)
+            merged = {**((self._init_bindings(path, cls, instance) or {}) if instance else {}), **(bind or {})} if instance or bind else None
+            return self.resolve(record["attrs"][attr], path, bind=merged)
         for base in record["bases"]:
             found = self.class_of(base, path)
             if found is not None:
-                value = self.class_attr(*found, attr, depth + 1)
+                value = self.class_attr(*found, attr, depth + 1, bind=bind)
                 if value is not None:
                     return value
         return None
+
+    def method_refs(self, path: str, cls: str, depth: int = 0) -> dict[str, str]:
+        """Method name -> "path:Qual" of the function an instance of ``cls`` runs for it."""
+        record = self.summaries[path]["classes"].get(cls)
+        if record is None or depth > _MAX_BASES:
+            return {}
+        out: dict[str, str] = {}
+        for base in reversed(record["bases"]):
+            found = self.class_of(base, path)
+            if found is not None:
+                out.update(self.method_refs(*found, depth + 1))
+        out.update({m: f"{path}:{cls}.{m}" for m in record["methods"] if f"{cls}.{m}" in self.summaries[path]["functions"]})
+        return out
 
     def _init_bindings(self, path: str, cls: str, instance: dict) -> dict | None:
         """What the construction that made ``instance`` passed for its class's own `__init__`

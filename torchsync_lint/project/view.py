@@ -310,6 +310,8 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         another module)."""
         if bind is not None and f"{ref}#{index}" in bind:
             return bind[f"{ref}#{index}"]
+        if bind is not None and f"{ref}#closed" in bind:
+            return None  # a method never called on the one object being followed
         path, qual = ref.split(":", 1)
         record = self.function(path, qual)
         if record is None:
