@@ -329,6 +329,8 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         reads it, in the same function?"""
         frame = self.index.frame_of(node)
         seq = self.index.seq(node)
+        if self._device_stored_by_key(node, frame, seq):
+            return True  # `loss_dict["d"] = d_loss`
         for call in self.index.calls:
             func = call.func
             if (
@@ -338,6 +340,16 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
                 and self._eval(call.args[-1].value) in (Kind.DEVICE, Kind.MOVED)
             ):
                 return True
+        return False
+
+    def _device_stored_by_key(self, node: cst.Name, frame, seq: int) -> bool:
+        for assign in self.index.nodes_of(cst.Assign):
+            if self.index.seq(assign) >= seq or self.index.frame_of(assign) is not frame:
+                continue
+            for t in assign.targets:
+                store = t.target
+                if isinstance(store, cst.Subscript) and isinstance(store.value, cst.Name) and store.value.value == node.value and self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED):
+                    return True
         return False
 
     def _def(self, d: Def) -> Kind | None:

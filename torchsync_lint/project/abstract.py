@@ -212,8 +212,10 @@ class AbstractValues:
             receiver = self.abs_of(func.value, depth + 1)
             if receiver.get("k") == "instance":
                 return {**receiver, "placed": receiver.get("placed") or func.attr.value in ("to", "cuda")}  # `model.to(device)`
-            if receiver.get("k") == "vcall":
-                return receiver  # `get_instance(models, ...).to(device)`: the picked module itself
+            if receiver.get("k") in ("vcall", "call", "any", "param") and func.attr.value in ("to", "cuda"):
+                # `get_instance(models, ...).to(device)`, a module built here or loaded from a
+                # checkpoint: the same object moved, or a tensor copied (the view tells)
+                return {"k": "to", "of": receiver}
         if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None:
             derived = _like(self.abs_of(func.value, depth + 1))  # `tensor.clone()` of a parameter
             if derived is not None:

@@ -28,6 +28,7 @@ other modules' summaries. The forms:
   {"k": "attr", "of": abs, "name": a}            attribute ``a`` of a value (`data.train`)
   {"k": "any", "of": [...]}                      one of these (a join that keeps symbolic parts)
   {"k": "member", "of": abs}                     `getattr(of, <name>)`: any member of a module
+  {"k": "to", "of": abs}                         `of.to(device)`: a module moved, or a tensor copied
   {"k": "vcall", "of": abs, "args": [...], "kwargs": {...}}
                                                 calling a value (a class or function picked
                                                 from a dict or a module by the config)
@@ -43,7 +44,7 @@ from __future__ import annotations
 from torchsync_lint.analysis.kinds import Kind, join
 
 UNKNOWN = {"k": "unknown"}
-SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall")  # resolved by the view
+SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall", "to")  # resolved by the view
 _STRUCTURED = ("tuple", "dict", "loader", "metric", "object", "instance", "devspec", "func", "class", "module")
 # Joined without losing what they are: a value that may be one of these is an "any".
 _KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object", "class", "module"}
@@ -87,6 +88,8 @@ def kind_of(value: dict | None) -> Kind:
         return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR) else Kind.UNKNOWN
     if k == "any":
         return join(kind_of(v) for v in value["of"])
+    if k == "to":
+        return Kind.MOVED
     if k in ("object", "param", "call", "sym", "elem", "attr", "func", "class", "module", "member", "vcall"):
         return Kind(value.get("kind", "unknown")) if k == "call" else Kind.UNKNOWN
     try:

@@ -35,6 +35,18 @@ _MAX_DEPTH = 12
 _MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_"})
 
 
+def _moved(value: dict) -> dict:
+    """`x.to(device)` of a resolved value: a module placed, a tensor copied to the device."""
+    kind = value.get("k")
+    if kind == "instance":
+        return {**value, "placed": True}
+    if kind == "any":
+        return absval.join_abs([_moved(alt) for alt in value["of"]])
+    if kind in ("device", "host-tensor", "like"):
+        return {"k": "device"}  # (a "host" value is no tensor: an object of unknown type, moved)
+    return {"k": "moved"}
+
+
 def _with_edges(index: dict, edges: list) -> dict:
     """The call index ``index`` plus the resolved ``edges`` (path, call, targets)."""
     full = {ref: list(entries) for ref, entries in index.items()}
@@ -363,6 +375,8 @@ class ProjectView(FeedAnswers, ObjectAnswers):
             return absval.UNKNOWN if kind in absval.SYMBOLIC else value
         if kind in ("tuple", "dict", "item", "like", "elem", "any", "instance"):
             return self._resolve_parts(value, from_path, depth, bind)
+        if kind == "to":
+            return _moved(self.resolve(value["of"], from_path, depth + 1, bind))
         if kind not in ("param", "call", "sym", "attr", "member", "vcall"):
             return value
         key = json.dumps([value, from_path, bind], sort_keys=True)
