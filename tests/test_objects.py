@@ -643,3 +643,19 @@ def test_a_meter_that_escapes_keeps_what_every_call_site_passes():
         "        losses.update(loss.item(), x.size(0))", "        losses.update(loss.item(), x.size(0))\n        record(losses, loss)"
     ) + "\ndef record(meter, value):\n    meter.update(value)\n"
     assert (at(src, 'print(f"loss {losses.avg'), "TSL103") in findings(src)  # `record` feeds it a device loss
+
+
+def test_a_library_meter_keeps_what_its_update_got():
+    src = in_loop("""\
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        norm_meter.update(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+        loss_meter.update(loss.item())
+        aux_meter.update(loss if isinstance(loss, float) else loss.item())
+        print(f"{norm_meter.val:.3f} {loss_meter.val:.3f} {aux_meter.avg:.3f}")
+    """).replace("import torch", "import torch\nfrom timm.utils import AverageMeter").replace(
+        "    model = model.to(device)", "    model = model.to(device)\n    norm_meter, loss_meter, aux_meter = AverageMeter(), AverageMeter(), AverageMeter()"
+    )
+    found = [f for f in findings(src) if f[1] == "TSL103"]
+    assert found == [(at(src, "print(f"), "TSL103")]  # one finding: the norm meter's value

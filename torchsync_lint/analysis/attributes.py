@@ -52,6 +52,12 @@ class AttributeKinds:
             known = registry.attribute_returns(origin, attr)  # `scheduler.sigmas`: a CPU table
             if known is not None:
                 return self._library_result(known, None)
+            stored = registry.stored_field(origin, attr)
+            instance = self.instance_of(base_expr) if stored is not None else None
+            if instance is not None:  # `norm_meter.val` of timm's AverageMeter: what its update got
+                method, position = stored
+                args = [[a.value for a in call.args if a.keyword is None][position:position + 1] for call in instance.methods.get(method, [])]
+                return join(self._eval(a[0]) for a in args if a) if any(args) else Kind.UNKNOWN
         remote = self.env.attribute_kind(base_expr, attr, self)
         return remote if remote is not None else Kind.UNKNOWN  # a model's submodule or parameter, or unknown
 

@@ -3,7 +3,8 @@
 ``uses_accelerator``.
 
 - A tensor test that failed: in the `else` of `if isinstance(v, torch.Tensor):` (or
-  `torch.is_tensor(v)`, or the body of `if not ...`), `v` is no tensor at all.
+  `torch.is_tensor(v)`, or the body of `if not ...`), `v` is no tensor at all; nor is it in
+  the branch where `isinstance(v, float)` (or another Python scalar type) holds.
 - Backward: a value that `.backward()` runs on (directly, through `scaler.scale(x)`, or handed
   to `accelerator.backward`, `fabric.backward`, Lightning's `self.manual_backward`,
   `torch.autograd.backward`) is a tensor in the model's autograd graph. In a module whose tensors
@@ -23,6 +24,7 @@ from torchsync_lint.knowledge import registry
 
 _FRAME_TYPES = frozenset({cst.FunctionDef, cst.Lambda, cst.Module})
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.cuda.FloatTensor", "torch.nn.Parameter"})
+_PYTHON_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "complex"})
 # Methods of objects that backpropagate the value they are given (Lightning's LightningModule).
 _BACKWARD_METHODS = frozenset({"manual_backward"})
 # Reductions whose result is backpropagated into every term of the container they reduce.
@@ -51,7 +53,7 @@ class Evidence:
 
     def _tensor_test(self, test: cst.BaseExpression, name: str) -> bool | None:
         """True for `isinstance(name, torch.Tensor)` / `torch.is_tensor(name)`, False for their
-        negation, None for any other test."""
+        negation and for `isinstance(name, float)` (a Python scalar), None for any other test."""
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self._tensor_test(test.expression, name)
             return None if inner is None else not inner
@@ -65,6 +67,8 @@ class Evidence:
             options = [el.value for el in types.elements] if isinstance(types, cst.Tuple) else [types]
             if options and all((self.qualname(t) or "") in _TENSOR_TYPES for t in options):
                 return True
+            if options and all(isinstance(t, cst.Name) and t.value in _PYTHON_TYPES and not self.index.binds_locally(t.value, t) for t in options):
+                return False  # `isinstance(v, float)` holds: no tensor in that branch
         return None
 
     # -- backward ---------------------------------------------------------------------------

@@ -285,7 +285,8 @@ class ModuleIndex:
     def _instance_class(self, defs: list[Def]) -> ClassInfo | None:
         classes = set()
         for d in defs:
-            value = d.value.func if d.how == "assign" and isinstance(d.value, cst.Call) else None
+            made = d.value if d.how == "assign" else literal_element(d) if d.how == "unpack" else None
+            value = made.func if isinstance(made, cst.Call) else None
             if not isinstance(value, cst.Name) or value.value not in self.classes:
                 return None
             classes.add(value.value)
@@ -305,6 +306,16 @@ class ModuleIndex:
 
             self._binding_resolver = Bindings(self)
         return self._binding_resolver
+
+
+def literal_element(d: Def) -> cst.BaseExpression | None:
+    """Element ``d.path`` of a tuple or list display an unpacking binds from (`a, b = x, y`)."""
+    value = d.value
+    for i in d.path:
+        if not isinstance(value, (cst.Tuple, cst.List)) or i < 0 or i >= len(value.elements) or isinstance(value.elements[i], cst.StarredElement):
+            return None
+        value = value.elements[i].value
+    return value
 
 
 def _target_names(target: cst.BaseExpression, path: tuple[int, ...] = ()):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchsync_lint.analysis.index import ClassInfo, Def
+from torchsync_lint.analysis.index import ClassInfo, Def, literal_element
 from torchsync_lint.analysis.kinds import Kind, join
 
 
@@ -41,15 +41,16 @@ class InstanceKinds:
         if not isinstance(expr, cst.Name):
             return None
         defs = self.reaching_defs(expr)
-        if len(defs) != 1 or defs[0].how != "assign" or not isinstance(defs[0].value, cst.Call):
-            return None
+        made = (defs[0].value if defs[0].how == "assign" else literal_element(defs[0]) if defs[0].how == "unpack" else None) if len(defs) == 1 else None
+        if not isinstance(made, cst.Call):
+            return None  # `meter = AverageMeter()`, or one element of `a, b = A(), B()`
         key = id(defs[0])
         if key not in self._instances:
-            self._instances[key] = self._find_instance(defs[0])
+            self._instances[key] = self._find_instance(defs[0], made)
         return self._instances[key]
 
-    def _find_instance(self, d: Def) -> Instance:
-        found = Instance(d.value)
+    def _find_instance(self, d: Def, made: cst.Call) -> Instance:
+        found = Instance(made)
         scope = self.index.scope_of(d.stmt)
         for node in self.index.tree.walk_subtree(scope):
             if type(node) is not cst.Name or node.value != d.name or node is d.stmt:

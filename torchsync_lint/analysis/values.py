@@ -29,7 +29,7 @@ from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.analysis.evidence import Evidence
 from torchsync_lint.analysis.instances import InstanceKinds
 from torchsync_lint.analysis.imports import canonical, dotted_parts
-from torchsync_lint.analysis.index import Def, ModuleIndex
+from torchsync_lint.analysis.index import Def, ModuleIndex, literal_element
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
 from torchsync_lint.knowledge import lightning, trainer_frameworks
 from torchsync_lint.knowledge import loaders as loader_knowledge
@@ -171,7 +171,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
                 return self._param_origin(defs[0], depth) if len(defs) == 1 else None
             # `writer = SummaryWriter(...) if log else None`: the object, when there is one;
             # `acc, lr = Meter(), Meter()`: each element's own maker
-            values = [d.value if d.how == "assign" else _literal_element(d) for d in defs if d.how in ("assign", "unpack")]
+            values = [d.value if d.how == "assign" else literal_element(d) for d in defs if d.how in ("assign", "unpack")]
             origins = {self.origin_qualname(v, depth + 1) for v in values if v is not None and not _is_none(v)}
             return origins.pop() if len(origins) == 1 else None
         parts = dotted_parts(expr)
@@ -543,16 +543,6 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
 
 _NO_CUT = 1 << 30
-
-
-def _literal_element(d: Def) -> cst.BaseExpression | None:
-    """Element ``d.path`` of a tuple or list display an unpacking binds from (`a, b = x, y`)."""
-    value = d.value
-    for i in d.path:
-        if not isinstance(value, (cst.Tuple, cst.List)) or i < 0 or i >= len(value.elements) or isinstance(value.elements[i], cst.StarredElement):
-            return None
-        value = value.elements[i].value
-    return value
 
 
 def _is_none(node: cst.BaseExpression) -> bool:

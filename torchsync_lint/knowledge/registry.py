@@ -9,7 +9,7 @@ the run), "accelerator-device".
 
 from __future__ import annotations
 
-from torchsync_lint.knowledge import accelerate, diffusers, evaluate, gym, lightning, loaders, transformers
+from torchsync_lint.knowledge import accelerate, diffusers, evaluate, gym, lightning, loaders, meters, transformers
 from torchsync_lint.knowledge import torch as torch_knowledge
 
 _CALLS: dict[str, str] = {**accelerate.CALLS, **evaluate.CALLS, **transformers.CALLS, **{q: "object" for q in lightning.FABRICS}}
@@ -58,6 +58,12 @@ def attribute_returns(origin: str, attr: str) -> str | None:
     if origin.startswith(diffusers.SCHEDULER_PACKAGES) and diffusers.SCHEDULER_WORD in origin and attr in diffusers.HOST_TENSOR_TABLES:
         return "host-tensor"
     return None
+
+
+def stored_field(origin: str, attr: str) -> tuple[str, int] | None:
+    """(method, argument position) whose argument the field ``attr`` of an object made by
+    ``origin`` keeps (`timm.utils.AverageMeter().val` keeps `update`'s first argument)."""
+    return meters.STORED_FIELDS.get(origin, {}).get(attr)
 
 
 def is_step_method(origin: str, method: str) -> bool:
