@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 
 BACKENDS = ("auto", "emulate", "cuda")
-FORMATS = ("text", "json", "junit", "markdown")
+FORMATS = ("text", "json", "junit", "markdown", "github", "sarif")
+BUDGET_ONLY_FORMATS = ("github", "sarif")  # annotations at the lines whose syncs rose
 
 
 SCALES = ("small", "medium")
@@ -72,6 +73,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="--measure: runs per variant (median is reported)")
     parser.add_argument(
         "--trace-dir", default=None, help="cuda only: where to write profiler traces (default: a temp dir, kept)"
+    )
+    parser.add_argument(
+        "--budget", default=None, metavar="FILE",
+        help="sync budget (TOML): count each script's steady-state syncs per step by line and kind and fail (exit 1) "
+        "when one rises above FILE; without PATHs, every script FILE budgets (with its arguments and steps)",
+    )
+    parser.add_argument(
+        "--update-budget", action="store_true", dest="update_budget",
+        help="with --budget: write the counts of this run into FILE (created if missing; tolerances kept)",
     )
 
 

@@ -1,0 +1,241 @@
+"""``torchsync-lint verify [SCRIPT...] --budget FILE [--update-budget]``: replay each script,
+count its steady-state syncs per step by line and kind (budget.py), and compare them with the
+budget file (or rewrite it). Exit 0 within budget, 1 when syncs rose, 2 for bad input: a
+missing or malformed budget, a script that crashes or never reaches a steady step, a budget
+written for other arguments or another backend.
+
+The runs are the verifier's (command.py: the same launcher, containment, timeouts and
+interrupt handling); nothing is linted, since the budget needs only the runtime evidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+
+from torchsync_lint.verify import budget_file, runner, scripts as script_files
+from torchsync_lint.verify.budget import BudgetFile, Comparison, ScriptBudget, compare, measure, total_of
+from torchsync_lint.verify.budget_file import BudgetError
+from torchsync_lint.verify.command import (
+    BackendUnavailable,
+    RunContext,
+    _fixture_scale,
+    _interrupt_handlers,
+    _launcher,
+    _replay,
+    resolve_backend,
+)
+from torchsync_lint.verify.progress import Progress
+
+# Script statuses (ScriptResult.status), in the order the report lists them.
+ROSE, ERROR, FELL, SAME, SKIPPED, NOT_RUN = "rose", "error", "fell", "within", "skipped", "not-run"
+UPDATED, ADDED, UNCHANGED = "updated", "added", "unchanged"
+
+
+@dataclass
+class ScriptResult:
+    path: str  # the budget's key: relative to the project root, '/'-separated
+    status: str
+    detail: str = ""
+    comparison: Comparison | None = None
+    budget: ScriptBudget | None = None  # the entry the run was compared with
+    measured: ScriptBudget | None = None  # what this run saw, as a budget entry
+
+
+@dataclass
+class BudgetReport:
+    budget_path: str
+    backend: str
+    update: bool
+    results: list[ScriptResult]
+    written: bool | None = None  # --update-budget: the file changed
+
+    @property
+    def exit_code(self) -> int:
+        if any(r.status == ERROR for r in self.results):
+            return 2
+        return 1 if not self.update and any(r.status == ROSE for r in self.results) else 0
+
+
+class UsageError(Exception):
+    """Bad input found before any script ran (exit status 2)."""
+
+
+def budget_root(budget_path: str) -> str:
+    """Paths in the budget are relative to the project root of the budget file (the nearest
+    directory above it with a pyproject.toml, setup.cfg or .git), else to its directory: the
+    same keys wherever the checkout lives and wherever the file sits in it."""
+    return script_files.project_root(budget_path) or os.path.dirname(os.path.abspath(budget_path))
+
+
+def script_key(path: str, root: str) -> str:
+    return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+
+
+def run_budget(args: argparse.Namespace) -> int:
+    try:
+        backend = resolve_backend(args.backend)
+        budget, root, found = _inputs(args)
+    except (BackendUnavailable, BudgetError, UsageError) as exc:
+        print(f"torchsync-lint verify: {exc}", file=sys.stderr)
+        return 2
+    context = RunContext(args, backend, progress=Progress(sys.stderr, len(found)))
+    results: dict[str, ScriptResult] = {}
+    interrupted: list[int] = []
+    try:
+        with _interrupt_handlers(context.cancel, interrupted), _fixture_scale(args), _launcher(context, found) as context.launcher:
+            _check_all(context, budget, root, found, results)
+    finally:
+        context.progress.close()
+    ordered = [results.get(path) or ScriptResult(script_key(path, root), NOT_RUN, "the verifier was interrupted") for path in found]
+    report = BudgetReport(args.budget, backend, bool(args.update_budget), ordered)
+    if report.update and not interrupted:
+        report.written = budget_file.write(_updated(budget, ordered))
+    _write_outputs(args, report)
+    if interrupted:
+        return 128 + interrupted[0]
+    return report.exit_code
+
+
+def _inputs(args: argparse.Namespace) -> tuple[BudgetFile, str, list[str]]:
+    """The budget (a new, empty one for --update-budget when the file does not exist yet), its
+    root, and the scripts to run: those named, else every script of the budget."""
+    root = budget_root(args.budget)
+    if args.update_budget and not os.path.lexists(args.budget):
+        budget = BudgetFile(args.budget)
+    else:
+        budget = budget_file.load(args.budget)
+    if args.paths:
+        found, missing, empty = script_files.discover(args.paths)
+        if missing:
+            raise UsageError(f"no such file or directory: {', '.join(missing)}")
+        if empty:
+            raise UsageError(f"no runnable script in {', '.join(empty)} (a directory contributes its fixture scripts; name a script to run it)")
+    else:
+        found = [os.path.join(root, *name.split("/")) for name in sorted(budget.scripts)]
+        if not found:
+            raise UsageError(f"{args.budget} budgets no script yet: name the scripts to run (verify train.py --budget {args.budget} --update-budget)")
+        absent = [path for path in found if not os.path.isfile(path)]
+        if absent:
+            raise UsageError(f"scripts of {args.budget} not found under {root}: {', '.join(absent)}")
+    if args.steps is not None and args.steps < 1:
+        raise UsageError("--steps must be at least 1")
+    return budget, root, found
+
+
+def _check_all(context: RunContext, budget: BudgetFile, root: str, found: list[str], results: dict[str, ScriptResult]) -> None:
+    def one(path: str) -> None:
+        key = script_key(path, root)
+        if context.cancel.is_set():
+            results[path] = ScriptResult(key, NOT_RUN, "the verifier was interrupted")
+            return
+        try:
+            result = check_script(context, path, key, budget.scripts.get(key), root)
+        except Exception as exc:  # noqa: BLE001 - one script's problem must not lose the others' results
+            result = ScriptResult(key, ERROR, f"internal error: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        context.progress.finished(path, result.status)
+        results[path] = result
+
+    jobs = 1 if context.backend == "cuda" else max(1, getattr(context.args, "jobs", 1) or 1)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, found))
+
+
+def check_script(context: RunContext, path: str, key: str, entry: ScriptBudget | None, root: str) -> ScriptResult:
+    args = context.args
+    update = bool(args.update_budget)
+    given = list(getattr(args, "script_args", None) or [])
+    if entry is None and not update:
+        return ScriptResult(key, ERROR, f"not in the budget {args.budget}: add it with --update-budget")
+    if entry is not None and not update:
+        if given and given != entry.args:
+            return ScriptResult(key, ERROR, f"the budget was written for other arguments: {_args_text(entry.args)}, this run: {_args_text(given)} "
+                                "(run with the budget's arguments, or rewrite it with --update-budget)", budget=entry)
+        if entry.backend != context.backend:
+            return ScriptResult(key, ERROR, f"the budget was written on the {entry.backend} backend, this run uses {context.backend} "
+                                f"(use --backend {entry.backend}, or a budget file per backend)", budget=entry)
+    user_args = given or (entry.args if entry is not None else [])
+    steps = args.steps if args.steps is not None else (entry.steps if entry is not None else None)
+    warmup = args.warmup if args.warmup is not None else (entry.warmup if entry is not None else None)
+    script = script_files.load_script(path, steps, warmup, user_args, getattr(args, "cwd", None), getattr(args, "sys_path", None))
+    missing = script.missing_requirements
+    if missing:
+        return ScriptResult(key, SKIPPED, f"requires {', '.join(missing)} (not importable)", budget=entry)
+    context.progress.started(path, script.expected_steps)
+    run = _replay(context, script)
+    problem = _run_problem(run, script)
+    if problem:
+        return ScriptResult(key, ERROR, problem, budget=entry)
+    window = run.window(script.warmup)
+    seen = measure(run.events, run.extra["event_sites"], run.extra["sites"], window, root)
+    measured = ScriptBudget(
+        path=key, args=user_args, steps=script.steps, warmup=script.warmup, window=seen.window, backend=context.backend,
+        tolerance=entry.tolerance if entry is not None else 0, total=total_of(seen.lines), lines=seen.lines,
+    )
+    comparison = compare(entry, seen) if entry is not None else None
+    if update:
+        status = ADDED if entry is None else (UNCHANGED if _same_entry(entry, measured) else UPDATED)
+    else:
+        status = ROSE if comparison.rose else FELL if comparison.fell else SAME  # type: ignore[union-attr]
+    return ScriptResult(key, status, "", comparison, entry, measured)
+
+
+def _run_problem(run: runner.RunRecord, script: script_files.Script) -> str | None:
+    """Why this run cannot be compared with a budget, or None."""
+    if run.status != runner.OK:
+        last = (run.detail or "").strip().splitlines()
+        return f"the script {run.status}: " + (last[-1] if last else "no detail") + (
+            "" if run.status != runner.TIMEOUT else " (raise --timeout, or run fewer --steps)"
+        )
+    if "sites" not in run.extra or "event_sites" not in run.extra:
+        return "the harness recorded no call sites (a harness of another torchsync-lint version?)"
+    window = run.window(script.warmup)
+    if run.step_basis is None or window.length < 1:
+        counted = "no optimizer step and no DataLoader batch" if run.step_basis is None else f"{run.total_steps} step(s), warm-up {script.warmup}"
+        return (f"never reached a steady-state step ({counted}): the budget counts syncs per training step; "
+                "pass the arguments that make it train (after `--`), or more --steps")
+    return None
+
+
+def _same_entry(old: ScriptBudget, new: ScriptBudget) -> bool:
+    probe = BudgetFile("", {"x": old}), BudgetFile("", {"x": new})
+    return budget_file.dumps(probe[0]) == budget_file.dumps(probe[1])
+
+
+def _updated(budget: BudgetFile, results: list[ScriptResult]) -> BudgetFile:
+    """The budget with every script measured in this run replaced; scripts that were not run,
+    were skipped or failed keep their entries."""
+    scripts = dict(budget.scripts)
+    for result in results:
+        if result.measured is not None:
+            scripts[result.path] = result.measured
+    return BudgetFile(budget.path, scripts)
+
+
+def _args_text(args: list[str]) -> str:
+    import shlex
+
+    return shlex.join(args) if args else "(none)"
+
+
+def _write_outputs(args: argparse.Namespace, report: BudgetReport) -> None:
+    from torchsync_lint.verify import budget_report
+
+    output = budget_report.render(report, args.format)
+    if args.output_file:
+        _write(args.output_file, output)
+    else:
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    if getattr(args, "json_output", None):
+        _write(args.json_output, budget_report.render(report, "json"))
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
