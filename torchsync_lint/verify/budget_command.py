@@ -83,17 +83,27 @@ def run_budget(args: argparse.Namespace) -> int:
     except (BackendUnavailable, BudgetError, UsageError) as exc:
         print(f"torchsync-lint verify: {exc}", file=sys.stderr)
         return 2
-    context = RunContext(args, backend, progress=Progress(sys.stderr, len(found)))
     results: dict[str, ScriptResult] = {}
+    runnable: dict[str, script_files.Script] = {}
+    for path in found:  # what can be told before anything runs (and starts no process)
+        key = script_key(path, root)
+        planned = plan_script(args, backend, path, key, budget.scripts.get(key))
+        if isinstance(planned, ScriptResult):
+            results[path] = planned
+        else:
+            runnable[path] = planned
+    context = RunContext(args, backend, progress=Progress(sys.stderr, len(runnable)))
     interrupted: list[int] = []
     try:
-        with _interrupt_handlers(context.cancel, interrupted), _fixture_scale(args), _launcher(context, found) as context.launcher:
-            _check_all(context, budget, root, found, results)
+        if runnable:
+            with _interrupt_handlers(context.cancel, interrupted), _fixture_scale(args), _launcher(context, list(runnable)) as context.launcher:
+                _check_all(context, budget, root, runnable, results)
     finally:
         context.progress.close()
     ordered = [results.get(path) or ScriptResult(script_key(path, root), NOT_RUN, "the verifier was interrupted") for path in found]
     report = BudgetReport(args.budget, backend, bool(args.update_budget), ordered)
-    if report.update and not interrupted:
+    if report.update and not interrupted and report.exit_code == 0:
+        # All or nothing: a budget half-updated by a run with errors would hide them.
         report.written = budget_file.write(_updated(budget, ordered))
     _write_outputs(args, report)
     if interrupted:
@@ -104,6 +114,9 @@ def run_budget(args: argparse.Namespace) -> int:
 def _inputs(args: argparse.Namespace) -> tuple[BudgetFile, str, list[str]]:
     """The budget (a new, empty one for --update-budget when the file does not exist yet), its
     root, and the scripts to run: those named, else every script of the budget."""
+    for option, given in (("--measure", args.measure), ("--compare-fixed", getattr(args, "compare_fixed", False)), ("--format markdown", args.format == "markdown")):
+        if given:
+            raise UsageError(f"{option} does not go with --budget (the budget counts syncs; formats: text, json, junit, github, sarif)")
     root = budget_root(args.budget)
     if args.update_budget and not os.path.lexists(args.budget):
         budget = BudgetFile(args.budget)
@@ -127,14 +140,14 @@ def _inputs(args: argparse.Namespace) -> tuple[BudgetFile, str, list[str]]:
     return budget, root, found
 
 
-def _check_all(context: RunContext, budget: BudgetFile, root: str, found: list[str], results: dict[str, ScriptResult]) -> None:
+def _check_all(context: RunContext, budget: BudgetFile, root: str, runnable: dict[str, script_files.Script], results: dict[str, ScriptResult]) -> None:
     def one(path: str) -> None:
         key = script_key(path, root)
         if context.cancel.is_set():
             results[path] = ScriptResult(key, NOT_RUN, "the verifier was interrupted")
             return
         try:
-            result = check_script(context, path, key, budget.scripts.get(key), root)
+            result = run_script(context, runnable[path], key, budget.scripts.get(key), root)
         except Exception as exc:  # noqa: BLE001 - one script's problem must not lose the others' results
             result = ScriptResult(key, ERROR, f"internal error: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         context.progress.finished(path, result.status)
@@ -142,11 +155,13 @@ def _check_all(context: RunContext, budget: BudgetFile, root: str, found: list[s
 
     jobs = 1 if context.backend == "cuda" else max(1, getattr(context.args, "jobs", 1) or 1)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, found))
+        list(pool.map(one, runnable))
 
 
-def check_script(context: RunContext, path: str, key: str, entry: ScriptBudget | None, root: str) -> ScriptResult:
-    args = context.args
+def plan_script(args: argparse.Namespace, backend: str, path: str, key: str, entry: ScriptBudget | None) -> script_files.Script | ScriptResult:
+    """How to run one script (the budget's arguments and steps unless given), or the result
+    that makes running it pointless: not in the budget, written for other arguments or
+    another backend, a requirement missing."""
     update = bool(args.update_budget)
     given = list(getattr(args, "script_args", None) or [])
     if entry is None and not update:
@@ -155,8 +170,8 @@ def check_script(context: RunContext, path: str, key: str, entry: ScriptBudget |
         if given and given != entry.args:
             return ScriptResult(key, ERROR, f"the budget was written for other arguments: {_args_text(entry.args)}, this run: {_args_text(given)} "
                                 "(run with the budget's arguments, or rewrite it with --update-budget)", budget=entry)
-        if entry.backend != context.backend:
-            return ScriptResult(key, ERROR, f"the budget was written on the {entry.backend} backend, this run uses {context.backend} "
+        if entry.backend != backend:
+            return ScriptResult(key, ERROR, f"the budget was written on the {entry.backend} backend, this run uses {backend} "
                                 f"(use --backend {entry.backend}, or a budget file per backend)", budget=entry)
     user_args = given or (entry.args if entry is not None else [])
     steps = args.steps if args.steps is not None else (entry.steps if entry is not None else None)
@@ -165,7 +180,12 @@ def check_script(context: RunContext, path: str, key: str, entry: ScriptBudget |
     missing = script.missing_requirements
     if missing:
         return ScriptResult(key, SKIPPED, f"requires {', '.join(missing)} (not importable)", budget=entry)
-    context.progress.started(path, script.expected_steps)
+    return script
+
+
+def run_script(context: RunContext, script: script_files.Script, key: str, entry: ScriptBudget | None, root: str) -> ScriptResult:
+    """Replay one script, count its syncs, and compare them with its budget ``entry``."""
+    context.progress.started(script.path, script.expected_steps)
     run = _replay(context, script)
     problem = _run_problem(run, script)
     if problem:
@@ -173,11 +193,11 @@ def check_script(context: RunContext, path: str, key: str, entry: ScriptBudget |
     window = run.window(script.warmup)
     seen = measure(run.events, run.extra["event_sites"], run.extra["sites"], window, root)
     measured = ScriptBudget(
-        path=key, args=user_args, steps=script.steps, warmup=script.warmup, window=seen.window, backend=context.backend,
+        path=key, args=script.user_args, steps=script.steps, warmup=script.warmup, window=seen.window, backend=context.backend,
         tolerance=entry.tolerance if entry is not None else 0, total=total_of(seen.lines), lines=seen.lines,
     )
     comparison = compare(entry, seen) if entry is not None else None
-    if update:
+    if context.args.update_budget:
         status = ADDED if entry is None else (UNCHANGED if _same_entry(entry, measured) else UPDATED)
     else:
         status = ROSE if comparison.rose else FELL if comparison.fell else SAME  # type: ignore[union-attr]

@@ -84,7 +84,7 @@ def summary_line(report: BudgetReport) -> str:
     parts = [f"{n} {status}" for status, n in sorted(counts.items())]
     prefix = f"sync budget {report.budget_path} ({report.backend}): {scripts} script(s), " + ", ".join(parts)
     if counts.get(ERROR):
-        return prefix + "; ERROR: fix the scripts above (exit 2)"
+        return prefix + "; ERROR: fix the scripts above (exit 2)" + ("; the budget was not written" if report.update else "")
     if report.update:
         return prefix + ("; written" if report.written else "; the file is unchanged")
     if counts.get(SCRIPT_ROSE):

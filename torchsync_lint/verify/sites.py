@@ -106,7 +106,7 @@ class SiteFinder:
             return PROJECT
         return LIBRARY
 
-    def locate(self, line_override: int | None = None, skip: int = 2) -> int:
+    def locate(self, line_override: int | None = None, skip: int = 1) -> int:
         """Index of the site of the sync being recorded now. ``line_override``: the recorder
         already knows the script line it belongs to (a deferred read put at its ``self.log``
         line); the site is then that line of the script, with the library frames of now."""
