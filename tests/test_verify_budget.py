@@ -218,6 +218,16 @@ def test_a_script_that_crashes_or_never_steps_exits_2_and_writes_nothing(tmp_pat
     assert "the budget was not written" in text and not (project / "syncs.toml").exists()
 
 
+def test_a_script_whose_requirement_is_missing_is_skipped_budgeted_or_not(tmp_path):
+    """As in CI without torchvision: its fixtures are in no budget and are skipped, not errors."""
+    project = _project(tmp_path)
+    (project / "needs.py").write_text("# torchsync-fixture: requires=torchsync_no_such_package\nimport torchsync_no_such_package\n")
+    (project / "syncs.toml").write_text("version = 1\n")
+    code, text, report = _verify(project, str(project / "needs.py"))
+    assert code == 0, text
+    assert report["scripts"][0]["status"] == "skipped" and "requires torchsync_no_such_package" in report["scripts"][0]["detail"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -164,6 +164,9 @@ def plan_script(args: argparse.Namespace, backend: str, path: str, key: str, ent
     another backend, a requirement missing."""
     update = bool(args.update_budget)
     given = list(getattr(args, "script_args", None) or [])
+    missing = script_files.load_script(path).missing_requirements
+    if missing:  # first: a script this machine cannot run is skipped, budgeted or not
+        return ScriptResult(key, SKIPPED, f"requires {', '.join(missing)} (not importable)", budget=entry)
     if entry is None and not update:
         return ScriptResult(key, ERROR, f"not in the budget {args.budget}: add it with --update-budget")
     if entry is not None and not update:
@@ -176,11 +179,7 @@ def plan_script(args: argparse.Namespace, backend: str, path: str, key: str, ent
     user_args = given or (entry.args if entry is not None else [])
     steps = args.steps if args.steps is not None else (entry.steps if entry is not None else None)
     warmup = args.warmup if args.warmup is not None else (entry.warmup if entry is not None else None)
-    script = script_files.load_script(path, steps, warmup, user_args, getattr(args, "cwd", None), getattr(args, "sys_path", None))
-    missing = script.missing_requirements
-    if missing:
-        return ScriptResult(key, SKIPPED, f"requires {', '.join(missing)} (not importable)", budget=entry)
-    return script
+    return script_files.load_script(path, steps, warmup, user_args, getattr(args, "cwd", None), getattr(args, "sys_path", None))
 
 
 def run_script(context: RunContext, script: script_files.Script, key: str, entry: ScriptBudget | None, root: str) -> ScriptResult:
