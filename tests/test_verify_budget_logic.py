@@ -20,9 +20,11 @@ from torchsync_lint.verify.budget import (
     SAME,
     UNSEEN,
     BudgetFile,
+    BudgetReport,
     LineCount,
     Period,
     ScriptBudget,
+    ScriptResult,
     budget_kind,
     compare,
     measure,
@@ -30,7 +32,6 @@ from torchsync_lint.verify.budget import (
     period_of,
     total_of,
 )
-from torchsync_lint.verify.budget_command import BudgetReport, ScriptResult
 from torchsync_lint.verify.budget_file import BudgetError
 from torchsync_lint.verify.budget_report import render
 from torchsync_lint.verify.evidence import RuntimeEvent
@@ -217,7 +218,7 @@ def test_measure_counts_steady_steps_per_line_and_kind(tmp_path):
     where.append(2)
     seen = measure(events, where, sites_table, SteadyWindow(OPTIMIZER, total=11, warmup=2), root)
     assert seen.window == 8 and seen.observed == (1, 10)
-    assert [(l.file, l.line, l.kind, l.count, l.period) for l in seen.lines] == [
+    assert [(line.file, line.line, line.kind, line.count, line.period) for line in seen.lines] == [
         ("helpers.py", 5, "host-read", 2, Period(1)),
         ("train.py", 9, "metric", 1, Period(3)),
     ]
@@ -397,7 +398,7 @@ def test_a_cuda_run_writes_the_same_budget_format(tmp_path):
     assert budget_file.dumps(loaded) == path.read_text(encoding="utf-8")
     (script,) = loaded.scripts.values()
     assert script.backend == "cuda" and script.window == 8
-    assert [(l.line, l.kind, l.count, l.period) for l in script.lines] == [(7, "host-read", 1, Period(1)), (9, "device-sync", 1, Period(3))]
+    assert [(line.line, line.kind, line.count, line.period) for line in script.lines] == [(7, "host-read", 1, Period(1)), (9, "device-sync", 1, Period(3))]
 
 
 def test_the_budget_modules_import_without_torch():

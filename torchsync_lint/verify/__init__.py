@@ -100,6 +100,10 @@ def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "budget", None):
+        from torchsync_lint.verify.budget_command import run_budget
+
+        return run_budget(args)
     from torchsync_lint.verify.command import run_verify
 
     return run_verify(args)

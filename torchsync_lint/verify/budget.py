@@ -370,3 +370,38 @@ def _compare_line(old: LineCount | None, new: LineCount | None, tolerance: float
     if status == SAME and changes:
         status = FELL
     return Row(status, "; ".join(changes) or new.rate_text(), old, new)
+
+
+# --- the result of a run -----------------------------------------------------------------------
+
+
+# Script statuses (ScriptResult.status). A script ROSE/FELL/SAME as a whole; lines use the
+# line statuses above (same word for rose and fell; "within" for a script within budget).
+ERROR, SKIPPED, NOT_RUN = "error", "skipped", "not-run"
+UPDATED, ADDED, UNCHANGED = "updated", "added", "unchanged"  # --update-budget
+WITHIN = "within"
+
+
+@dataclass
+class ScriptResult:
+    path: str  # the budget's key: relative to the project root, '/'-separated
+    status: str
+    detail: str = ""
+    comparison: Comparison | None = None
+    budget: ScriptBudget | None = None  # the entry the run was compared with
+    measured: ScriptBudget | None = None  # what this run saw, as a budget entry
+
+
+@dataclass
+class BudgetReport:
+    budget_path: str
+    backend: str
+    update: bool
+    results: list[ScriptResult]
+    written: bool | None = None  # --update-budget: the file changed
+
+    @property
+    def exit_code(self) -> int:
+        if any(r.status == ERROR for r in self.results):
+            return 2
+        return 1 if not self.update and any(r.status == ROSE for r in self.results) else 0

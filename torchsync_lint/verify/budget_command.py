@@ -15,11 +15,27 @@ import concurrent.futures
 import os
 import sys
 import traceback
-from dataclasses import dataclass
 
-from torchsync_lint.verify import budget_file, runner, scripts as script_files
-from torchsync_lint.verify.budget import BudgetFile, Comparison, ScriptBudget, compare, measure, total_of
-from torchsync_lint.verify.budget_file import BudgetError
+from torchsync_lint.verify import budget_file, budget_report, runner, scripts as script_files
+from torchsync_lint.verify.budget import (
+    ADDED,
+    ERROR,
+    FELL,
+    NOT_RUN,
+    ROSE,
+    SKIPPED,
+    UNCHANGED,
+    UPDATED,
+    WITHIN,
+    BudgetFile,
+    BudgetReport,
+    ScriptBudget,
+    ScriptResult,
+    compare,
+    measure,
+    total_of,
+)
+from torchsync_lint.verify.budget_file import BudgetError, budget_root, script_key
 from torchsync_lint.verify.command import (
     BackendUnavailable,
     RunContext,
@@ -31,49 +47,9 @@ from torchsync_lint.verify.command import (
 )
 from torchsync_lint.verify.progress import Progress
 
-# Script statuses (ScriptResult.status), in the order the report lists them.
-ROSE, ERROR, FELL, SAME, SKIPPED, NOT_RUN = "rose", "error", "fell", "within", "skipped", "not-run"
-UPDATED, ADDED, UNCHANGED = "updated", "added", "unchanged"
-
-
-@dataclass
-class ScriptResult:
-    path: str  # the budget's key: relative to the project root, '/'-separated
-    status: str
-    detail: str = ""
-    comparison: Comparison | None = None
-    budget: ScriptBudget | None = None  # the entry the run was compared with
-    measured: ScriptBudget | None = None  # what this run saw, as a budget entry
-
-
-@dataclass
-class BudgetReport:
-    budget_path: str
-    backend: str
-    update: bool
-    results: list[ScriptResult]
-    written: bool | None = None  # --update-budget: the file changed
-
-    @property
-    def exit_code(self) -> int:
-        if any(r.status == ERROR for r in self.results):
-            return 2
-        return 1 if not self.update and any(r.status == ROSE for r in self.results) else 0
-
 
 class UsageError(Exception):
     """Bad input found before any script ran (exit status 2)."""
-
-
-def budget_root(budget_path: str) -> str:
-    """Paths in the budget are relative to the project root of the budget file (the nearest
-    directory above it with a pyproject.toml, setup.cfg or .git), else to its directory: the
-    same keys wherever the checkout lives and wherever the file sits in it."""
-    return script_files.project_root(budget_path) or os.path.dirname(os.path.abspath(budget_path))
-
-
-def script_key(path: str, root: str) -> str:
-    return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
 
 
 def run_budget(args: argparse.Namespace) -> int:
@@ -199,7 +175,7 @@ def run_script(context: RunContext, script: script_files.Script, key: str, entry
     if context.args.update_budget:
         status = ADDED if entry is None else (UNCHANGED if _same_entry(entry, measured) else UPDATED)
     else:
-        status = ROSE if comparison.rose else FELL if comparison.fell else SAME  # type: ignore[union-attr]
+        status = ROSE if comparison.rose else FELL if comparison.fell else WITHIN  # type: ignore[union-attr]
     return ScriptResult(key, status, "", comparison, entry, measured)
 
 
@@ -242,8 +218,6 @@ def _args_text(args: list[str]) -> str:
 
 
 def _write_outputs(args: argparse.Namespace, report: BudgetReport) -> None:
-    from torchsync_lint.verify import budget_report
-
     output = budget_report.render(report, args.format)
     if args.output_file:
         _write(args.output_file, output)

@@ -33,6 +33,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from torchsync_lint.verify.budget import KINDS, BudgetFile, LineCount, Period, ScriptBudget
+from torchsync_lint.verify.scripts import project_root
 
 VERSION = 1
 HEADER = (
@@ -44,6 +45,17 @@ HEADER = (
 
 class BudgetError(Exception):
     """The budget file is missing, unreadable or not of this schema (exit status 2)."""
+
+
+def budget_root(budget_path: str) -> str:
+    """Paths in the budget are relative to the project root of the budget file (the nearest
+    directory above it with a pyproject.toml, setup.cfg or .git), else to its directory: the
+    same keys wherever the checkout lives and wherever the file sits in it."""
+    return project_root(budget_path) or os.path.dirname(os.path.abspath(budget_path))
+
+
+def script_key(path: str, root: str) -> str:
+    return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
 
 
 # --- reading -----------------------------------------------------------------------------------

@@ -14,10 +14,8 @@ from xml.etree import ElementTree as ET
 
 from torchsync_lint.reporters.github import escape_data, escape_property
 from torchsync_lint.reporters.junit import xml_safe
-from torchsync_lint.verify.budget import FELL, KINDS, ROSE, SAME, LineCount, Row
-from torchsync_lint.verify.budget_command import ERROR, NOT_RUN, SKIPPED, BudgetReport, ScriptResult
-from torchsync_lint.verify.budget_command import FELL as SCRIPT_FELL
-from torchsync_lint.verify.budget_command import ROSE as SCRIPT_ROSE
+from torchsync_lint.verify.budget import ERROR, FELL, KINDS, NOT_RUN, ROSE, SAME, SKIPPED, BudgetReport, LineCount, Row, ScriptResult
+from torchsync_lint.verify.budget_file import budget_root
 
 UPDATE_HINT = "run with --update-budget to lower the budget"
 ACCEPT_HINT = "remove the new syncs, or accept them with --update-budget"
@@ -44,7 +42,7 @@ def render_text(report: BudgetReport) -> str:
 
 
 def _script_text(result: ScriptResult) -> list[str]:
-    head = f"{result.path}: {result.status.upper() if result.status in (SCRIPT_ROSE, ERROR) else result.status}"
+    head = f"{result.path}: {result.status.upper() if result.status in (ROSE, ERROR) else result.status}"
     measured = result.measured or result.budget
     if measured is not None:
         head += f" ({measured.window} steady steps, args: {_args(measured.args)}"
@@ -87,9 +85,9 @@ def summary_line(report: BudgetReport) -> str:
         return prefix + "; ERROR: fix the scripts above (exit 2)" + ("; the budget was not written" if report.update else "")
     if report.update:
         return prefix + ("; written" if report.written else "; the file is unchanged")
-    if counts.get(SCRIPT_ROSE):
+    if counts.get(ROSE):
         return prefix + f"; FAIL: syncs per step rose: {ACCEPT_HINT}"
-    if counts.get(SCRIPT_FELL):
+    if counts.get(FELL):
         return prefix + f"; OK, and syncs fell: {UPDATE_HINT}"
     return prefix + "; OK"
 
@@ -157,7 +155,7 @@ def render_junit(report: BudgetReport) -> str:
     for result in report.results:
         case = ET.SubElement(suite, "testcase", name=xml_safe(result.path), classname="sync-budget", file=xml_safe(result.path))
         text = xml_safe("\n".join(_script_text(result)))
-        if result.status == SCRIPT_ROSE:
+        if result.status == ROSE:
             failures += 1
             node = ET.SubElement(case, "failure", message=xml_safe(_rose_message(result)), type="sync-budget")
             node.text = text
@@ -234,7 +232,6 @@ def render_sarif(report: BudgetReport) -> str:
 
     from torchsync_lint import __version__
     from torchsync_lint.reporters.sarif import SCHEMA, SRCROOT, _artifact
-    from torchsync_lint.verify.budget_command import budget_root
 
     root = Path(budget_root(report.budget_path))
     rule_ids = [f"sync-budget/{kind}" for kind in KINDS] + ["sync-budget/total"]

@@ -180,10 +180,7 @@ def _outcome(entries: list[Entry]) -> str:
 def run_verify(args: argparse.Namespace) -> int:
     from torchsync_lint.verify import BUDGET_ONLY_FORMATS
 
-    if getattr(args, "budget", None):
-        from torchsync_lint.verify.budget_command import run_budget
-
-        return run_budget(args)
+    # `--budget` runs budget_command.run_budget instead (dispatched in verify.run).
     if getattr(args, "update_budget", False) or args.format in BUDGET_ONLY_FORMATS:
         what = "--update-budget" if getattr(args, "update_budget", False) else f"--format {args.format}"
         print(f"torchsync-lint verify: {what} needs --budget FILE", file=sys.stderr)

@@ -27,6 +27,8 @@ import tokenize
 from collections.abc import Callable
 from types import FrameType
 
+from torchsync_lint.verify.scripts import project_root
+
 PROJECT = "project"
 LIBRARY = "library"
 OURS = "ours"
@@ -68,8 +70,6 @@ def _installed_prefixes() -> tuple[str, ...]:
 
 
 def project_root_of(script: str) -> str:
-    from torchsync_lint.verify.scripts import project_root
-
     return project_root(script) or os.path.dirname(os.path.abspath(script))
 
 
