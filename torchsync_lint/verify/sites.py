@@ -8,8 +8,8 @@ calls in between, for the report.
 
 Runs in the harness process on every recorded event, so it stays cheap: each code file is
 classified once (project / library / ours / standard library), and identical sites are
-interned; the record carries a table of sites and one index per event. Standard library only
-(no torch): the harnesses import it before the script runs.
+interned; the record carries a table of sites and one index per event. No torch: the
+harnesses import it before the script runs, and the parent's tests import it too.
 
 A frame is *project* when its file is under the project root (the nearest directory above the
 script with a pyproject.toml, setup.cfg or .git, else the script's directory) and is not in an
