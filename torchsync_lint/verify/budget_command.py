@@ -110,7 +110,7 @@ def _inputs(args: argparse.Namespace) -> tuple[BudgetFile, str, list[str]]:
             raise UsageError(f"{args.budget} budgets no script yet: name the scripts to run (verify train.py --budget {args.budget} --update-budget)")
         absent = [path for path in found if not os.path.isfile(path)]
         if absent:
-            raise UsageError(f"scripts of {args.budget} not found under {root}: {', '.join(absent)}")
+            raise UsageError(f"scripts of {args.budget} not found under {root}: {', '.join(absent)} (restore them, or delete their entries from the budget)")
     if args.steps is not None and args.steps < 1:
         raise UsageError("--steps must be at least 1")
     return budget, root, found
