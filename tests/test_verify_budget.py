@@ -194,6 +194,16 @@ def test_a_missing_or_malformed_budget_exits_2(tmp_path, capsys):
     assert 'scripts."train.py": `steps` must be an integer' in capsys.readouterr().err
 
 
+def test_a_budgeted_script_that_is_gone_or_an_empty_budget_exits_2(tmp_path, capsys):
+    project = _project(tmp_path)
+    (project / "syncs.toml").write_text('version = 1\n[scripts."gone.py"]\nargs = []\nsteps = 8\nwarmup = 2\nwindow = 5\nbackend = "emulate"\n')
+    assert _verify(project)[0] == 2
+    assert "scripts of" in (err := capsys.readouterr().err) and "gone.py" in err and "delete their entries" in err
+    (project / "syncs.toml").write_text("version = 1\n")
+    assert _verify(project)[0] == 2
+    assert "budgets no script yet" in capsys.readouterr().err
+
+
 def test_a_budget_for_other_arguments_another_backend_or_another_script_exits_2(base, tmp_path):
     project = _copy(base, tmp_path)
     code, text, report = _verify(project, "--", "--log-dir", "elsewhere")
