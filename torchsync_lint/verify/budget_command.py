@@ -44,6 +44,7 @@ from torchsync_lint.verify.command import (
     _launcher,
     _replay,
     resolve_backend,
+    write_outputs,
 )
 from torchsync_lint.verify.progress import Progress
 
@@ -147,7 +148,7 @@ def plan_script(args: argparse.Namespace, backend: str, path: str, key: str, ent
         return ScriptResult(key, ERROR, f"not in the budget {args.budget}: add it with --update-budget")
     if entry is not None and not update:
         if given and given != entry.args:
-            return ScriptResult(key, ERROR, f"the budget was written for other arguments: {_args_text(entry.args)}, this run: {_args_text(given)} "
+            return ScriptResult(key, ERROR, f"the budget was written for other arguments: {budget_report.args_text(entry.args)}, this run: {budget_report.args_text(given)} "
                                 "(run with the budget's arguments, or rewrite it with --update-budget)", budget=entry)
         if entry.backend != backend:
             return ScriptResult(key, ERROR, f"the budget was written on the {entry.backend} backend, this run uses {backend} "
@@ -211,24 +212,5 @@ def _updated(budget: BudgetFile, results: list[ScriptResult]) -> BudgetFile:
     return BudgetFile(budget.path, scripts)
 
 
-def _args_text(args: list[str]) -> str:
-    import shlex
-
-    return shlex.join(args) if args else "(none)"
-
-
 def _write_outputs(args: argparse.Namespace, report: BudgetReport) -> None:
-    output = budget_report.render(report, args.format)
-    if args.output_file:
-        _write(args.output_file, output)
-    else:
-        sys.stdout.write(output)
-        sys.stdout.flush()
-    if getattr(args, "json_output", None):
-        _write(args.json_output, budget_report.render(report, "json"))
-
-
-def _write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_outputs(args, budget_report.render(report, args.format), lambda: budget_report.render(report, "json"))

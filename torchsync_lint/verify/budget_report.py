@@ -45,7 +45,7 @@ def _script_text(result: ScriptResult) -> list[str]:
     head = f"{result.path}: {result.status.upper() if result.status in (ROSE, ERROR) else result.status}"
     measured = result.measured or result.budget
     if measured is not None:
-        head += f" ({measured.window} steady steps, args: {_args(measured.args)}"
+        head += f" ({measured.window} steady steps, args: {args_text(measured.args)}"
         if result.comparison is not None:
             head += f"; syncs per step {_num(result.comparison.total_budget)} -> {_num(result.comparison.total_now)}"
         elif result.measured is not None:
@@ -100,7 +100,8 @@ def _num(value: float) -> str:
     return f"{value:g}"
 
 
-def _args(args: list[str]) -> str:
+def args_text(args: list[str]) -> str:
+    """A script's arguments as a shell would take them."""
     import shlex
 
     return shlex.join(args) if args else "(none)"

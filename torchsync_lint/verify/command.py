@@ -12,7 +12,7 @@ import sys
 import threading
 import tokenize
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from torchsync_lint.verify import launch, runner, scripts as script_files
@@ -334,13 +334,18 @@ def _write_reports(args: argparse.Namespace, entries: list[Entry], found: list[s
 
         environment = run_environment.collect(backend)
     output = render(entries, args.format, found, backend, environment)
+    write_outputs(args, output, lambda: render(entries, "json", found, backend))
+
+
+def write_outputs(args: argparse.Namespace, output: str, json_report: Callable[[], str]) -> None:
+    """The report to --output-file (else stdout), and with --json-output the JSON one too."""
     if args.output_file:
         _write(args.output_file, output)
     else:
         sys.stdout.write(output)
         sys.stdout.flush()
     if getattr(args, "json_output", None):
-        _write(args.json_output, render(entries, "json", found, backend))
+        _write(args.json_output, json_report())
 
 
 def _write(path: str, text: str) -> None:
