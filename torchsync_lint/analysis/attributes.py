@@ -38,6 +38,9 @@ class AttributeKinds:
             return Kind.DEVICE  # fields of a model output (`out.logits`, `out.loss`)
         if base in HOST_KINDS:
             return base
+        stored = self._stored_on(base_expr, attr)
+        if stored is Kind.DEVICE:
+            return Kind.DEVICE  # `ctx.running = loss` earlier in this function, then `ctx.running.item()`
         if isinstance(base_expr, cst.Name):
             cls = self.index._instance_class(self.reaching_defs(base_expr))  # noqa: SLF001
             if cls is not None and attr in cls.self_attrs:
@@ -60,6 +63,13 @@ class AttributeKinds:
                 return join(self._eval(a[0]) for a in args if a) if any(args) else Kind.UNKNOWN
         remote = self.env.attribute_kind(base_expr, attr, self)
         return remote if remote is not None else Kind.UNKNOWN  # a model's submodule or parameter, or unknown
+
+    def _stored_on(self, base_expr: cst.BaseExpression, attr: str) -> Kind | None:
+        """What this function stores on `name.attr` (a name other than `self`), joined."""
+        if not isinstance(base_expr, cst.Name):
+            return None
+        values = self.index.attr_stores.get((self.index.scope_of(base_expr), base_expr.value, attr))
+        return join(self._eval(v) for v in values) if values else None
 
     def _qualified_value(self, qn: str, node: cst.Attribute) -> Kind:
         if qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in torch_knowledge.DTYPE_NAMES:

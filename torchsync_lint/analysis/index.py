@@ -72,6 +72,8 @@ class ModuleIndex:
     returns: dict[cst.FunctionDef, list[cst.BaseExpression]] = field(default_factory=dict)
     by_type: dict[type, list[cst.CSTNode]] = field(default_factory=dict)  # every node, per node type
     class_infos: dict[cst.ClassDef, ClassInfo] = field(default_factory=dict)  # nested classes too
+    # `ctx.running = v` on a name other than `self`: (scope, name, attribute) -> values stored
+    attr_stores: dict[tuple[Scope, str, str], list[cst.BaseExpression]] = field(default_factory=dict)
 
     @property
     def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
@@ -385,6 +387,8 @@ class _Indexer:
         parts = dotted_parts(target) if isinstance(target, cst.Attribute) else None
         if parts and len(parts) == 2 and parts[0] == "self":
             self._add_self_attr(stmt, Def(parts[1], seq, how, stmt, value))
+        elif parts and len(parts) == 2 and how == "assign":  # `context.running = v`, `args.device = d`
+            self.index.attr_stores.setdefault((scope, parts[0], parts[1]), []).append(value)
 
     def _add_self_attr(self, stmt: cst.CSTNode, d: Def) -> None:
         func = self.index.enclosing_function(stmt)
