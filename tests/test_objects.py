@@ -659,3 +659,40 @@ def test_a_library_meter_keeps_what_its_update_got():
     )
     found = [f for f in findings(src) if f[1] == "TSL103"]
     assert found == [(at(src, "print(f"), "TSL103")]  # one finding: the norm meter's value
+
+
+BUILD = """\
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+def build_transform(train):
+    t = []
+    if train:
+        t.append(transforms.RandomCrop(32))
+    t.append(transforms.ToTensor())
+    return transforms.Compose(t)
+
+def build_dataset(train):
+    return datasets.CIFAR10("d", train=train, transform=build_transform(train)), 10
+
+def build_loaders(simple):
+    if simple:
+        return DataLoader(build_dataset(True)[0], pin_memory=True, num_workers=2)
+    train, classes = build_dataset(True)
+    return DataLoader(train, pin_memory=True, num_workers=2), classes
+"""
+
+USE = """\
+import torch
+from build import build_loaders
+
+def main(model):
+    loader, classes = build_loaders(False)
+    for x, y in loader:
+        model(x.cuda(non_blocking=True))
+"""
+
+
+def test_a_transform_list_built_by_appends_in_a_helper_of_a_builder_that_returns_tuples(tmp_path, capsys):
+    found = project(tmp_path, {"build.py": BUILD, "use.py": USE}, capsys)
+    assert found[("build.py", 8, "TSL304")] == 1

@@ -497,6 +497,10 @@ class LoaderTracker:
                     out += self._dataset_call_candidates(d.value, depth + 1)
                 elif d.how == "unpack" and _is_split(self.analysis.qualname(d.value.func) if isinstance(d.value, cst.Call) else None):
                     out.append(d.value)  # `train, val = random_split(ds, [n, m])`: parts of `ds`
+                elif d.how == "unpack" and len(d.path) == 1 and isinstance(d.value, cst.Call) and self.index.target_of(d.value) is not None:
+                    for r in self.index.returns.get(self.index.target_of(d.value), []):  # `ds, n = build_dataset(cfg)`
+                        if isinstance(r, (cst.Tuple, cst.List)) and d.path[0] < len(r.elements):
+                            out += self._dataset_call_candidates(r.elements[d.path[0]].value, depth + 1)
             return out
         single = self._dataset_call(expr, depth)
         return [single] if single is not None else []

@@ -47,7 +47,7 @@ UNKNOWN = {"k": "unknown"}
 SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall", "to")  # resolved by the view
 _STRUCTURED = ("tuple", "dict", "loader", "metric", "object", "instance", "devspec", "func", "class", "module")
 # Joined without losing what they are: a value that may be one of these is an "any".
-_KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object", "class", "module"}
+_KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object", "class", "module", "tuple", "loader"}
 _MAX_ALTERNATIVES = 12
 
 
@@ -139,6 +139,8 @@ def element(value: dict, position: int) -> dict:
     """Element ``position`` of a tuple value (what `a, b = f()` binds to `b`)."""
     if value.get("k") == "tuple" and 0 <= position < len(value["items"]):
         return value["items"][position]
+    if value.get("k") == "any" and not any(alt.get("k") in SYMBOLIC for alt in value["of"]):
+        return join_abs([element(alt, position) for alt in value["of"]])  # `return a, b` or `return loader`
     if value.get("k") in SYMBOLIC:
         return {"k": "elem", "of": value, "i": position}  # resolved by the view
     kind = kind_of(value)

@@ -410,7 +410,8 @@ class ProjectView(FeedAnswers, ObjectAnswers):
             }
         inner = self.resolve(value["of"], from_path, depth + 1, bind)
         if kind == "elem":
-            return absval.element(inner, value["i"]) if inner.get("k") not in absval.SYMBOLIC else absval.UNKNOWN
+            found = absval.element(inner, value["i"])
+            return found if found.get("k") != "elem" else absval.UNKNOWN
         return {**value, "of": inner}
 
     def _resolve_symbolic(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:

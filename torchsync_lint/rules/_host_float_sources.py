@@ -76,18 +76,41 @@ class HostFloatSources:
             return []
         seen.add(id(expr))
         out: list[cst.Call] = []
+        index = self.analysis.index
         for n in self.analysis.tree.walk_subtree(expr, _NESTED_FUNCTIONS):
             if isinstance(n, cst.Call):
                 out.append(n)
+                target = index.target_of(n)
+                if target is not None and target not in index.class_of_method:
+                    for r in index.returns.get(target, []):  # `transform = build_transform(cfg)`
+                        out += self._calls_in(r, depth + 1, seen)
             elif isinstance(n, cst.Name):
                 for d in self.analysis.values.reaching_defs(n):
                     if d.how == "assign" and d.value is not None:
                         out += self._calls_in(d.value, depth + 1, seen)
+                        if isinstance(d.value, cst.List):  # `t = []` ... `t.append(ToTensor())`
+                            for added in self._added_to(d):
+                                out += self._calls_in(added, depth + 1, seen)
             elif isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self":
                 info = self.analysis.index.class_of(n)  # `transform=self.transform`, set in `__init__`
                 for d in info.self_attrs.get(n.attr.value, []) if info is not None else []:
                     if d.how == "assign" and d.value is not None:
                         out += self._calls_in(d.value, depth + 1, seen)
+        return out
+
+    def _added_to(self, d) -> list[cst.BaseExpression]:
+        """What `name.append(x)` / `.extend(xs)` / `.insert(i, x)` add to the list ``d`` binds,
+        in the scope that binds it."""
+        scope = self.analysis.index.scope_of(d.stmt)
+        out = []
+        for call in self.analysis.index.calls:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert")
+                and isinstance(func.value, cst.Name) and func.value.value == d.name and call.args
+                and self.analysis.index.scope_of(call) is scope
+            ):
+                out.append(call.args[-1].value)
         return out
 
     # -- Dataset.__getitem__ ----------------------------------------------------------------------
