@@ -264,9 +264,12 @@ class HotLoopAnalysis:
         return isinstance(parent, cst.Assign) and any(isinstance(t.target, (cst.Tuple, cst.List)) and len(t.target.elements) in gym.ENV_STEP_ARITIES for t in parent.targets)
 
     def _is_policy_call(self, call: cst.Call) -> bool:
+        """A model's forward or method, or a function handed the model (`sample(model, x)`)."""
         func = call.func
         receiver = func.value if isinstance(func, cst.Attribute) else func
-        return self.values.kind(receiver) in CALLABLE_MODELS
+        if self.values.kind(receiver) in CALLABLE_MODELS:
+            return True
+        return any(not a.star and self.values.kind(a.value) in (Kind.MODEL, Kind.MOVED, Kind.PREPARED) for a in call.args)
 
     def is_step_call(self, call: cst.Call) -> bool:
         """`loss.backward()`, `optimizer.step()`, `model(x)`, or a call of a step-like function."""

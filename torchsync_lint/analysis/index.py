@@ -391,8 +391,8 @@ class _Indexer:
             self.index.attr_stores.setdefault((scope, parts[0], parts[1]), []).append(value)
 
     def _add_self_attr(self, stmt: cst.CSTNode, d: Def) -> None:
-        func = self.index.enclosing_function(stmt)
-        info = self.index.class_of_method.get(func) if func is not None else None
+        # through nested functions (a `run_epoch` closure inside a method stores on `self` too)
+        info = self.index.class_of(stmt)
         if info is not None:
             info.self_attrs.setdefault(d.name, []).append(d)
 
