@@ -696,3 +696,16 @@ def main(model):
 def test_a_transform_list_built_by_appends_in_a_helper_of_a_builder_that_returns_tuples(tmp_path, capsys):
     found = project(tmp_path, {"build.py": BUILD, "use.py": USE}, capsys)
     assert found[("build.py", 8, "TSL304")] == 1
+
+
+def test_an_object_whose_backward_is_handed_the_loss_is_not_the_loss():
+    src = in_loop("""\
+        loss = model(x).sum()
+        helper.backward(loss)
+        opt.step()
+        if helper.sync_gradients:
+            print(loss)
+    """).replace("def train(model, loader, opt, device):", "def train(model, loader, opt, device, helper):")
+    found = findings(src)
+    assert (at(src, "if helper.sync_gradients"), "TSL102") not in found
+    assert (at(src, "print(loss)"), "TSL103") in found

@@ -103,6 +103,10 @@ class Evidence:
             receiver = func.value
             if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale" and receiver.args:
                 return receiver.args[0].value  # `scaler.scale(loss).backward()`
+            if any(a.keyword is None for a in call.args):
+                # `x.backward(grad)` of a tensor, or `helper.backward(loss)` of an object we
+                # cannot name: which one is the loss is not known
+                return None
             return receiver
         if method in _BACKWARD_METHODS and call.args:
             return call.args[0].value
