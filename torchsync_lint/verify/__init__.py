@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 
 BACKENDS = ("auto", "emulate", "cuda")
-FORMATS = ("text", "json", "junit", "markdown")
+FORMATS = ("text", "json", "junit", "markdown", "github", "sarif")
+BUDGET_ONLY_FORMATS = ("github", "sarif")  # annotations at the lines whose syncs rose
 
 
 SCALES = ("small", "medium")
@@ -36,11 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(or batches, without an optimizer)",
     )
     parser.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from steady state (default 2)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per script run before it counts as hung")
+    parser.add_argument(
+        "--timeout", type=positive_seconds, default=120.0, help="seconds per script run before it counts as hung (a positive number)"
+    )
     parser.add_argument(
         "--cwd", default=None, metavar="DIR",
         help="working directory of the scripts (default: the project root, the nearest directory above the "
-        "script with a pyproject.toml, setup.cfg or .git)",
+        "script with a pyproject.toml, setup.cfg, setup.py or .git, as for check)",
     )
     parser.add_argument(
         "--sys-path", action="append", default=None, metavar="DIR", dest="sys_path",
@@ -73,6 +76,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace-dir", default=None, help="cuda only: where to write profiler traces (default: a temp dir, kept)"
     )
+    parser.add_argument(
+        "--budget", default=None, metavar="FILE",
+        help="sync budget (TOML): count each script's steady-state syncs per step by line and kind and fail (exit 1) "
+        "when one rises above FILE; without PATHs, every script FILE budgets (with its arguments and steps)",
+    )
+    parser.add_argument(
+        "--update-budget", action="store_true", dest="update_budget",
+        help="with --budget: write the counts of this run into FILE (created if missing; tolerances kept)",
+    )
+
+
+def positive_seconds(value: str) -> float:
+    """A deadline in seconds: finite and above zero (``nan`` would never fire, ``inf`` neither)."""
+    import math
+
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {value!r}")
+    return seconds
 
 
 def _default_jobs() -> int:
@@ -90,6 +115,10 @@ def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "budget", None):
+        from torchsync_lint.verify.budget_command import run_budget
+
+        return run_budget(args)
     from torchsync_lint.verify.command import run_verify
 
     return run_verify(args)

@@ -12,10 +12,10 @@ import sys
 import threading
 import tokenize
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from torchsync_lint.verify import launch, runner, scripts as script_files
+from torchsync_lint.verify import containment, launch, runner, scripts as script_files
 from torchsync_lint.verify.fixed_variant import compare_entry, fixed_variant
 from torchsync_lint.verify.matching import Entry, Expectation, match_script, merge_expectations
 from torchsync_lint.verify.progress import Progress
@@ -156,20 +156,20 @@ def verify_script(script: script_files.Script, context: RunContext) -> list[Entr
     if run.status != runner.OK:
         return entries
 
-    # The fixed version (a *.fixed.py, else the fixer's output in a temporary file), made
-    # once for --compare-fixed and --measure alike.
+    # The fixed version (a *.fixed.py, else the fixer's output in a temporary folder, gone
+    # after this block), made once for --compare-fixed and --measure alike.
     compare = getattr(args, "compare_fixed", False)
     measure = backend == "cuda" and getattr(args, "measure", False)
-    variant = fixed_variant(script) if compare or measure else None
-    if compare and variant is not None:
-        fixed_path, extra_path = variant
-        fixed_run = _replay(context, script, fixed_path, extra_path)
-        entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
+    with fixed_variant(script) if compare or measure else contextlib.nullcontext() as variant:
+        if compare and variant is not None:
+            fixed_path, extra_path = variant
+            fixed_run = _replay(context, script, fixed_path, extra_path)
+            entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
 
-    if backend == "cuda":
-        from torchsync_lint.verify.cuda import backend as cuda_backend
+        if backend == "cuda":
+            from torchsync_lint.verify.cuda import backend as cuda_backend
 
-        entries += cuda_backend.profile_and_measure(script, script.args, args, entries, run, window, variant)
+            entries += cuda_backend.profile_and_measure(script, script.args, args, entries, run, window, variant)
     return entries
 
 
@@ -182,6 +182,13 @@ def _outcome(entries: list[Entry]) -> str:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from torchsync_lint.verify import BUDGET_ONLY_FORMATS
+
+    # `--budget` runs budget_command.run_budget instead (dispatched in verify.run).
+    if getattr(args, "update_budget", False) or args.format in BUDGET_ONLY_FORMATS:
+        what = "--update-budget" if getattr(args, "update_budget", False) else f"--format {args.format}"
+        print(f"torchsync-lint verify: {what} needs --budget FILE", file=sys.stderr)
+        return 2
     paths = args.paths or ["fixtures/"]
     try:
         backend = resolve_backend(args.backend)
@@ -269,7 +276,8 @@ def _launcher(context: RunContext, found: list[str]) -> Iterator[launch.FreshLau
             except OSError:
                 pass  # runs start the slow way
     try:
-        yield launcher
+        with containment.adopting():  # a script that kills its supervisor hands its processes to us
+            yield launcher
     finally:
         launcher.close()
 
@@ -331,13 +339,18 @@ def _write_reports(args: argparse.Namespace, entries: list[Entry], found: list[s
 
         environment = run_environment.collect(backend)
     output = render(entries, args.format, found, backend, environment)
+    write_outputs(args, output, lambda: render(entries, "json", found, backend))
+
+
+def write_outputs(args: argparse.Namespace, output: str, json_report: Callable[[], str]) -> None:
+    """The report to --output-file (else stdout), and with --json-output the JSON one too."""
     if args.output_file:
         _write(args.output_file, output)
     else:
         sys.stdout.write(output)
         sys.stdout.flush()
     if getattr(args, "json_output", None):
-        _write(args.json_output, render(entries, "json", found, backend))
+        _write(args.json_output, json_report())
 
 
 def _write(path: str, text: str) -> None:
