@@ -1,6 +1,11 @@
-"""flake8 plugin (`flake8 --select TSL`): a thin adapter over the engine.
+"""flake8 plugin (`flake8 --select TSL`): a thin adapter over the project pipeline.
 
 Choices (README, "flake8"):
+
+* **The project view is check's.** Each file is linted in its project session
+  (project/session.py), as `torchsync-lint check` lints it: a finding that needs another module
+  is reported at the same line and column. The sessions live for the flake8 process (one per
+  project root); a file outside any project is linted alone.
 
 * **Selection is flake8's.** Every rule runs; flake8's `select`/`extend-select`/`ignore`/
   `per-file-ignores` decide what is shown. Rules that are off by default
@@ -98,6 +103,7 @@ class Plugin:
     settings: ClassVar[dict[str, Any]] = {}
     # The codes to run, from flake8's selection (None until parse_options: every rule).
     codes: ClassVar[frozenset[str] | None] = None
+    isolated: ClassVar[bool] = False  # flake8 --isolated: no [tool.torchsync-lint] either
 
     def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
         # flake8 needs a `tree` parameter to treat us as an AST plugin; libcst parses `lines`.
@@ -124,14 +130,50 @@ class Plugin:
         if version is None and not getattr(options, "isolated", False):
             version = _config_torchmetrics_version()
         cls.settings = {"torchmetrics-version": version}
+        cls.isolated = bool(getattr(options, "isolated", False))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         if self.codes is not None and not self.codes:
             return  # no TSL code selected: flake8 would drop whatever we found
-        from torchsync_lint.engine import lint_source
         from torchsync_lint.rule import load_rules
 
         codes = set(load_rules() if self.codes is None else self.codes)
         source = "".join(self.lines)
-        for f in lint_source(source, self.filename, codes, dict(self.settings), noqa=False):
+        if self.filename in ("stdin", "-") or not Path(self.filename).is_file():
+            from torchsync_lint.engine import lint_source  # no file: the module alone
+
+            found = lint_source(source, self.filename, codes, dict(self.settings), noqa=False)
+        else:
+            result = _session_for(self.filename, self.settings, self.isolated).lint(self.filename, text=source, codes=codes, noqa=False)
+            found = [*result.findings, *result.errors]
+        for f in sorted(found, key=lambda f: f.sort_key):
             yield f.line, f.column - 1, f"{f.code} {f.message}", type(self)
+
+
+# The project sessions of this flake8 process (flake8 hands a plugin one file at a time, in
+# several processes): one per project root, built on its first file and kept for the others.
+_SESSIONS: dict[tuple, Any] = {}
+
+
+def _session_for(filename: str, settings: dict, isolated: bool = False):
+    """``filename``'s project session, with the configuration `torchsync-lint check` would use
+    there (its excludes decide the project's modules; none under --isolated) and flake8's
+    settings."""
+    from torchsync_lint.project.layout import project_root
+    from torchsync_lint.project.sessions import Sessions
+
+    root, marked = project_root(filename)
+    key = (str(root), marked, isolated, tuple(sorted(settings.items())))
+    run = _SESSIONS.get(key)
+    if run is None:
+        from torchsync_lint.config import Config, ConfigError, find_pyproject, load_config
+
+        try:
+            config = Config() if isolated else load_config(find_pyproject(root))
+        except ConfigError:
+            config = Config()
+        for name, value in settings.items():
+            if value is not None:
+                setattr(config, name.replace("-", "_"), value)
+        run = _SESSIONS[key] = Sessions(config)
+    return run.session_for(filename)

@@ -14,11 +14,15 @@ along the project's imports, with no pass over any module's source:
   become their datasets or their datasets' transforms.
 
 Every answer is memoised, cycles answer "unknown" while they are open, and chains are cut at a
-fixed depth: unknown stays silent.
+fixed depth: unknown stays silent. A view holds one connected component of the import graph
+(project/session.py). So that no answer depends on the order in which questions are asked
+(which file is linted first, in which process), the session ``settle()``s a view once, in a
+fixed order, and lints each file against a ``fork()`` of it.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 
 from torchsync_lint.analysis.kinds import Kind
@@ -45,15 +49,6 @@ def _moved(value: dict) -> dict:
     if kind in ("device", "host-tensor", "like"):
         return {"k": "device"}  # (a "host" value is no tensor: an object of unknown type, moved)
     return {"k": "moved"}
-
-
-def _with_edges(index: dict, edges: list) -> dict:
-    """The call index ``index`` plus the resolved ``edges`` (path, call, targets)."""
-    full = {ref: list(entries) for ref, entries in index.items()}
-    for path, call, targets in edges:
-        for target in targets:
-            full.setdefault(target[0], []).append((path, call, target[1]))
-    return full
 
 
 def _bindings(ref: str, record: dict, shift: int, args: list[dict], kwargs: dict) -> dict:
@@ -128,6 +123,9 @@ class ProjectView(FeedAnswers, ObjectAnswers):
             return self.resolve_name(target, path, depth + 1)
         if not tail and rest in summary["values"]:
             return ("value", path, rest)
+        binding = self.star_binding(path, head) if summary.get("stars") else None
+        if binding is not None:  # `from .b import *` in a package's __init__, re-exported
+            return self.resolve_name(binding + (f".{tail}" if tail else ""), path, depth + 1)
         return None
 
     def star_binding(self, path: str, name: str, depth: int = 0) -> str | None:
@@ -216,37 +214,63 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         resolved against that first index, and every answer computed on the way is dropped:
         the index, and so every answer, is the same whichever question built it."""
         if self._callers is None:
-            index: dict[str, list[tuple[str, dict, int]]] = {}
-            dynamic = []
-            for path in sorted(self.summaries):
-                for call in self.summaries[path]["calls"]:
-                    for override in self.overrides(call.get("dispatch")):
-                        index.setdefault(override, []).append((path, call, 1))
-                    if call["callee"].startswith(("^", "~", "@", "%")):  # resolving these needs values
-                        dynamic.append((path, call))
-                        continue
-                    for target in self.call_targets_of(call["callee"], path, call["bound"]):
-                        index.setdefault(target[0], []).append((path, call, target[1]))
-            # Calls of objects resolve against the index so far, in rounds: an object a call
-            # of another object passes on is seen in the next round (at most three).
-            edges: list = []
-            for _ in range(3):
-                self._callers = _with_edges(index, edges)
-                self._forget_answers()
-                found = [(path, call, self.call_targets_of(call["callee"], path, call["bound"], call.get("value"))) for path, call in dynamic]
-                if found == edges:
-                    break
-                edges = found
-            self._callers = _with_edges(index, edges)
-            self._forget_answers()
+            self._callers = self._caller_table()
         return self._callers.get(ref, [])
 
+    def _caller_table(self) -> dict[str, list[tuple[str, dict, int]]]:
+        """Every call site of every project function, built whole before any answer reads it.
+        Calls named by import or within the module (and `self.m()`'s overrides in subclasses)
+        are indexed first. Calls of objects (a method of what a parameter receives `^`, of what
+        `self.<attr>` holds `~`, `self.m()` inherited `@`, a class or function picked from a dict
+        or a module `%`) find their targets through values, i.e. through this table: they are
+        added in rounds, each against the complete table of the round before with fresh memos,
+        until it stops changing. Entries are sorted by (path, call index)."""
+        direct: dict[str, list[tuple]] = {}
+        through: list[tuple[str, int, dict]] = []
+        for path in sorted(self.summaries):
+            for n, call in enumerate(self.summaries[path]["calls"]):
+                for override in self.overrides(call.get("dispatch")):
+                    direct.setdefault(override, []).append((path, n, call, 1))
+                if call["callee"].startswith(("^", "~", "@", "%")):  # resolving these needs values
+                    through.append((path, n, call))
+                    continue
+                for target in self.call_targets_of(call["callee"], path, call["bound"]):
+                    direct.setdefault(target[0], []).append((path, n, call, target[1]))
+        for entries in direct.values():
+            entries.sort(key=lambda e: (e[0], e[1]))
+        table = direct
+        for _ in range(_MAX_DEPTH if through else 0):
+            self._callers = _strip(table)
+            self._forget_answers()
+            grown = {ref: list(entries) for ref, entries in direct.items()}
+            for path, n, call in through:
+                for target in self.call_targets_of(call["callee"], path, call["bound"], call.get("value")):
+                    grown.setdefault(target[0], []).append((path, n, call, target[1]))
+            for entries in grown.values():
+                entries.sort(key=lambda e: (e[0], e[1]))
+            if grown == table:
+                break
+            table = grown
+        self._forget_answers()
+        return _strip(table)
+
     def _forget_answers(self) -> None:
-        self._resolved.clear()
-        self._hot.clear()
-        self._flags.clear()
-        self._fed_sites = None
-        self._fed_datasets = None
+        """Drop every memo that reads the callers table."""
+        self._resolved, self._open, self._hot, self._flags = {}, set(), {}, {}
+        self._fed_sites = self._fed_datasets = None
+
+    def settle(self) -> ProjectView:
+        """Compute, in a fixed order, what every file's lint shares; ``fork()`` starts here."""
+        self.callers("")
+        self.fed_datasets()
+        return self
+
+    def fork(self) -> ProjectView:
+        """The settled view with memos of its own: one file's questions never change another's answers."""
+        other = copy.copy(self)
+        other._names, other._resolved, other._open = dict(self._names), dict(self._resolved), set()
+        other._hot, other._flags = dict(self._hot), dict(self._flags)
+        return other
 
     def call_target_of(self, callee: str, from_path: str, bound: bool, value: dict | None = None) -> tuple[str, int] | None:
         """The one project function a call runs (see call_targets_of), or None when it may
@@ -571,3 +595,8 @@ class ProjectView(FeedAnswers, ObjectAnswers):
     def _qual_of(self, target: tuple[str, dict]) -> str:
         path, record = target
         return next(q for q, r in self.summaries[path]["functions"].items() if r is record)
+
+
+def _strip(table: dict[str, list[tuple]]) -> dict[str, list[tuple[str, dict, int]]]:
+    return {ref: [(path, call, shift) for path, _, call, shift in entries] for ref, entries in table.items()}
+
