@@ -709,3 +709,33 @@ def test_an_object_whose_backward_is_handed_the_loss_is_not_the_loss():
     found = findings(src)
     assert (at(src, "if helper.sync_gradients"), "TSL102") not in found
     assert (at(src, "print(loss)"), "TSL103") in found
+
+
+NMS = """\
+import torch
+
+def nms(boxes, classes=None, flip=False):
+    keep = boxes[:, 0] > 0
+    if classes is not None:
+        keep = keep & (boxes[:, 1] == torch.tensor(classes, device=boxes.device)).any(1)
+    if flip:
+        print(boxes.sum().item())
+    return keep
+"""
+
+DETECT = """\
+import torch
+from nms import nms
+
+def evaluate(model, loader):
+    for x, y in loader:
+        out = model(x.cuda(non_blocking=True))
+        nms(out{extra})
+"""
+
+
+@pytest.mark.parametrize(("extra", "flagged"), [("", False), (", classes=[1, 2]", True), (", flip=True", True)])
+def test_a_branch_a_default_turns_off_runs_only_if_a_caller_passes_the_parameter(tmp_path, capsys, extra, flagged):
+    found = project(tmp_path, {"nms.py": NMS, "detect.py": DETECT.format(extra=extra)}, capsys)
+    in_branches = {f for f in found if f[0] == "nms.py" and f[1] in (6, 8)}
+    assert bool(in_branches) is flagged, found

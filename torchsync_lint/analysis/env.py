@@ -49,6 +49,15 @@ class Env:
         (``keyword``) or `*args` (a container: "device" when a device value is among them)."""
         return None
 
+    def param_passed(self, func: cst.FunctionDef, param: cst.Param):
+        """True when a call site in another module passes ``param``, False when none does
+        (or there is none), None when that is not known."""
+        return False
+
+    def has_callers(self, func: cst.FunctionDef) -> bool:
+        """Does another module of the project call ``func``?"""
+        return False
+
     def param_device(self, func: cst.FunctionDef, param: cst.Param):
         """"cpu"/"accelerator" when call sites in other modules pass a device for ``param``."""
         return None

@@ -404,8 +404,19 @@ class HotLoopAnalysis:
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self._constant_test(test.expression)
             return None if inner is None else not inner
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)):
+            right = test.comparisons[0].comparator
+            if isinstance(right, cst.Name) and right.value == "None" and isinstance(test.left, cst.Name):
+                default = self.values.unset_param_default(test.left)  # `if classes is not None:`
+                if default is not None:
+                    is_none = default == "None"
+                    return is_none if isinstance(test.comparisons[0].operator, cst.Is) else not is_none
+            return None
         if not isinstance(test, cst.Name):
             return None
+        default = self.values.unset_param_default(test)  # `if flip:` of `flip=False` nobody sets
+        if default is not None:
+            return {"None": False, "False": False, "True": True}.get(default)
         defs = self.values.reaching_defs(test)
         values = set()
         for d in defs:
@@ -415,6 +426,49 @@ class HotLoopAnalysis:
         if len(values) != 1 or self._rebound_elsewhere(test.value):
             return None
         return values.pop()
+
+    def guarding_param(self, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.Param] | None:
+        """The parameter whose default turns off the branch ``node`` is in (`if top_k is not
+        None:` with `top_k=None`): ``node`` runs only if some caller passes it."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return None
+            if isinstance(anc, cst.If) and (child is anc.body or child is anc.orelse):
+                found = self._default_test(anc.test)
+                if found is not None:
+                    name, when_default = found
+                    taken = when_default if child is anc.body else not when_default
+                    defs = self.values.reaching_defs(name)
+                    if not taken and len(defs) == 1 and defs[0].how == "param":
+                        return defs[0].func, defs[0].param
+            child = anc
+        return None
+
+    def _default_test(self, test: cst.BaseExpression) -> tuple[cst.Name, bool] | None:
+        """(the parameter, the test's value when it holds its literal default) for `p`,
+        `not p`, `p is None`, `p is not None`."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._default_test(test.expression)
+            return (inner[0], not inner[1]) if inner is not None else None
+        name, op = test, None
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)):
+            right = test.comparisons[0].comparator
+            if not (isinstance(right, cst.Name) and right.value == "None"):
+                return None
+            name, op = test.left, test.comparisons[0].operator
+        if not isinstance(name, cst.Name):
+            return None
+        defs = self.values.reaching_defs(name)
+        if len(defs) != 1 or defs[0].how != "param":
+            return None
+        default = defs[0].param.default
+        if not (isinstance(default, cst.Name) and default.value in ("None", "True", "False")):
+            return None
+        if op is None:
+            return name, default.value == "True"
+        is_none = default.value == "None"
+        return name, is_none if isinstance(op, cst.Is) else not is_none
 
     def _rebound_elsewhere(self, name: str) -> bool:
         """`global name` anywhere: a function may change the module constant."""

@@ -456,6 +456,27 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
                 return Kind.MODEL
         return joined
 
+    def unset_param_default(self, name: cst.Name) -> str | None:
+        """"None"/"True"/"False" when ``name`` reads a parameter with that literal default that
+        no call site passes (and there is at least one call site, here or in another module):
+        the branch it decides is decided. None when anything else may hold."""
+        defs = self.reaching_defs(name)
+        if len(defs) != 1 or defs[0].how != "param":
+            return None
+        func, param = defs[0].func, defs[0].param
+        default = param.default
+        if not (isinstance(default, cst.Name) and default.value in ("None", "True", "False")):
+            return None
+        calls = self.index.call_sites(func)
+        if any(any(a.star for a in c.args) or self.index.argument_for(c, func, param) is not default for c in calls):
+            return None  # a call site passes it (or may, through `*args`/`**kwargs`)
+        remote = self.env.param_passed(func, param)
+        if remote is None or remote is True:
+            return None  # unknown, or another module passes it
+        if not calls and remote is False and not self.env.has_callers(func):
+            return None
+        return default.value
+
     def _star_param(self, d: Def) -> Kind | None:
         """`*args` / `**kwargs`: a container of what call sites pass beyond the named
         parameters (`logger.update(loss=loss)` puts a device tensor in `kwargs`)."""

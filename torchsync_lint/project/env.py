@@ -121,6 +121,25 @@ class ModuleEnv(Env):
         value = self.view.star_value(ref, keyword) if ref is not None else None
         return absval.kind_of(value) if value is not None else None
 
+    def param_passed(self, func: cst.FunctionDef, param: cst.Param):
+        ref = self._ref(func)
+        if ref is None:
+            return None
+        index = next((i for i, p in enumerate([*func.params.posonly_params, *func.params.params]) if p is param), None)
+        name = param.name.value
+        for caller_path, call, shift in self.view.callers(ref):
+            if call["star"]:
+                return None
+            if caller_path == self.path:
+                continue  # this module's own call sites are the analysis's to read
+            if name in call["kwargs"] or (index is not None and 0 <= index - shift < len(call["args"])):
+                return True
+        return False
+
+    def has_callers(self, func: cst.FunctionDef) -> bool:
+        ref = self._ref(func)
+        return bool(ref and any(path != self.path for path, _, _ in self.view.callers(ref)))
+
     def param_device(self, func: cst.FunctionDef, param: cst.Param):
         value = self._param(func, param)
         return value["where"] if value is not None and value.get("k") == "devspec" else None

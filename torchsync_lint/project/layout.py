@@ -10,7 +10,9 @@ own modules only (the files of its walk: nothing outside the root is ever read f
 
 - first the importing file's own directory (a script's `import utils`), then the source
   roots: the root itself, `src/` when it holds packages, and the directories configured as
-  ruff's `src = [...]` or our own `src = [...]`;
+  ruff's `src = [...]` or our own `src = [...]`; then the directories above the importer, up
+  to the root (where a script that imports its package may live: `gym/experiment.py` and
+  `gym/decision_transformer/...` in a repository holding several programs);
 - in one directory a package (`utils/__init__.py`) wins over a module of the same name
   (`utils.py`), as in Python's path finder;
 - a relative import counts its dots from the importer's package (its dotted name under the
@@ -145,11 +147,26 @@ class Layout:
             source_root = self._source_root_of(importer)
             return self._longest_module(source_root, base + rest, len(base)) if source_root is not None else None
         parts = dotted.split(".")
-        for directory in (os.path.dirname(importer), *self._roots):
+        for directory in (os.path.dirname(importer), *self._roots, *self._script_directories(importer)):
             found = self._longest_module(directory, parts, 1)
             if found is not None:
                 return found
         return None
+
+    def _script_directories(self, importer: str) -> list[str]:
+        """The directories between the importer and the root, nearest first: where the script
+        that imports it may live (`gym/experiment.py` puts `gym/` on `sys.path`, so
+        `gym/decision_transformer/training/seq_trainer.py`'s `import decision_transformer...`
+        resolves there). Tried after the source roots."""
+        out = []
+        directory = os.path.dirname(os.path.dirname(importer))
+        while self.contains(directory) and os.path.normpath(directory) not in self._roots and len(out) < 8:
+            out.append(directory)
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        return out
 
     def _source_root_of(self, full: str) -> str | None:
         best = None

@@ -177,9 +177,21 @@ class _Summarizer:
                     "kwargs": {a.keyword.value: self.abs_of(a.value) for a in call.args if a.keyword is not None},
                     "star": any(a.star for a in call.args),
                     "dispatch": self.names.dispatch(call),  # `self.m()`: subclasses' overrides too
+                    "needs": self._needs(call),  # runs only when a caller passes this parameter
                 }
             )
         return out
+
+    def _needs(self, call: cst.Call) -> list | None:
+        """[function ref, parameter index] when ``call`` sits in a branch its function's
+        parameter turns off at its default (`if top_k is not None: top_k_logits(...)`)."""
+        found = self.a.hot.guarding_param(call)
+        if found is None:
+            return None
+        func, param = found
+        ref = self.ref(func)
+        index = param_index(func, param)
+        return [ref, index] if ref is not None and index is not None else None
 
     def _feeds(self) -> list[dict]:
         out = []

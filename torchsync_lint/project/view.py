@@ -544,6 +544,8 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         self._hot[ref] = None  # a call cycle
         found = None
         for caller_path, call, _ in self.callers(ref):
+            if call.get("needs") and self._never_passed(*call["needs"]):
+                continue  # in a branch that only a parameter nobody passes turns on
             if call["hot"] == "yes" or (call.get("loop") is not None and self.loop_steps(caller_path, call["loop"])):
                 found = (f"{caller_path}:{call['line']}", call["gated"])
             elif call["hot"] == "caller" and call["caller"] and not self.function_flag(call["caller"], "epoch"):
@@ -555,6 +557,15 @@ class ProjectView(FeedAnswers, ObjectAnswers):
                 break
         self._hot[ref] = found
         return found
+
+    def _never_passed(self, ref: str, index: int) -> bool:
+        """Do the function's callers (there are some) all leave parameter ``index`` unset?"""
+        record = self.function(*ref.split(":", 1))
+        callers = self.callers(ref)
+        if record is None or not callers or index >= len(record["params"]):
+            return False
+        name = record["params"][index]
+        return not any(call["star"] or name in call["kwargs"] or 0 <= index - shift < len(call["args"]) for _, call, shift in callers)
 
     def loop_steps(self, path: str, loop: int) -> bool:
         """Does the loop ``loop`` (its seq) of ``path`` run a training step through the project
