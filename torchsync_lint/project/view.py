@@ -30,42 +30,17 @@ from torchsync_lint.project import absval
 from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
 from torchsync_lint.project.objects import ObjectAnswers
+from torchsync_lint.project.values import ValueAnswers
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 _MAX_DEPTH = 12
 # nn.Module methods that return the module (`.to()` moves it).
 _MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_"})
 
 
-def _moved(value: dict) -> dict:
-    """`x.to(device)` of a resolved value: a module placed, a tensor copied to the device."""
-    kind = value.get("k")
-    if kind == "instance":
-        return {**value, "placed": True}
-    if kind == "any":
-        return absval.join_abs([_moved(alt) for alt in value["of"]])
-    if kind in ("device", "host-tensor", "like"):
-        return {"k": "device"}  # (a "host" value is no tensor: an object of unknown type, moved)
-    return {"k": "moved"}
-
-
-def _bindings(ref: str, record: dict, shift: int, args: list[dict], kwargs: dict) -> dict:
-    """What one call passes for each parameter of the function ``ref`` (its record; ``shift``:
-    how many leading parameters the call fills itself)."""
-    bind = {}
-    params = record["params"]
-    for i, arg in enumerate(args):
-        if i + shift < len(params):
-            bind[f"{ref}#{i + shift}"] = arg
-    for name, arg in kwargs.items():
-        if name in params:
-            bind[f"{ref}#{params.index(name)}"] = arg
-    return bind
-
-
-class ProjectView(FeedAnswers, ObjectAnswers):
+class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
     def __init__(self, layout: Layout, summaries: dict[str, dict]) -> None:
         self.layout = layout
         self.summaries = summaries  # relpath -> summary
@@ -336,202 +311,6 @@ class ProjectView(FeedAnswers, ObjectAnswers):
         path, qual = found[0].split(":", 1)
         record = self.function(path, qual)
         return (path, record) if record is not None else None
-
-    # -- values ---------------------------------------------------------------------------------
-    def param_value(self, ref: str, index: int, bind: dict | None = None) -> dict | None:
-        """What the project's call sites of ``ref`` pass for parameter ``index`` (None: no call
-        site we can see); ``bind`` answers for the parameters of one call being followed. The
-        module's own call sites are included: a join is unchanged by seeing one twice, and a
-        summary's parameters need them (`main()` calls `run(loader)`, which hands `loader` to
-        another module)."""
-        if bind is not None and f"{ref}#{index}" in bind:
-            return bind[f"{ref}#{index}"]
-        if bind is not None and f"{ref}#closed" in bind:
-            return None  # a method never called on the one object being followed
-        path, qual = ref.split(":", 1)
-        record = self.function(path, qual)
-        if record is None:
-            return None
-        name = record["params"][index] if index < len(record["params"]) else None
-        passed = []
-        for caller_path, call, shift in self.callers(ref):
-            if call["star"]:
-                return absval.UNKNOWN
-            position = index - shift
-            if position < 0:
-                return None  # `self`
-            if position < len(call["args"]):
-                passed.append(self.resolve(call["args"][position], caller_path))
-            elif name in call["kwargs"]:
-                passed.append(self.resolve(call["kwargs"][name], caller_path))
-        return absval.join_abs(passed) if passed else None
-
-    def star_value(self, ref: str, keyword: bool) -> dict | None:
-        """What the project's call sites of ``ref`` pass into its `**kwargs` (``keyword``) or
-        `*args`: the join of the arguments no named parameter takes (None: no call site)."""
-        path, qual = ref.split(":", 1)
-        record = self.function(path, qual)
-        if record is None:
-            return None
-        named = set(record["params"]) | set(record["kwonly"])
-        passed = []
-        for caller_path, call, shift in self.callers(ref):
-            # a call that also passes `*args`/`**kwargs` adds unknown values to what it spells out
-            if keyword:
-                extra = [v for name, v in call["kwargs"].items() if name not in named]
-            else:
-                extra = call["args"][max(len(record["params"]) - shift, 0):]
-            passed += [self.resolve(v, caller_path) for v in extra]
-        return absval.join_abs(passed) if passed else None
-
-    def returns(self, path: str, qual: str) -> dict:
-        record = self.function(path, qual)
-        return self.resolve(record["returns"], path) if record else absval.UNKNOWN
-
-    def resolve(self, value: dict, from_path: str, depth: int = 0, bind: dict | None = None) -> dict:
-        """``value`` with its symbolic parts (parameters, calls, attributes and names of other
-        modules) replaced by what the project says they are. ``bind`` holds what one call being
-        followed passes for its callee's parameters (`"<ref>#<i>"` -> value)."""
-        if self._callers is None:
-            self.callers("")  # the call index first: no answer is computed on a partial one
-        kind = value.get("k")
-        if depth > _MAX_DEPTH:
-            return absval.UNKNOWN if kind in absval.SYMBOLIC else value
-        if kind in ("tuple", "dict", "item", "like", "elem", "any", "instance"):
-            return self._resolve_parts(value, from_path, depth, bind)
-        if kind == "to":
-            return _moved(self.resolve(value["of"], from_path, depth + 1, bind))
-        if kind not in ("param", "call", "sym", "attr", "member", "vcall"):
-            return value
-        key = json.dumps([value, from_path, bind], sort_keys=True)
-        if key in self._resolved:
-            return self._resolved[key]
-        if key in self._open:
-            return absval.UNKNOWN
-        self._open.add(key)
-        try:
-            result = self._resolve_symbolic(value, from_path, depth, bind)
-        finally:
-            self._open.discard(key)
-        self._resolved[key] = result
-        return result
-
-    def _resolve_parts(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
-        kind = value["k"]
-        if kind == "tuple":
-            return {"k": "tuple", "items": [self.resolve(v, from_path, depth + 1, bind) for v in value["items"]]}
-        if kind == "dict":
-            return {"k": "dict", "items": {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value["items"].items()}}
-        if kind == "any":
-            return absval.join_abs([self.resolve(v, from_path, depth + 1, bind) for v in value["of"]])
-        if kind == "instance":
-            if not value.get("args") and not value.get("kwargs"):
-                return value
-            return {
-                **value,
-                "args": [self.resolve(v, from_path, depth + 1, bind) for v in value.get("args", ())],
-                "kwargs": {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()},
-            }
-        inner = self.resolve(value["of"], from_path, depth + 1, bind)
-        if kind == "elem":
-            found = absval.element(inner, value["i"])
-            return found if found.get("k") != "elem" else absval.UNKNOWN
-        return {**value, "of": inner}
-
-    def _resolve_symbolic(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
-        kind = value["k"]
-        if kind == "param":
-            passed = self.param_value(value["fn"], value["i"], bind)
-            return passed if passed is not None else absval.UNKNOWN
-        if kind == "attr":
-            return self.attribute_value(self.resolve(value["of"], from_path, depth + 1, bind), value["name"], depth)
-        if kind == "sym":
-            found = self.resolve_name(value["name"], from_path)
-            if found is None:
-                return absval.UNKNOWN
-            if found[0] == "value":
-                return self.resolve(self.summaries[found[1]]["values"][found[2]], found[1], depth + 1)
-            # an imported function, class or module, handed on as a value
-            return {"function": {"k": "func", "ref": f"{found[1]}:{found[2]}"}, "class": {"k": "class", "ref": f"{found[1]}:{found[2]}"}, "module": {"k": "module", "path": found[1]}}[found[0]]
-        if kind == "member":
-            return self._member_value(self.resolve(value["of"], from_path, depth + 1, bind))
-        if kind == "vcall":
-            args = [self.resolve(v, from_path, depth + 1, bind) for v in value.get("args", ())]
-            kwargs = {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()}
-            applied = self._apply(self.resolve(value["of"], from_path, depth + 1, bind), args, kwargs, depth)
-            if absval.kind_of(applied) is Kind.UNKNOWN and value.get("kind", "unknown") != "unknown":
-                return {"k": value["kind"]}  # `model(x)` of a picked module: a device value
-            return applied
-        return self._call_value(value, from_path, depth, bind)
-
-    def _receiver_of(self, callee: str, from_path: str) -> dict | None:
-        """What `self.<attr>` holds for a `~`/`@` callee that calls it directly."""
-        if not callee.startswith(("~", "@")):
-            return None
-        cls_ref, _, attr = callee[1:].rpartition(".")
-        path, _, cls = cls_ref.partition(":")
-        if path not in self.summaries or "." in cls or cls not in self.summaries[path]["classes"]:
-            return None
-        return self.class_attr(path, cls, attr)
-
-    def _member_value(self, base: dict) -> dict:
-        if base.get("k") == "module":
-            return self.members_of_module(base["path"])
-        if base.get("k") == "any":
-            return absval.join_abs([self._member_value(alt) for alt in base["of"]])
-        return absval.UNKNOWN
-
-    def _apply(self, callee: dict, args: list[dict], kwargs: dict, depth: int) -> dict:
-        """What calling the resolved value ``callee`` with these (resolved) arguments gives."""
-        kind = callee.get("k")
-        if kind == "any":
-            return absval.join_abs([self._apply(alt, args, kwargs, depth + 1) for alt in callee["of"]])
-        if kind == "class":
-            path, cls = callee["ref"].split(":", 1)
-            return {"k": "instance", "cls": callee["ref"], "module": self.class_flag(path, cls, "module"), "args": args, "kwargs": kwargs}
-        if kind == "func":
-            fpath, qual = callee["ref"].split(":", 1)
-            record = self.function(fpath, qual)
-            if record is None:
-                return absval.UNKNOWN
-            return self.resolve(record["returns"], fpath, depth + 1, _bindings(callee["ref"], record, 0, args, kwargs))
-        return absval.UNKNOWN
-
-    def _call_value(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
-        """What calling a project name returns, for these arguments: a class makes an instance
-        holding them; a function's returns are read with its parameters bound to them; a
-        generator yielding the items of one of its parameters iterates like that argument."""
-        callee = value["fn"]
-        args = [self.resolve(v, from_path, depth + 1, bind) for v in value.get("args", ())]
-        kwargs = {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()}
-        found = self.resolve_name(callee, from_path) if not callee.startswith(("^", "~")) else None
-        if found is not None and found[0] == "class":
-            if self.class_flag(found[1], found[2], "loader") and value.get("site"):
-                return {"k": "loader", "sites": [value["site"]]}  # a project DataLoader subclass
-            return {"k": "instance", "cls": f"{found[1]}:{found[2]}", "module": self.class_flag(found[1], found[2], "module"), "args": args, "kwargs": kwargs}
-        target = self.call_target_of(callee, from_path, value.get("bound", True))
-        if target is not None:
-            fpath, qual = target[0].split(":", 1)
-            record = self.function(fpath, qual)
-            call_bind = None if value.get("star") else _bindings(target[0], record, target[1], args, kwargs)
-            if record["yields"] is not None and call_bind is not None and f"{target[0]}#{record['yields']}" in call_bind:
-                return call_bind[f"{target[0]}#{record['yields']}"]  # `log_every(loader)`: iterates like `loader`
-            return self.resolve(record["returns"], fpath, depth + 1, call_bind)
-        receiver = self._receiver_of(callee, from_path)
-        if receiver is not None and absval.kind_of(receiver) in (Kind.MODEL, Kind.CPU_MODEL, Kind.MOVED):
-            # `self.model(x)`: the forward of a module held on the object
-            on_device = absval.kind_of(receiver) is not Kind.CPU_MODEL or any(absval.kind_of(a) is Kind.DEVICE for a in args)
-            return {"k": "device" if on_device else "host-tensor"}
-        owner, _, method = callee.rpartition(".")
-        cls = self.resolve_name(owner, from_path) if method in _MODULE_SELF_METHODS and found is None else None
-        if cls is not None and cls[0] == "class" and self.class_flag(cls[1], cls[2], "module"):
-            # `ConvNet().to(device)`: the module itself, placed
-            return {"k": "instance", "cls": f"{cls[1]}:{cls[2]}", "module": True, "placed": True}
-        if found is not None:
-            return absval.UNKNOWN
-        if value.get("kind", "unknown") == "unknown":
-            return {"k": "object", "origin": callee} if not callee.startswith(("^", "~", "*", "@", "!", "%")) else absval.UNKNOWN  # a library's object
-        return {"k": value["kind"]}
 
     # -- per-step code ----------------------------------------------------------------------------
     def hot(self, ref: str) -> tuple[str, bool] | None:
