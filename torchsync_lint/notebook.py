@@ -119,12 +119,27 @@ def parse_notebook(text: str, encoding: str = "utf-8") -> Notebook:
         if k not in spans:
             raise ReadError("TSL901", f"not a valid notebook: cell {k + 1} has no `source`")
         span, items = spans[k]
-        python, magics = python_view(joined)
-        if python is None:
-            continue  # %%bash and friends
-        added = not python.endswith("\n")
-        cells.append(Cell(k + 1, joined, span, items, python + ("\n" if added else ""), added, magics))
+        found = _cell(k + 1, joined, span, items)
+        if found is not None:
+            cells.append(found)
     return Notebook(text, encoding, _language(nb), cells)
+
+
+def _cell(index: int, text: str, span: tuple[int, int], items: list[tuple[int, int]] | None) -> Cell | None:
+    """A code cell with its Python view; None for a cell that is not Python (%%bash...)."""
+    python, magics = python_view(text)
+    if python is None:
+        return None
+    added = not python.endswith("\n")
+    return Cell(index, text, span, items, python + ("\n" if added else ""), added, magics)
+
+
+def from_cells(cells: list[tuple[int, str]]) -> Notebook:
+    """A notebook held as separate cell texts, as an editor sends a notebook document: each
+    code cell's number (1-based over all cells, markdown too) and text. It has no file text,
+    so `with_python` cannot render it; `cell_texts` gives the edited cells."""
+    found = [_cell(index, text, (0, 0), None) for index, text in cells]
+    return Notebook("", "utf-8", None, [c for c in found if c is not None])
 
 
 def _language(nb: dict) -> str | None:
@@ -257,10 +272,21 @@ class Notebook:
     def with_python(self, python: str) -> str:
         """The file text with the cells as they are in ``python`` (an edited Python view).
         NotebookError when the edit crossed a cell boundary or touched an IPython line."""
+        by_index = {c.index: c for c in self.cells}
+        replacements = [(by_index[index].span, self._render(by_index[index], text)) for index, text in self.cell_texts(python).items()]
+        out = self.text
+        for (start, end), new in sorted(replacements, reverse=True):
+            out = out[:start] + new + out[end:]
+        return out
+
+    def cell_texts(self, python: str) -> dict[int, str]:
+        """The cells an edited Python view changed: cell number -> its new text, IPython lines
+        restored. NotebookError when the edit crossed a cell boundary or touched an IPython
+        line."""
         segments = _segments(python)
         if [index for index, _ in segments] != [c.index for c in self.cells]:
             raise NotebookError("an edit moved a cell boundary")
-        replacements = []
+        changed: dict[int, str] = {}
         for cell, (_, text) in zip(self.cells, segments):
             if text == cell.python:
                 continue
@@ -270,11 +296,15 @@ class Notebook:
             if text is None:
                 raise NotebookError(f"an edit changed an IPython line of cell {cell.index}")
             if text != cell.text:
-                replacements.append((cell.span, self._render(cell, text)))
-        out = self.text
-        for (start, end), new in sorted(replacements, reverse=True):
-            out = out[:start] + new + out[end:]
-        return out
+                changed[cell.index] = text
+        return changed
+
+    def view_line(self, cell: int, line: int) -> int | None:
+        """The Python-view line (1-based) of ``line`` (1-based) of cell number ``cell``."""
+        for number, (c, row) in enumerate(self._rows, 1):
+            if c == cell and row == line:
+                return number
+        return None
 
     def _render(self, cell: Cell, text: str) -> str:
         """``text`` as the cell's `source` JSON value, in the file's own layout; the strings of
