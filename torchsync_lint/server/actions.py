@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from torchsync_lint.add_noqa import add_noqa
 from torchsync_lint.types import Applicability, Finding
 
 Lint = Callable[[str], list[Finding]]
@@ -60,6 +59,7 @@ def _safe(f: Finding) -> bool:
 def perform(action: Action, text: str, path: str, findings: list[Finding], lint: Lint) -> str | None:
     """The text after ``action``; None when it cannot be done (the fix was refused, the
     result would not parse, nothing changes)."""
+    from torchsync_lint.add_noqa import add_noqa  # here: the parser loads after start-up
     from torchsync_lint.fixing.loop import fix_source, validate
 
     if action.kind == FIX_ALL:

@@ -69,16 +69,23 @@ class TorchsyncServer(LanguageServer):
         snap = self.snapshot(path)
         if snap is None:
             return
-        outcomes = await self.work(self._update_and_lint, path, snap)
-        self.publish(outcomes)
+        outcomes, moved = await self.work(self._guarded, ([], False), self._update_and_lint, path, snap)
+        self.publish(outcomes)  # the edited document first; then the others it changed
+        if moved:
+            self.publish(await self.work(self._guarded, [], self.ws.dependents, path))
 
-    def _update_and_lint(self, path: str, snap) -> list[LintOutcome]:
+    def _update_and_lint(self, path: str, snap) -> tuple[list[LintOutcome], bool]:
         self.ws.update(path, *snap)
+        return self.ws.lint_document(path)
+
+    def _guarded(self, failed, fn, *args):
+        """``fn(*args)``, or ``failed`` (logged) when it raises: one document's failure must
+        not stop the server."""
         try:
-            return self.ws.lint(path)
-        except Exception:  # noqa: BLE001 - one document's failure must not stop the server
-            logger.exception("%s: linting %s failed", SOURCE, path)  # stderr: the client's server log
-            return []
+            return fn(*args)
+        except Exception:  # noqa: BLE001
+            logger.exception("%s: %s failed on %s", SOURCE, fn.__name__, args[0])  # stderr: the client's server log
+            return failed
 
     def snapshot(self, path: str):
         """(text, version, notebook) of the open document at ``path`` as the client has it now."""

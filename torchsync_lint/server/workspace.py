@@ -83,14 +83,22 @@ class Workspace:
 
     def lint(self, path: str) -> list[LintOutcome]:
         """Lint the document at ``path``, then the open documents its edit changed."""
+        outcomes, moved = self.lint_document(path)
+        return outcomes + (self.dependents(path) if moved else [])
+
+    def lint_document(self, path: str) -> tuple[list[LintOutcome], bool]:
+        """Lint the document at ``path`` alone (the server publishes it before looking at the
+        others), and whether what it tells other modules changed (its summary or imports)."""
         doc = self.documents.get(path)
         if doc is None:
-            return []
+            return [], False
         before = doc.exports
-        outcomes = [self._lint(doc)]
-        if doc.notebook is None and doc.exports != before:
-            outcomes += self._dependents(skip=path)
-        return outcomes
+        outcome = self._lint(doc)
+        return [outcome], doc.notebook is None and doc.exports != before
+
+    def dependents(self, path: str) -> list[LintOutcome]:
+        """Lint again the other open documents whose dependencies moved."""
+        return self._dependents(skip=path)
 
     def current(self, path: str) -> tuple[Document | None, list[LintOutcome]]:
         """The document with findings for its current text (linting it now if they are stale),
