@@ -45,7 +45,7 @@ def test_an_edit_made_while_fixing_is_not_overwritten(tmp_path, capsys):
     code = run_fix_command(args, Config(select=["TSL301"]), [str(target)], lint_factory=lint_factory)
     out, err = capsys.readouterr()
     assert target.read_text() == users_edit
-    assert "changed on disk while it was being fixed; it was left as it is (run --fix again)" in err
+    assert "the file changed on disk since it was read; it was left as it is (run --fix again)" in err
     assert code == 1  # its finding was not fixed, so it remains
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tsl-tmp")]
     # run again, and the fix lands on the edited text

@@ -273,13 +273,13 @@ def test_read_only_file_is_reported_and_the_others_are_fixed(tmp_path, capsys):
 
 
 def test_unwritable_directory_is_reported_not_crashed_on(tmp_path, capsys, monkeypatch):
-    import torchsync_lint.fixing.command as command
+    import torchsync_lint.atomic as atomic
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
     target = _write(tmp_path / "train.py", CASE.code)
-    monkeypatch.setattr(command.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(atomic, "_create_temp", refuse)
     assert main(["--fix", "--unsafe-fixes", *ARGS, str(target)]) == 1
     assert target.read_text() == CASE.code
     err = capsys.readouterr().err

@@ -329,7 +329,9 @@ def test_malformed_notebook_is_a_clear_per_file_error(tmp_path, text, message):
 def test_parse_notebook_maps_every_code_cell():
     nb = parse_notebook(notebook(SETUP, MODEL, TRAIN))
     assert [c.index for c in nb.cells] == [2, 3, 4]
-    assert [line for line in nb.python.splitlines() if line.startswith("#")] == ["# @tsl-cell 2", "# @tsl-cell 3", "# @tsl-cell 4"]
+    markers = [f"# @tsl-cell {index} {nb.nonce}" for index in (2, 3, 4)]
+    assert [line for line in nb.python.splitlines() if line.startswith("#")] == markers
+    assert nb.nonce not in nb.text
 
 
 def test_a_notebook_without_torch_is_not_parsed(tmp_path):

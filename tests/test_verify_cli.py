@@ -276,7 +276,8 @@ def test_cuda_backend_parent_logic_runs_on_cpu(tmp_path):
     args = argparse.Namespace(timeout=60, trace_dir=str(tmp_path / "traces"), measure=True, repeats=1)
     from torchsync_lint.verify.fixed_variant import fixed_variant
 
-    profiled, measured = backend.profile_and_measure(script, ["--steps", "8"], args, [], run, window, fixed_variant(script))
+    with fixed_variant(script) as variant:
+        profiled, measured = backend.profile_and_measure(script, ["--steps", "8"], args, [], run, window, variant)
 
     assert profiled.status == "profiled"
     (trace_file,) = (tmp_path / "traces").glob("*.trace.json")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -377,3 +378,96 @@ def test_nothing_outlives_a_killed_verifier(tmp_path, fork):
         assert _wait_dead(pid, 15), "the script kept running after the verifier was killed"
     finally:
         _kill(pid)
+
+
+ESCAPES = """\
+import os, pathlib, signal, subprocess, sys, threading, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+PIDS = pathlib.Path(__file__).with_suffix(".pids")
+
+
+def note(pid):
+    with open(PIDS, "a") as handle:
+        handle.write(f"{pid}\\n")
+
+
+def quiet():
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+
+
+def fork_chain(depth):
+    # parent -> child -> grandchild, each alive and sleeping
+    if depth and os.fork() == 0:
+        quiet()
+        note(os.getpid())
+        fork_chain(depth - 1)
+        time.sleep(300)
+        os._exit(0)
+
+
+def double_fork_setsid():
+    # the classic daemon: fork, setsid, fork again, the middle one exits at once
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            quiet()
+            note(os.getpid())
+            time.sleep(300)
+        os._exit(0)
+    os.wait()
+
+
+# a daemon in its own session, by way of subprocess
+note(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True,
+                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)
+double_fork_setsid()
+fork_chain(3)
+threading.Thread(target=time.sleep, args=(300,), daemon=True, name="daemon-sleeper").start()
+threading.Thread(target=time.sleep, args=(300,), name="forever-writer").start()
+os.kill(os.getppid(), signal.SIGKILL)  # the supervisor, the subreaper that was to clean up
+fork_chain(2)  # orphans from now on go past the dead supervisor
+while len(PIDS.read_text().split()) < 7:
+    time.sleep(0.01)
+
+device = "cuda"
+model = torch.nn.Linear(4, 1).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for (x,) in DataLoader(TensorDataset(torch.randn(256, 4)), batch_size=8):
+    loss = model(x.to(device)).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.skipif(not LINUX, reason="a killed supervisor's orphans are caught by a Linux child subreaper")
+@pytest.mark.parametrize("fork", LAUNCHERS)
+def test_nothing_of_a_script_trying_every_escape_outlives_verify(tmp_path, fork):
+    """Kill the supervisor, setsid() daemons, a double fork, fork chains before and after the
+    kill, a daemon and a non-daemon thread: after verify returns, none of its processes runs,
+    and the report names each process the verifier had to kill."""
+    (tmp_path / "pyproject.toml").write_text("")
+    script = _write(tmp_path / "escapes.py", ESCAPES)
+    code, entries, elapsed, stderr = _verify(tmp_path, "escapes.py", "--steps", "3", "--timeout", "90", fork=fork, limit=200)
+    pids = [int(p) for p in script.with_suffix(".pids").read_text().split()]
+    try:
+        assert len(pids) == 7, pids
+        left = [pid for pid in pids if not _wait_dead(pid, 2)]
+        assert left == [], f"still running after verify returned: {left}"
+        assert entries is not None, stderr
+        (run,) = [e for e in entries if e["line"] is None]
+        assert run["status"] == "stopped" and not run["failed"] and code == 0, run
+        detail = run["detail"]
+        assert "the script's parent process (the verifier's supervisor) was killed" in detail
+        assert "the verifier killed 7 process(es) the run left running" in detail
+        for pid in pids:
+            assert re.search(rf"\b{pid}\b", detail), (pid, detail)
+        assert "ended 1 non-daemon thread(s) still running after the stop (forever-writer)" in detail
+        assert elapsed < 90
+    finally:
+        for pid in pids:
+            _kill(pid)

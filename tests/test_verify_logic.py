@@ -4,6 +4,7 @@ the runner's outcome classification, and the cuda backend's trace/statistics/lab
 from __future__ import annotations
 
 import json
+import os
 import types
 from xml.etree import ElementTree as ET
 
@@ -500,6 +501,7 @@ def test_fixed_variant_falls_back_to_the_fixer_output(tmp_path):
         "loader = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in loader:\n"
         "    x = x.to(device)\n    model(x).sum().backward()\n"
     )
-    path, extra = fixed_variant(Script(str(script_path)))  # no train.fixed.py beside it
-    assert "x = x.to(device, non_blocking=True)" in open(path).read()
-    assert extra == [str(tmp_path)]
+    with fixed_variant(Script(str(script_path))) as (path, extra):  # no train.fixed.py beside it
+        assert "x = x.to(device, non_blocking=True)" in open(path).read()
+        assert extra == [str(tmp_path)]
+    assert not os.path.exists(os.path.dirname(path))  # the fixer's copy is gone after the block

@@ -31,13 +31,17 @@ from torchsync_lint.types import Finding
 # `# noqa: E501, W291` with its codes (codes are letters then digits, as flake8 and ruff read them).
 _NOQA_CODES = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*)", re.I)
 _BARE_NOQA = re.compile(r"#\s*noqa(?!\s*:)", re.I)
-_LINES = re.compile(r"[^\n]*\n|[^\n]+$")
+# A line ends at \r\n, \r or \n, as Python's tokenizer (and so the findings' lines) count them.
+_LINES = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 
 
 def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
-    """``text`` with a `# noqa` directive for every finding, and how many lines got one."""
+    """``text`` with a `# noqa` directive for every finding, and how many lines got one.
+    Each line keeps its own ending (`\\n`, `\\r\\n` or an old Mac `\\r`)."""
+    lines = [(body, end) for body, end in _LINES.findall(text) if body or end]
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        # tokenize reads `\n` line ends only: it sees the same lines, each ending in one.
+        tokens = list(tokenize.generate_tokens(io.StringIO("".join(body + "\n" for body, _ in lines)).readline))
     except (tokenize.TokenError, SyntaxError):
         return text, 0
     line_ends = {t.start[0] for t in tokens if t.type in (tokenize.NEWLINE, tokenize.NL)}
@@ -51,33 +55,32 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
         while line not in line_ends and line < last:
             line += 1  # the string or continuation goes on; the statement ends on a later line
         wanted.setdefault(line, set()).add(f.code)
-    lines = _LINES.findall(text)  # as tokenize counts them
     added = 0
     for number, codes in sorted(wanted.items()):
         if not 0 < number <= len(lines):
             continue
-        new = _with_directive(lines[number - 1], comments.get(number), codes)
-        if new != lines[number - 1]:
-            lines[number - 1] = new
+        body, ending = lines[number - 1]
+        new = _with_directive(body, comments.get(number), codes)
+        if new != body:
+            lines[number - 1] = (new, ending)
             added += 1
-    return "".join(lines), added
+    return "".join(body + ending for body, ending in lines), added
 
 
-def _with_directive(line: str, comment: tokenize.TokenInfo | None, codes: set[str]) -> str:
-    body = line.rstrip("\r\n")
-    ending = line[len(body) :]
+def _with_directive(body: str, comment: tokenize.TokenInfo | None, codes: set[str]) -> str:
+    """The line ``body`` (without its ending) with a directive for ``codes``."""
     if comment is not None:
         m = _NOQA_CODES.search(comment.string)
         if m is not None:
             present = {c.upper() for c in re.split(r"[\s,]+", m.group("codes")) if c}
             new = sorted(c for c in codes if not suppress.matches(c, present))
             if not new:
-                return line
+                return body
             at = comment.start[1] + m.end("codes")
-            return body[:at] + ", " + ", ".join(new) + body[at:] + ending
+            return body[:at] + ", " + ", ".join(new) + body[at:]
         if _BARE_NOQA.search(comment.string):
-            return line  # a bare `# noqa` already silences everything on the line
-    return body.rstrip() + "  # noqa: " + ", ".join(sorted(codes)) + ending
+            return body  # a bare `# noqa` already silences everything on the line
+    return body.rstrip() + "  # noqa: " + ", ".join(sorted(codes))
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -120,8 +123,8 @@ def run_add_noqa(args, config, paths: list[str]) -> int:
 def _add_noqa_file(path: str, config) -> NoqaOutcome:
     from torchsync_lint.api import linter_for
     from torchsync_lint.errors import file_error
-    from torchsync_lint.files import ReadError, read_source
-    from torchsync_lint.fixing.command import WriteError, write_atomic
+    from torchsync_lint.atomic import WriteError
+    from torchsync_lint.files import ReadError, read_source, write_source
     from torchsync_lint.fixing.loop import validate
     from torchsync_lint.notebook import NotebookError, is_notebook, read_notebook
 
@@ -147,6 +150,9 @@ def _add_noqa_file(path: str, config) -> NoqaOutcome:
         return outcome
     new_text, added = add_noqa(text, findings)
     if not added:
+        # Nothing could be added (no line that can end in a comment): every finding stays.
+        left = [f for f in findings if f.severity != "error"]
+        outcome.unsilenced = [nb.to_cells(f) for f in left] if nb is not None else left
         return outcome
     problem = validate(new_text, path, must_compile=False)
     if problem is not None:
@@ -156,7 +162,7 @@ def _add_noqa_file(path: str, config) -> NoqaOutcome:
     outcome.unsilenced = [nb.to_cells(f, new_text) for f in left] if nb is not None else left
     try:
         data = nb.with_python(new_text) if nb is not None else new_text
-        write_atomic(path, data, source)
+        write_source(path, data, source, retry="run --add-noqa again")
     except (NotebookError, WriteError) as exc:
         outcome.problem = str(exc)
         return outcome

@@ -5,29 +5,16 @@ from __future__ import annotations
 import sys
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from torchsync_lint.config import Config, find_pyproject, load_config
 from torchsync_lint.errors import file_error
-from torchsync_lint.files import ReadError, SourceFile, discover, read_source, read_stdin
-from torchsync_lint.notebook import is_notebook, lint_notebook
+from torchsync_lint.files import ReadError, discover, read_source, read_stdin
+from torchsync_lint.notebook import is_notebook, load as load_notebook
 from torchsync_lint.parallel import map_files, relaxed_gc
 from torchsync_lint.catalog import rule_table
-from torchsync_lint.types import Finding
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[Finding] = field(default_factory=list)  # TSL90x: the file (or a rule) failed
-    source: SourceFile | None = None
-
-    @property
-    def error(self) -> Finding | None:
-        return self.errors[0] if self.errors else None
+from torchsync_lint.types import FileResult, Finding
 
 
 def config_for(paths: list[str], config_path: str | None = None, isolated: bool = False) -> Config:
@@ -41,6 +28,24 @@ def config_for(paths: list[str], config_path: str | None = None, isolated: bool 
 
 def lint_text(text: str, path: str, config: Config | None = None) -> list[Finding]:
     return linter_for(path, config)(text)
+
+
+def lint_notebook(path: str, config, *, text: str | None = None, report_as: str | None = None) -> FileResult:
+    """lint_file for a notebook: findings at their cells (``Finding.cell``)."""
+    shown = report_as or path
+    try:
+        nb = load_notebook(path, text)
+    except ReadError as exc:
+        return FileResult(shown, errors=[file_error(shown, exc.code, exc.message)])
+    if not nb.is_python or not nb.cells:
+        return FileResult(shown, source=nb.source_file())
+    findings = [nb.to_cells(f) for f in lint_text(nb.python, shown, config)]
+    errors = [f for f in findings if f.severity == "error"]
+    if any(e.code == "TSL900" for e in errors):
+        precise = nb.syntax_error(shown)
+        if precise is not None:
+            errors = [precise if e.code == "TSL900" else e for e in errors]
+    return FileResult(shown, [f for f in findings if f.severity != "error"], errors, nb.source_file())
 
 
 def linter_for(path: str, config: Config | None = None, session=None) -> Callable[[str], list[Finding]]:

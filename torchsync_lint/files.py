@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import stat
@@ -10,6 +9,7 @@ import sys
 import tokenize
 from dataclasses import dataclass, replace
 
+from torchsync_lint.atomic import WriteError, fingerprint, write_atomic
 from torchsync_lint.config import Config
 
 SUFFIXES = (".py", ".pyi", ".ipynb")  # what a directory walk lints (notebooks: notebook.py)
@@ -41,7 +41,14 @@ MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
 
 def read_source(path: str) -> SourceFile:
-    """Read and decode ``path`` per PEP 263; ReadError(TSL901/TSL902) when we cannot.
+    """Read and decode ``path`` per PEP 263; ReadError(TSL901/TSL902) when we cannot."""
+    data, taken = read_bytes(path)
+    return replace(decode_source(data), fingerprint=taken)
+
+
+def read_bytes(path: str) -> tuple[bytes, tuple]:
+    """The bytes of ``path`` and their fingerprint (what a writer checks before it writes);
+    ReadError(TSL902) when it cannot be read.
 
     Only a regular file is read: the file is opened without blocking (a FIFO would wait for
     a writer forever) and checked with fstat before a byte is read, and at most
@@ -57,12 +64,18 @@ def read_source(path: str) -> SourceFile:
         raise ReadError("TSL902", f"cannot read: {exc.strerror or exc}") from exc
     if len(data) > MAX_SOURCE_BYTES:
         raise ReadError("TSL902", f"too large to lint: more than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB")
-    return replace(decode_source(data), fingerprint=fingerprint(st, data))
+    return data, fingerprint(st, data)
 
 
-def fingerprint(st: os.stat_result, data: bytes) -> tuple:
-    """What `--fix` compares just before it writes, to leave a file edited meanwhile alone."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+def write_source(path: str, text: str, source: SourceFile, retry: str = "run --fix again") -> None:
+    """Write ``text`` over ``path`` in the encoding it was read in (a BOM is kept), atomically,
+    unless the file changed since ``source`` was read from it (atomic.py). WriteError when
+    it could not be written; the file then holds what it held."""
+    try:
+        data = text.encode(source.encoding)
+    except (UnicodeEncodeError, LookupError) as exc:
+        raise WriteError(f"cannot encode the new text as {source.encoding}: {exc}") from exc
+    write_atomic(path, data, expected=source.fingerprint, retry=retry)
 
 
 def read_stdin() -> SourceFile:

@@ -6,7 +6,7 @@ CLI calls for ``--fix`` and ``--diff``.
 
 from __future__ import annotations
 
-from torchsync_lint.fixing.command import run_fix_command, write_atomic
+from torchsync_lint.fixing.command import run_fix_command
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, allowed_levels, fix_source, validate
 
-__all__ = ["MAX_ROUNDS", "FixResult", "allowed_levels", "fix_source", "run_fix_command", "validate", "write_atomic"]
+__all__ = ["MAX_ROUNDS", "FixResult", "allowed_levels", "fix_source", "run_fix_command", "validate"]

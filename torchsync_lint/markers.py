@@ -28,7 +28,7 @@ class Marker:
 
 def _comments(source: str):
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):  # \r and \r\n end lines too
             if tok.type == tokenize.COMMENT:
                 yield tok.start[0], tok.string
     except (tokenize.TokenError, SyntaxError):

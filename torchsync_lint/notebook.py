@@ -14,9 +14,13 @@ list); a fix replaces only the strings of the lines it changed, in the file's ow
 **The Python view.** The code cells (`cell_type: "code"`) are joined in order into one module
 (the cells share one namespace when the notebook runs top to bottom, so a loader built in
 cell 2 feeds the loop in cell 5). Each cell is preceded by a marker comment line, so the
-view splits back into cells after a fix, and every view line maps back to (cell, line).
-IPython syntax (magics, shell escapes) becomes neutral lines of the same count
-(ipython.py), restored when the cell is written.
+view splits back into cells after a fix, and every view line maps back to (cell, line). The
+markers (and ipython.py's tags) carry a nonce that occurs nowhere in the notebook's text,
+so no line a user wrote, `# @tsl-cell 7` included, can be taken for one. A cell's lines
+end in `\n`, `\r\n` or `\r`, as Python and IPython read them: the view ends every line in
+`\n`, and a written cell gets its own line ends back. IPython syntax (magics, shell
+escapes) becomes neutral lines of the same count (ipython.py), restored when the cell is
+written.
 
 Cells are numbered from 1 over all cells (markdown too), as Jupyter, VS Code and ruff do.
 """
@@ -24,6 +28,7 @@ Cells are numbered from 1 over all cells (markdown too), as Jupyter, VS Code and
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 import warnings
@@ -32,15 +37,16 @@ from difflib import SequenceMatcher
 from functools import cached_property
 from json.decoder import scanstring
 
-from torchsync_lint.files import ReadError, SourceFile
+from torchsync_lint.files import ReadError, SourceFile, read_bytes
 from torchsync_lint.ipython import python_view, restore
 from torchsync_lint.types import Edit, Finding
 
 SUFFIX = ".ipynb"
 # The marker holds none of the engine's trigger words (`torch`, `device`, ...), so a notebook
-# without them is skipped unparsed, as a Python file is.
-_MARKER = "# @tsl-cell {index}"
-_MARKER_LINE = re.compile(r"# @tsl-cell (\d+)")
+# without them is skipped unparsed, as a Python file is; nor does its nonce (hex digits).
+_MARKER = "# @tsl-cell {index} {nonce}"
+# A line ends at \r\n, \r or \n, as in Python's tokenizer and IPython's cell splitter.
+_LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 _PYTHON_LANGUAGES = {"python", "python3", "ipython", "ipython3"}
 
 
@@ -58,9 +64,10 @@ class Cell:
     text: str  # the source as the user wrote it
     span: tuple[int, int]  # where the `source` value sits in the file text
     items: list[tuple[int, int]] | None  # spans of its strings when `source` is a list
-    python: str  # the cell as Python: IPython lines neutralised, ending with a newline
+    python: str  # the cell as Python: IPython lines neutralised, every line ending in "\n"
     added_newline: bool  # the cell did not end with a newline; the view added one
     magics: dict[int, tuple[str, str]] = field(default_factory=dict)  # tag -> (as written, neutral)
+    endings: list[str] = field(default_factory=list)  # each line's own ending as written ("" for the last without one)
 
 
 @dataclass(frozen=True)
@@ -75,23 +82,37 @@ class NotebookFile(SourceFile):
             return {}
 
     def cell_lines(self, index: int) -> list[str]:
-        return self.cells.get(index, "").splitlines()
+        return [body for body, _ in split_ends(self.cells.get(index, ""))]
 
 
 # -- reading ---------------------------------------------------------------------------------------
 
 def read_notebook(path: str) -> Notebook:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise ReadError("TSL902", f"cannot read: {exc.strerror or exc}") from exc
+    """The notebook at ``path``, with the fingerprint a write checks (files.read_bytes)."""
+    data, taken = read_bytes(path)
     encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise ReadError("TSL901", f"cannot decode: a notebook is UTF-8 JSON ({exc})") from exc
-    return parse_notebook(text, encoding)
+    nb = parse_notebook(text, encoding)
+    nb.fingerprint = taken
+    return nb
+
+
+def split_ends(text: str) -> list[tuple[str, str]]:
+    """(line, its ending) for each line of ``text``; the last ending is "" when it has none."""
+    return [(body, end) for body, end in _LINE.findall(text) if body or end]
+
+
+def _nonce(text: str, cells: list[str]) -> str:
+    """Hex digits that occur nowhere in ``text`` nor in ``cells``: the markers' and tags' own."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    salt = 0
+    while digest[:12] in text or any(digest[:12] in cell for cell in cells):
+        salt += 1
+        digest = hashlib.sha256(f"{salt}:{digest}".encode()).hexdigest()
+    return digest[:12]
 
 
 def parse_notebook(text: str, encoding: str = "utf-8") -> Notebook:
@@ -105,41 +126,46 @@ def parse_notebook(text: str, encoding: str = "utf-8") -> Notebook:
         hint = f"nbformat {version} is not supported, only 4 (`jupyter nbconvert --to notebook` upgrades it)" if isinstance(version, int) and version < 4 else 'no "cells" list'
         raise ReadError("TSL901", f"not a valid notebook: {hint}")
     spans = _source_spans(text)
-    cells: list[Cell] = []
+    sources: list[tuple[int, str]] = []
     for k, cell in enumerate(nb["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
         if isinstance(source, list) and all(isinstance(s, str) for s in source):
-            joined = "".join(source)
+            sources.append((k, "".join(source)))
         elif isinstance(source, str):
-            joined = source
+            sources.append((k, source))
         else:
             raise ReadError("TSL901", f"not a valid notebook: cell {k + 1} has a `source` that is not text")
         if k not in spans:
             raise ReadError("TSL901", f"not a valid notebook: cell {k + 1} has no `source`")
+    nonce = _nonce(text, [joined for _, joined in sources])  # absent from the file and every cell as decoded
+    cells: list[Cell] = []
+    for k, joined in sources:
         span, items = spans[k]
-        found = _cell(k + 1, joined, span, items)
+        found = _cell(k + 1, joined, span, items, nonce)
         if found is not None:
             cells.append(found)
-    return Notebook(text, encoding, _language(nb), cells)
+    return Notebook(text, encoding, _language(nb), cells, nonce)
 
 
-def _cell(index: int, text: str, span: tuple[int, int], items: list[tuple[int, int]] | None) -> Cell | None:
+def _cell(index: int, text: str, span: tuple[int, int], items: list[tuple[int, int]] | None, nonce: str) -> Cell | None:
     """A code cell with its Python view; None for a cell that is not Python (%%bash...)."""
-    python, magics = python_view(text)
+    lines = split_ends(text)
+    python, magics = python_view("".join(body + "\n" for body, _ in lines), nonce)
     if python is None:
         return None
-    added = not python.endswith("\n")
-    return Cell(index, text, span, items, python + ("\n" if added else ""), added, magics)
+    added = bool(lines) and not lines[-1][1]
+    return Cell(index, text, span, items, python, added, magics, [end for _, end in lines])
 
 
 def from_cells(cells: list[tuple[int, str]]) -> Notebook:
     """A notebook held as separate cell texts, as an editor sends a notebook document: each
     code cell's number (1-based over all cells, markdown too) and text. It has no file text,
     so `with_python` cannot render it; `cell_texts` gives the edited cells."""
-    found = [_cell(index, text, (0, 0), None) for index, text in cells]
-    return Notebook("", "utf-8", None, [c for c in found if c is not None])
+    nonce = _nonce("", [text for _, text in cells])
+    found = [_cell(index, text, (0, 0), None, nonce) for index, text in cells]
+    return Notebook("", "utf-8", None, [c for c in found if c is not None], nonce)
 
 
 def _language(nb: dict) -> str | None:
@@ -221,6 +247,8 @@ class Notebook:
     encoding: str
     language: str | None
     cells: list[Cell]  # the code cells that are Python
+    nonce: str = "0"  # in every marker and IPython tag; occurs nowhere in ``text``
+    fingerprint: tuple | None = None  # of the file as read (a write checks it is unchanged)
 
     @property
     def is_python(self) -> bool:
@@ -228,20 +256,24 @@ class Notebook:
 
     @cached_property
     def python(self) -> str:
-        return "".join(_MARKER.format(index=c.index) + "\n" + c.python for c in self.cells)
+        return "".join(_MARKER.format(index=c.index, nonce=self.nonce) + "\n" + c.python for c in self.cells)
+
+    @cached_property
+    def _marker_line(self) -> re.Pattern:
+        return re.compile(r"# @tsl-cell (\d+) " + re.escape(self.nonce))
 
     @cached_property
     def _rows(self) -> list[tuple[int, int]]:
-        return rows(self.python)
+        return self.rows(self.python)
 
     def source_file(self) -> NotebookFile:
         newline = "\r\n" if "\r\n" in self.text[:100000] else "\n"
-        return NotebookFile(self.text, self.encoding, newline)
+        return NotebookFile(self.text, self.encoding, newline, self.fingerprint)
 
     def to_cells(self, finding: Finding, python: str | None = None) -> Finding:
         """``finding`` in the Python view (this one, or the edited ``python``) at its cell and
         its line there; its fix's edits too."""
-        table = self._rows if python is None else rows(python)
+        table = self._rows if python is None else self.rows(python)
         cell, line = _locate(table, finding.line)
         end_cell, end_line = _locate(table, finding.end_line)
         if end_cell != cell:
@@ -283,18 +315,17 @@ class Notebook:
         """The cells an edited Python view changed: cell number -> its new text, IPython lines
         restored. NotebookError when the edit crossed a cell boundary or touched an IPython
         line."""
-        segments = _segments(python)
+        segments = self._segments(python)
         if [index for index, _ in segments] != [c.index for c in self.cells]:
             raise NotebookError("an edit moved a cell boundary")
         changed: dict[int, str] = {}
         for cell, (_, text) in zip(self.cells, segments):
             if text == cell.python:
                 continue
-            if cell.added_newline and text.endswith("\n"):
-                text = text[:-1]
-            text = restore(text, cell.magics)
+            text = restore(text, cell.magics, self.nonce)
             if text is None:
                 raise NotebookError(f"an edit changed an IPython line of cell {cell.index}")
+            text = _with_endings(cell, text)
             if text != cell.text:
                 changed[cell.index] = text
         return changed
@@ -314,7 +345,7 @@ class Notebook:
             return json.dumps(text, ensure_ascii=ensure_ascii)
         old_raw = [self.text[a:b] for a, b in cell.items]
         old = [json.loads(r) for r in old_raw]
-        new = re.findall(r"[^\n]*\n|[^\n]+$", text)
+        new = [body + end for body, end in split_ends(text)]
         items: list[str] = []
         matcher = SequenceMatcher(None, old, new, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -345,14 +376,47 @@ class Notebook:
         return newline + indent + unit, "," + newline + indent + unit, newline + indent
 
 
-def rows(python: str) -> list[tuple[int, int]]:
-    """Python-view line (0-based) -> (cell, line in the cell); a marker is line 0 of its cell."""
-    table, cell, row = [], 1, 0
-    for line in re.findall(r"[^\n]*\n|[^\n]+$", python):
-        m = _MARKER_LINE.fullmatch(line.rstrip("\r\n"))
-        cell, row = (int(m.group(1)), 0) if m else (cell, row + 1)
-        table.append((cell, row))
-    return table
+    def rows(self, python: str) -> list[tuple[int, int]]:
+        """Python-view line (0-based) -> (cell, line in the cell); a marker is line 0 of its cell."""
+        table, cell, row = [], 1, 0
+        for line in re.findall(r"[^\n]*\n|[^\n]+$", python):
+            m = self._marker_line.fullmatch(line.rstrip("\n"))
+            cell, row = (int(m.group(1)), 0) if m else (cell, row + 1)
+            table.append((cell, row))
+        return table
+
+    def _segments(self, python: str) -> list[tuple[int, str]]:
+        """The Python view split at its cell markers: (cell, text) in order. Text an edit put
+        before the first marker belongs to the first cell."""
+        segments: list[tuple[int, list[str]]] = []
+        before: list[str] = []
+        for line in re.findall(r"[^\n]*\n|[^\n]+$", python):
+            m = self._marker_line.fullmatch(line.rstrip("\n"))
+            if m:
+                segments.append((int(m.group(1)), []))
+            elif segments:
+                segments[-1][1].append(line)
+            else:
+                before.append(line)
+        if before and segments:
+            segments[0][1][:0] = before
+        return [(index, "".join(lines)) for index, lines in segments]
+
+
+def _with_endings(cell: Cell, text: str) -> str:
+    """``text`` (the cell's lines, each ending in "\\n" as in the view) with the cell's own
+    line ends: an unchanged line keeps its ending, a new one takes the cell's first; the last
+    line has none when the cell had none."""
+    old = [body for body, _ in split_ends(cell.python)]
+    new = [body for body, _ in split_ends(text)]
+    default = next((end for end in cell.endings if end), "\n")
+    endings = [default] * len(new)
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            endings[j1:j2] = [end or default for end in cell.endings[i1:i2]]
+    if endings and cell.added_newline:
+        endings[-1] = ""
+    return "".join(body + end for body, end in zip(new, endings))
 
 
 def _locate(table: list[tuple[int, int]], line: int) -> tuple[int, int]:
@@ -368,89 +432,6 @@ def _edit_to_cells(edit: Edit, table: list[tuple[int, int]]) -> Edit:
     return replace(edit, line=line, end_line=end_line, cell=cell)
 
 
-def _segments(python: str) -> list[tuple[int, str]]:
-    """The Python view split at its cell markers: (cell, text) in order. Text an edit put
-    before the first marker belongs to the first cell."""
-    segments: list[tuple[int, list[str]]] = []
-    before: list[str] = []
-    for line in re.findall(r"[^\n]*\n|[^\n]+$", python):
-        m = _MARKER_LINE.fullmatch(line.rstrip("\r\n"))
-        if m:
-            segments.append((int(m.group(1)), []))
-        elif segments:
-            segments[-1][1].append(line)
-        else:
-            before.append(line)
-    if before and segments:
-        segments[0][1][:0] = before
-    return [(index, "".join(lines)) for index, lines in segments]
-
-
-# -- hooks for api.lint_file and the fixer ------------------------------------------------------------
-
 def load(path: str, text: str | None = None) -> Notebook:
     """The notebook at ``path`` (``text``: its content, already read, e.g. from stdin)."""
     return read_notebook(path) if text is None else parse_notebook(text)
-
-
-def lint_notebook(path: str, config, *, text: str | None = None, report_as: str | None = None):
-    """api.lint_file for a notebook: findings at their cells (``Finding.cell``)."""
-    from torchsync_lint.api import FileResult, lint_text
-    from torchsync_lint.errors import file_error
-
-    shown = report_as or path
-    try:
-        nb = load(path, text)
-    except ReadError as exc:
-        return FileResult(shown, errors=[file_error(shown, exc.code, exc.message)])
-    if not nb.is_python or not nb.cells:
-        return FileResult(shown, source=nb.source_file())
-    findings = [nb.to_cells(f) for f in lint_text(nb.python, shown, config)]
-    errors = [f for f in findings if f.severity == "error"]
-    if any(e.code == "TSL900" for e in errors):
-        precise = nb.syntax_error(shown)
-        if precise is not None:
-            errors = [precise if e.code == "TSL900" else e for e in errors]
-    return FileResult(shown, [f for f in findings if f.severity != "error"], errors, nb.source_file())
-
-
-def fix_notebook(path: str, config, unsafe: bool, diff_mode: bool, lint=None, *, text: str | None = None):
-    """The fixer's _fix_file for a notebook: fix the Python view, write the edited cells back
-    into the file text (everything else byte for byte), atomically. ``text``: the notebook,
-    already read (stdin)."""
-    from torchsync_lint.errors import file_error
-    from torchsync_lint.fixing.command import FileOutcome, WriteError, write_atomic
-    from torchsync_lint.fixing.loop import FixResult, fix_source
-
-    try:
-        nb = load(path, text)
-    except ReadError as exc:
-        return FileOutcome(path, errors=[file_error(path, exc.code, exc.message)])
-    source = nb.source_file()
-    if not nb.is_python or not nb.cells:
-        return FileOutcome(path, source, FixResult(nb.text))
-    result = fix_source(nb.python, path, config, unsafe, lint=lint)
-    outcome = FileOutcome(path, source, result)
-    view, new_text, problem = result.new_source, nb.text, None
-    if view != nb.python:
-        try:
-            new_text = nb.with_python(view)
-        except NotebookError as exc:
-            problem = f"cannot write the fixes back into the cells: {exc}"
-    result.new_source = new_text
-    result.initial = [nb.to_cells(f) for f in result.initial]
-    result.applied = [nb.to_cells(f) for f in result.applied]
-    result.refused = [(nb.to_cells(f), why) for f, why in result.refused]
-    result.remaining = result.initial if problem else [nb.to_cells(f, view) for f in result.remaining]
-    outcome.errors = [f for f in result.initial if f.severity == "error"]
-    if any(e.code == "TSL900" for e in outcome.errors):
-        precise = nb.syntax_error(path)
-        outcome.errors = [(precise or e) if e.code == "TSL900" else e for e in outcome.errors]
-    if problem:
-        outcome.write_error = problem
-    elif not diff_mode and new_text != nb.text:
-        try:
-            write_atomic(path, new_text, source)
-        except WriteError as exc:
-            outcome.write_error = str(exc)
-    return outcome

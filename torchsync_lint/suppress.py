@@ -33,7 +33,7 @@ def comment_codes(source: str, noqa: bool = True) -> dict[int, set[str]]:
     if not _MAYBE_SUPPRESSED.search(source):
         return result  # no such comment anywhere: skip the tokenizer (most files)
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        tokens = list(tokenize.generate_tokens(io.StringIO(source, newline=None).readline))  # \r and \r\n end lines too
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return result
     for tok in tokens:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchsync_lint.files import SourceFile
 
 
 class Applicability(str, enum.Enum):
@@ -135,3 +139,18 @@ class Invalid:
     expected_fix: str | None = None
     applicability: Applicability | None = None
     config: dict = field(default_factory=dict)
+
+
+@dataclass
+class FileResult:
+    """One file's outcome: its findings, its errors (TSL90x: the file, or a rule, failed) and
+    the source they were found in (reporters print snippets from it)."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[Finding] = field(default_factory=list)
+    source: SourceFile | None = None
+
+    @property
+    def error(self) -> Finding | None:
+        return self.errors[0] if self.errors else None

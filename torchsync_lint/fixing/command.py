@@ -10,34 +10,30 @@
   `--show-suggestions` lists them as text. Exit 1 when there is a diff, else 0.
 
 A file is rewritten only when its text changes, in its own encoding (a BOM is kept), newline
-style and permission bits, via a temporary file in the same directory, fsync and
-`os.replace`, so a crash never leaves a half-written file. A read-only file or an
-unwritable directory is reported on one line and skipped; the other files are still fixed.
+style and permission bits, atomically (atomic.py: a crash or a full disk leaves the old bytes
+or the new ones, never a mix, and a file edited since it was read is left alone). A
+read-only file or an unwritable directory is reported on one line and skipped; the other
+files are still fixed.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import stat
+import re
 import sys
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import partial
 
+from torchsync_lint.atomic import WriteError
 from torchsync_lint.errors import file_error
-from torchsync_lint.files import MAX_SOURCE_BYTES, ReadError, SourceFile, decode_source, discover, fingerprint, read_source, read_stdin_bytes
-from torchsync_lint.fixing.edits import split_lines
+from torchsync_lint.files import ReadError, SourceFile, decode_source, discover, read_source, read_stdin_bytes, write_source
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
-from torchsync_lint.notebook import fix_notebook, is_notebook
+from torchsync_lint.notebook import NotebookError, is_notebook, load as load_notebook
 from torchsync_lint.output import write_report
 from torchsync_lint.parallel import map_files
-from torchsync_lint.types import Applicability, Finding
-
-
-class WriteError(Exception):
-    pass
+from torchsync_lint.types import Applicability, FileResult, Finding
 
 
 @dataclass
@@ -104,131 +100,81 @@ def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint_factory) ->
         return outcome
     if result.new_source != source.text:
         try:
-            write_atomic(path, result.new_source, source)
+            write_source(path, result.new_source, source)
         except WriteError as exc:
             outcome.write_error = str(exc)
     return outcome
 
 
-# -- writing --------------------------------------------------------------------------------
-
-def write_atomic(path: str, text: str, source: SourceFile) -> None:
-    """Replace ``path``'s content with ``text`` in the file's encoding and mode, atomically.
-
-    ``text`` keeps the newlines it has (the fixer writes the file's own style). A BOM
-    stripped on reading (encoding "utf-8-sig") is written back by the codec. Just before the
-    rename the file is compared with what was read (size, mtime and a content hash): a file
-    edited meanwhile is left alone (WriteError), never overwritten with a fix of its old text.
-    A file with several hard links is rewritten in place, after the complete new text is on
-    disk beside it, so that every name keeps seeing the same (fixed) file; a rename would
-    leave the other names on the old text.
-    """
-    real = os.path.realpath(path)  # write through a symlink, never replace the link itself
+def fix_notebook(path: str, config, unsafe: bool, diff_mode: bool, lint=None, *, text: str | None = None) -> FileOutcome:
+    """_fix_file for a notebook: fix the Python view, write the edited cells back into the
+    file text (everything else byte for byte), atomically. ``text``: the notebook, already
+    read (stdin)."""
     try:
-        st = os.stat(real)
-    except OSError as exc:
-        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise WriteError("cannot write: not a regular file")
-    if not (st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(real, os.W_OK):
-        raise WriteError("cannot write: the file is read-only")
-    try:
-        data = text.encode(source.encoding)
-    except (UnicodeEncodeError, LookupError) as exc:
-        raise WriteError(f"cannot encode the fixed text as {source.encoding}: {exc}") from exc
-    directory = os.path.dirname(real) or "."
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(real)}.", suffix=".tsl-tmp")
-    except OSError as exc:
-        raise WriteError(f"cannot write in {directory}: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if st.st_nlink > 1:
-            _write_in_place(real, tmp, data, source)
-            return
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
-            try:
-                os.chown(tmp, st.st_uid, st.st_gid)
-            except OSError:
-                pass  # only root may give a file away; the content still lands
-        _check_unchanged(real, source)
-        os.replace(tmp, real)
-    except BaseException as exc:
+        nb = load_notebook(path, text)
+    except ReadError as exc:
+        return FileOutcome(path, errors=[file_error(path, exc.code, exc.message)])
+    source = nb.source_file()
+    if not nb.is_python or not nb.cells:
+        return FileOutcome(path, source, FixResult(nb.text))
+    result = fix_source(nb.python, path, config, unsafe, lint=lint)
+    outcome = FileOutcome(path, source, result)
+    view, new_text, problem = result.new_source, nb.text, None
+    if view != nb.python:
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
-        raise
-    _fsync_directory(directory)
-
-
-def _check_unchanged(real: str, source: SourceFile) -> None:
-    """WriteError unless ``real`` still holds exactly what was read (no fingerprint: no check)."""
-    if source.fingerprint is None:
-        return
-    try:
-        with open(real, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            now = fingerprint(st, fh.read(MAX_SOURCE_BYTES + 1))
-    except OSError as exc:
-        raise WriteError(f"cannot write: {exc.strerror or exc}") from exc
-    if now != source.fingerprint:
-        raise WriteError("the file changed on disk while it was being fixed; it was left as it is (run --fix again)")
-
-
-def _write_in_place(real: str, tmp: str, data: bytes, source: SourceFile) -> None:
-    """Overwrite ``real``'s own inode with ``data``. ``tmp`` holds the same bytes, synced, and
-    is checked before the original is touched; if the in-place write fails it is kept, so
-    the fixed text is never lost."""
-    with open(tmp, "rb") as fh:
-        if fh.read() != data:
-            raise WriteError("cannot write: the temporary copy does not read back as written")
-    _check_unchanged(real, source)
-    try:
-        with open(real, "r+b") as fh:
-            fh.write(data)
-            fh.truncate()
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:
-        kept = tmp + ".fixed"
-        os.replace(tmp, kept)
-        raise WriteError(f"cannot write in place (the file has hard links): {exc.strerror or exc}; the fixed text is in {kept}") from exc
-    os.unlink(tmp)
-
-
-def _fsync_directory(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+            new_text = nb.with_python(view)
+        except NotebookError as exc:
+            problem = f"cannot write the fixes back into the cells: {exc}"
+    result.new_source = new_text
+    result.initial = [nb.to_cells(f) for f in result.initial]
+    result.applied = [nb.to_cells(f) for f in result.applied]
+    result.refused = [(nb.to_cells(f), why) for f, why in result.refused]
+    result.remaining = result.initial if problem else [nb.to_cells(f, view) for f in result.remaining]
+    outcome.errors = [f for f in result.initial if f.severity == "error"]
+    if any(e.code == "TSL900" for e in outcome.errors):
+        precise = nb.syntax_error(path)
+        outcome.errors = [(precise or e) if e.code == "TSL900" else e for e in outcome.errors]
+    if problem:
+        outcome.write_error = problem
+    elif not diff_mode and new_text != nb.text:
+        try:
+            write_source(path, new_text, source)
+        except WriteError as exc:
+            outcome.write_error = str(exc)
+    return outcome
 
 
 # -- diff -----------------------------------------------------------------------------------
 
-def unified_diff(old: str, new: str, path: str) -> str:
-    """A unified diff that `patch -p0` and `git apply -p0` apply exactly: lines keep their own
-    endings (CRLF files stay CRLF), and a last line without one is marked as diff does."""
+class DiffError(ValueError):
+    """The change cannot be shown as a diff that `patch` would apply."""
+
+
+_PATCH_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+
+
+def unified_diff(old: str, new: str, path: str, encoding: str = "utf-8") -> bytes:
+    """A unified diff that `patch -p0` and `git apply -p0` turn into exactly the bytes
+    `--fix` writes: the lines are the file's lines as those tools read them (split at `\\n`
+    only: an old Mac file ending its lines in `\\r` is one line to them), in the file's own
+    encoding, with the BOM of a UTF-8-with-BOM file at the start of its first line; a last
+    line without an ending is marked as diff does. DiffError when the text cannot be written
+    in the file's encoding (then `--fix` could not write it either)."""
+    codec = "utf-8" if encoding.lower().replace("_", "-") == "utf-8-sig" else encoding
+    if codec != encoding:
+        old, new = "\ufeff" + old, "\ufeff" + new
     out = []
-    for line in difflib.unified_diff(split_lines(old), split_lines(new), fromfile=path, tofile=path):
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
+    for n, line in enumerate(difflib.unified_diff(_PATCH_LINE.findall(old), _PATCH_LINE.findall(new), fromfile=path, tofile=path)):
+        try:
+            data = os.fsencode(line) if n < 2 else line.encode(codec)  # `--- path`, `+++ path`
+        except (UnicodeEncodeError, LookupError) as exc:
+            raise DiffError(f"its fixed text cannot be written in the file's encoding ({encoding}): {exc}") from exc
+        out.append(data if line.endswith("\n") else data + b"\n\\ No newline at end of file\n")
+    return b"".join(out)
 
 
 def _report_diff(args, outcomes: list[FileOutcome]) -> int:
-    chunks: list[str] = []
+    chunks: list[bytes] = []
     fixed = Counter()
     files_changed = 0
     for o in outcomes:
@@ -237,12 +183,16 @@ def _report_diff(args, outcomes: list[FileOutcome]) -> int:
         if o.result is None:
             continue
         _report_problems(o, sys.stderr)
-        text = unified_diff(o.source.text, o.result.new_source, o.path)
+        try:
+            text = unified_diff(o.source.text, o.result.new_source, o.path, o.source.encoding)
+        except DiffError as exc:
+            print(f"{o.path}: cannot show the fixes as a diff: {exc}", file=sys.stderr)
+            continue
         if text:
             files_changed += 1
             fixed.update(f.code for f in o.result.applied)
             chunks.append(text)
-    _emit("".join(chunks), getattr(args, "output_file", None))
+    _emit(b"".join(chunks), getattr(args, "output_file", None))
     if not getattr(args, "quiet", False):
         total = sum(fixed.values())
         line = f"Would fix {_count(total, 'finding')}{_per_code(fixed)} in {_count(files_changed, 'file')}."
@@ -260,7 +210,6 @@ def _report_diff(args, outcomes: list[FileOutcome]) -> int:
 # -- fix summary ------------------------------------------------------------------------------
 
 def _report_fix(args, config, outcomes: list[FileOutcome], unsafe: bool) -> int:
-    from torchsync_lint.api import FileResult
     from torchsync_lint.reporters import load_formats
 
     fmt = getattr(args, "format", "text") or "text"
@@ -334,18 +283,24 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
         o = FileOutcome(path, source, fix_source(text, path, config, unsafe, lint=lint))
     result = o.result
     _report_problems(o, sys.stderr)
-    if diff_mode:
-        diff = unified_diff(text, result.new_source, path)
-        _emit(diff, output_file)
-        return 0 if getattr(args, "exit_zero", False) or not diff else 1
-    _emit(result.new_source, output_file)
+    try:
+        if diff_mode:
+            diff = unified_diff(text, result.new_source, path, source.encoding)
+            _emit(diff, output_file)
+            return 0 if getattr(args, "exit_zero", False) or not diff else 1
+        # An editor replaces its buffer with these bytes: in the encoding it sent.
+        _emit(result.new_source.encode(source.encoding), output_file)
+    except (DiffError, UnicodeEncodeError) as exc:
+        print(f"{path}: cannot write the fixed text in its encoding ({source.encoding}): {exc}", file=sys.stderr)
+        write_report(data, output_file)  # hand the input back unchanged
+        return 0 if getattr(args, "exit_zero", False) else 2
     remaining = [f for f in result.remaining if f.severity != "error"]
     for f in remaining:
         print(f"{f.location}: {f.code} {f.message}", file=sys.stderr)
     return 0 if getattr(args, "exit_zero", False) or not remaining else 1
 
 
-def _emit(text: str, output_file: str | None) -> None:
+def _emit(text: str | bytes, output_file: str | None) -> None:
     if text:
         write_report(text, output_file)
 

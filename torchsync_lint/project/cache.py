@@ -2,9 +2,11 @@
 
 Entries are JSON files named by a hash of everything they depend on (the file's content, the
 tool version, the settings that matter; for lint results, the summaries of the modules the file
-was linted against), written atomically (a temp file, then a rename) so that concurrent runs
-and worker processes never read half an entry; an entry that does not parse is a miss. The
-directory gets its own `.gitignore` (`*`) and a CACHEDIR.TAG, as ruff's does.
+was linted against), written atomically (atomic.py: a temp file, then a rename) so that
+concurrent runs and worker processes never read half an entry, and a full disk leaves no
+partial file behind; an entry that does not parse is a miss. A write that fails turns the
+cache off for the rest of the run. The directory gets its own `.gitignore` (`*`) and a
+CACHEDIR.TAG, as ruff's does.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from torchsync_lint import __version__
+from torchsync_lint.atomic import WriteError, write_atomic
 
 CACHE_DIR = ".torchsync_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by torchsync-lint.\n"
@@ -70,12 +72,10 @@ class Cache:
             self._prepare()
             folder = self.dir / kind / key[:2]
             folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(value, f, separators=(",", ":"))
-            os.replace(tmp, folder / f"{key}.json")
-        except OSError:
-            self.enabled = False  # a read-only checkout: run without a cache
+            data = json.dumps(value, separators=(",", ":")).encode("utf-8")
+            write_atomic(str(folder / f"{key}.json"), data, durable=False)
+        except (OSError, WriteError):
+            self.enabled = False  # a read-only checkout, a full disk: run without a cache
 
     def _prepare(self) -> None:
         if self._ready:
@@ -85,5 +85,5 @@ class Cache:
         for name, text in ((".gitignore", "# Created by torchsync-lint.\n*\n"), ("CACHEDIR.TAG", _TAG)):
             path = top / name
             if not path.exists():
-                path.write_text(text, encoding="utf-8")
+                write_atomic(str(path), text.encode("utf-8"), durable=False)
         self._ready = True

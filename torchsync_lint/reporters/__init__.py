@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from torchsync_lint.api import FileResult
+from torchsync_lint.types import FileResult
 
 Reporter = Callable[[list[FileResult], dict], str]
 FORMATS: dict[str, Reporter] = {}

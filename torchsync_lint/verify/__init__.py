@@ -36,11 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(or batches, without an optimizer)",
     )
     parser.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from steady state (default 2)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per script run before it counts as hung")
+    parser.add_argument(
+        "--timeout", type=positive_seconds, default=120.0, help="seconds per script run before it counts as hung (a positive number)"
+    )
     parser.add_argument(
         "--cwd", default=None, metavar="DIR",
         help="working directory of the scripts (default: the project root, the nearest directory above the "
-        "script with a pyproject.toml, setup.cfg or .git)",
+        "script with a pyproject.toml, setup.cfg, setup.py or .git, as for check)",
     )
     parser.add_argument(
         "--sys-path", action="append", default=None, metavar="DIR", dest="sys_path",
@@ -73,6 +75,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace-dir", default=None, help="cuda only: where to write profiler traces (default: a temp dir, kept)"
     )
+
+
+def positive_seconds(value: str) -> float:
+    """A deadline in seconds: finite and above zero (``nan`` would never fire, ``inf`` neither)."""
+    import math
+
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {value!r}")
+    return seconds
 
 
 def _default_jobs() -> int:

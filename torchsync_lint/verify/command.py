@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from torchsync_lint.verify import launch, runner, scripts as script_files
+from torchsync_lint.verify import containment, launch, runner, scripts as script_files
 from torchsync_lint.verify.fixed_variant import compare_entry, fixed_variant
 from torchsync_lint.verify.matching import Entry, Expectation, match_script, merge_expectations
 from torchsync_lint.verify.progress import Progress
@@ -152,20 +152,20 @@ def verify_script(script: script_files.Script, context: RunContext) -> list[Entr
     if run.status != runner.OK:
         return entries
 
-    # The fixed version (a *.fixed.py, else the fixer's output in a temporary file), made
-    # once for --compare-fixed and --measure alike.
+    # The fixed version (a *.fixed.py, else the fixer's output in a temporary folder, gone
+    # after this block), made once for --compare-fixed and --measure alike.
     compare = getattr(args, "compare_fixed", False)
     measure = backend == "cuda" and getattr(args, "measure", False)
-    variant = fixed_variant(script) if compare or measure else None
-    if compare and variant is not None:
-        fixed_path, extra_path = variant
-        fixed_run = _replay(context, script, fixed_path, extra_path)
-        entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
+    with fixed_variant(script) if compare or measure else contextlib.nullcontext() as variant:
+        if compare and variant is not None:
+            fixed_path, extra_path = variant
+            fixed_run = _replay(context, script, fixed_path, extra_path)
+            entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
 
-    if backend == "cuda":
-        from torchsync_lint.verify.cuda import backend as cuda_backend
+        if backend == "cuda":
+            from torchsync_lint.verify.cuda import backend as cuda_backend
 
-        entries += cuda_backend.profile_and_measure(script, script.args, args, entries, run, window, variant)
+            entries += cuda_backend.profile_and_measure(script, script.args, args, entries, run, window, variant)
     return entries
 
 
@@ -265,7 +265,8 @@ def _launcher(context: RunContext, found: list[str]) -> Iterator[launch.FreshLau
             except OSError:
                 pass  # runs start the slow way
     try:
-        yield launcher
+        with containment.adopting():  # a script that kills its supervisor hands its processes to us
+            yield launcher
     finally:
         launcher.close()
 

@@ -1,17 +1,20 @@
 """The fixed version of a script, and the before/after comparison of its syncs.
 
 The fixed version is ``<name>.fixed.py`` beside the script, else the output of
-``torchsync_lint.fixer.fix_source(source, path, unsafe=True)`` written to a temporary file, which then needs the original's directory on
+``torchsync_lint.fixer.fix_source(source, path, unsafe=True)`` written to a temporary folder
+(removed when the comparison is done), which then needs the original's directory on
 ``sys.path`` for its local imports.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
 import tokenize
+from collections.abc import Iterator
 
 from torchsync_lint.verify import runner
 from torchsync_lint.verify.matching import Entry, syncs_per_step
@@ -19,10 +22,13 @@ from torchsync_lint.verify.scripts import Script
 from torchsync_lint.verify.steady_state import SteadyWindow
 
 
-def fixed_variant(script: Script) -> tuple[str, list[str]] | None:
-    """(path, extra sys.path entries) of the fixed script, or None when there is none."""
+@contextlib.contextmanager
+def fixed_variant(script: Script) -> Iterator[tuple[str, list[str]] | None]:
+    """(path, extra sys.path entries) of the fixed script, or None when there is none; a
+    fixer-written copy lives as long as the ``with`` block."""
     if script.fixed_path:
-        return script.fixed_path, []
+        yield script.fixed_path, []
+        return
     from torchsync_lint.fixer import fix_source
 
     # Decoded as the file declares (PEP 263: a latin-1 script is not UTF-8) and written back
@@ -33,13 +39,14 @@ def fixed_variant(script: Script) -> tuple[str, list[str]] | None:
     source = raw.decode(encoding)
     fixed = fix_source(source, script.path, unsafe=True).new_source
     if fixed == source:
-        return None
-    directory = tempfile.mkdtemp(prefix="torchsync-fixed-")
-    stem = os.path.basename(script.path)
-    path = os.path.join(directory, (stem[: -len(".py")] if stem.endswith(".py") else stem) + ".autofixed.py")
-    with open(path, "wb") as handle:
-        handle.write(fixed.encode("utf-8" if encoding == "utf-8-sig" else encoding))
-    return path, [os.path.dirname(os.path.abspath(script.path))]
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="torchsync-fixed-") as directory:
+        stem = os.path.basename(script.path)
+        path = os.path.join(directory, (stem[: -len(".py")] if stem.endswith(".py") else stem) + ".autofixed.py")
+        with open(path, "wb") as handle:
+            handle.write(fixed.encode("utf-8" if encoding == "utf-8-sig" else encoding))
+        yield path, [os.path.dirname(os.path.abspath(script.path))]
 
 
 def same_result(a: dict | None, b: dict | None, rel_tol: float = 1e-4) -> bool:
@@ -70,11 +77,21 @@ def compare_entry(
     before = syncs_per_step(original.events, original_window)
     after = syncs_per_step(fixed.events, fixed.window(script.warmup))
     worse = before is not None and after is not None and after > before
-    result = "RESULT unchanged" if same_result(original.result, fixed.result) else f"RESULT differs ({original.result} -> {fixed.result})"
-    detail = f"{name}: syncs/step {format_rate(before)} -> {format_rate(after)}; {result}"
+    detail = f"{name}: syncs/step {format_rate(before)} -> {format_rate(after)}; {compare_results(original.result, fixed.result)}"
     if worse:
         detail += "; the fixed version syncs more"
     return Entry(script.path, None, None, "fixed-compared", backend, failed=worse, detail=detail)
+
+
+def compare_results(before: dict | None, after: dict | None) -> str:
+    """What became of the script's ``RESULT {json}`` line in the fixed version."""
+    if before is None and after is None:
+        return "no RESULT line to compare (the script prints none)"
+    if after is None:
+        return f"RESULT missing from the fixed version (was {before})"
+    if before is None:
+        return f"RESULT printed by the fixed version only ({after})"
+    return "RESULT unchanged" if same_result(before, after) else f"RESULT differs ({before} -> {after})"
 
 
 def format_rate(value: float | None) -> str:

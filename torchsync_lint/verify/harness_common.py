@@ -15,6 +15,7 @@ import runpy
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -368,7 +369,32 @@ def harness_main(
         signal.signal(GRACEFUL_STOP, signal.SIG_IGN)  # until run_script runs the script
     with flushed_std():
         record = run(args)
+    if record.get("stopped"):
+        record["threads_ended"] = _outlasting_threads(STOP_GRACE_S)
     write_json(args.out, record)
     if record["error"]:
         sys.stderr.write(record["error"])
+    if record.get("stopped"):
+        # We ended the script: the process ends now. Interpreter shutdown would join the
+        # script's non-daemon threads, and a writer thread waiting for a sentinel the stopped
+        # loop never sent would hold the run until the deadline (atexit handlers likewise).
+        with flushed_std():
+            pass
+        os._exit(record["exit_code"])
     return record["exit_code"]
+
+
+STOP_GRACE_S = 1.0  # how long a stopped script's non-daemon threads get to finish on their own
+
+
+def _outlasting_threads(grace: float) -> list[str]:
+    """Names of the script's non-daemon threads still running ``grace`` seconds after the stop."""
+    deadline = time.monotonic() + grace
+    left = []
+    for thread in threading.enumerate():
+        if thread is threading.current_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            left.append(thread.name)
+    return left

@@ -10,13 +10,16 @@ stdout and stderr on pipes. Two ways to start one:
 ``watch`` reads both pipes with a cap (the last ``OUTPUT_CAP`` bytes of each are kept, the
 rest counted and dropped), enforces the deadline through the control pipe (the supervisor
 stops the harness, then kills it), and returns when the supervisor is done; it never waits
-without a bound, also when a daemon of the script keeps the pipes open.
+without a bound, also when a daemon of the script keeps the pipes open. A supervisor that
+died without its status (the script killed it) leaves the cleanup to the verifier
+(containment.sweep), and the run's report names what it killed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -28,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from torchsync_lint.verify import supervisor
+from torchsync_lint.verify import containment, supervisor
 
 OUTPUT_CAP = 1 << 20  # bytes of each stream kept (the tail)
 DRAIN_S = 1.0  # after the supervisor is done: how long to wait for the pipes to close
@@ -124,6 +127,7 @@ class FreshLauncher:
         except BaseException:
             pipes.close_all()
             raise
+        containment.own(popen.pid)
         pipes.close_child_ends()
         return pipes.started(popen.pid, popen)
 
@@ -152,6 +156,7 @@ class ForkServer:
             )
         finally:
             theirs.close()
+        containment.own(self._server.pid)
 
     @staticmethod
     def available() -> bool:
@@ -179,7 +184,9 @@ class ForkServer:
         if not reply:
             pipes.close_all()
             raise OSError(f"the verifier's fork server exited: {self.log_tail()}")
-        return pipes.started(int(json.loads(reply)["pid"]))
+        pid = int(json.loads(reply)["pid"])
+        containment.own(pid)  # the server's child; the verifier's, should the server die
+        return pipes.started(pid)
 
     def log_tail(self) -> str:
         self._log.seek(0)
@@ -192,6 +199,7 @@ class ForkServer:
         except subprocess.TimeoutExpired:
             self._server.kill()
             self._server.wait()
+        containment.disown(self._server.pid)
         self._log.close()
 
 
@@ -227,6 +235,8 @@ class Watched:
     cancelled: bool = False
     status: dict | None = None  # the supervisor's status file
     duration_s: float = 0.0
+    supervisor_lost: bool = False  # it died without writing its status (the script killed it)
+    killed: list[str] = field(default_factory=list)  # what the verifier then killed (containment.sweep)
 
 
 def watch(
@@ -239,15 +249,22 @@ def watch(
     result = Watched()
     begin = time.monotonic()
     deadline = begin + timeout
-    streams = {started.stdout: result.stdout, started.stderr: result.stderr}
+    lifeline = Tail(256)  # "harness PID" from the supervisor
+    streams = {started.stdout: result.stdout, started.stderr: result.stderr, started.lifeline: lifeline}
     open_fds = [started.stdout, started.stderr, started.lifeline]
     stop_sent: float | None = None
+
+    def stop_due(now: float) -> bool:
+        if now >= deadline or (cancel is not None and cancel.is_set()):
+            result.timed_out = now >= deadline
+            result.cancelled = not result.timed_out
+            return True
+        return False
+
     try:
         while started.lifeline in open_fds:
             now = time.monotonic()
-            if stop_sent is None and (now >= deadline or (cancel is not None and cancel.is_set())):
-                result.timed_out = now >= deadline
-                result.cancelled = not result.timed_out
+            if stop_sent is None and stop_due(now):
                 _send_stop(started.control, "deadline" if result.timed_out else "cancelled")
                 stop_sent = now
             if stop_sent is not None and now > stop_sent + supervisor.GRACE_S + 10:
@@ -255,11 +272,25 @@ def watch(
             _pump(open_fds, streams, POLL_S)
             if on_tick is not None:
                 on_tick(now - begin)
+        result.status = _read_json(status_path)
+        if result.status is None and stop_sent is None:
+            # The supervisor died without its status (the script killed it) and the run goes
+            # on: watch the script ourselves until it ends, or the deadline, or a cancel.
+            harness = re.match(r"harness (\d+)", lifeline.text())
+            while containment.running(started.pid, int(harness.group(1)) if harness else None) and not stop_due(time.monotonic()):
+                _pump(open_fds, streams, POLL_S)
+                if on_tick is not None:
+                    on_tick(time.monotonic() - begin)
         # The supervisor is done (it killed every process it could find); what still holds
         # the pipes escaped it. Give them a moment, then kill the session and stop reading.
+        # A supervisor gone without its status was killed: what it would have killed is ours.
         _drain(open_fds, streams, DRAIN_S)
-        if len(open_fds) > 0:
+        if result.status is None:
+            result.supervisor_lost = True
+            result.killed = containment.sweep(started.pid)
+        elif open_fds:
             kill_session(started.pid)
+        if open_fds:
             _drain(open_fds, streams, DRAIN_S)
     finally:
         for fd in (started.stdout, started.stderr, started.lifeline, started.control):
@@ -273,8 +304,8 @@ def watch(
             except subprocess.TimeoutExpired:
                 kill_session(started.pid)
                 started.popen.wait()
+        containment.disown(started.pid)
     result.duration_s = time.monotonic() - begin
-    result.status = _read_json(status_path)
     return result
 
 

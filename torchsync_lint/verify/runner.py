@@ -4,6 +4,7 @@ a result, never an exception, so one bad script does not stop the run."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import tempfile
@@ -105,6 +106,8 @@ def run_harness(
     ``require_result``: the script is a fixture, so exiting 0 without its ``RESULT`` line
     means it stopped early (an early ``sys.exit(0)``, a swallowed error).
     """
+    if not (timeout > 0 and math.isfinite(timeout)):  # nan or inf would never fire
+        raise ValueError(f"a run's timeout must be a positive number of seconds, not {timeout!r}")
     options = options or RunOptions()
     launcher = launcher or launch.FreshLauncher()
     with tempfile.TemporaryDirectory(prefix="torchsync-verify-") as tmp:
@@ -207,6 +210,9 @@ def _classify(
         run.notes.insert(0, record.get("stop_note") or "stopped by the step clock")
         if record.get("error"):
             run.notes.append("after the stop: " + _tail(record["error"]).splitlines()[-1])
+        if record.get("threads_ended"):
+            names = ", ".join(record["threads_ended"])
+            run.notes.append(f"ended {len(record['threads_ended'])} non-daemon thread(s) still running after the stop ({names})")
     elif record.get("error") or returncode != 0:
         run.status = CRASHED
         run.detail = _join(_tail(record.get("error") or stderr) or _exit_text(returncode), notes)
@@ -216,7 +222,7 @@ def _classify(
     return run
 
 
-_RECORD_KEYS = ("events", "step_basis", "total_steps", "excluded_steps", "error", "exit_code", "stopped", "stop_note")
+_RECORD_KEYS = ("events", "step_basis", "total_steps", "excluded_steps", "error", "exit_code", "stopped", "stop_note", "threads_ended")
 
 
 def _notes(watched: launch.Watched | None) -> list[str]:
@@ -228,8 +234,11 @@ def _notes(watched: launch.Watched | None) -> list[str]:
     status = watched.status or {}
     if status.get("parent_signals"):
         notes.append(f"the script sent {', '.join(status['parent_signals'])} to its parent process (ignored)")
-    if status.get("leftovers_killed"):
-        notes.append(f"killed {status['leftovers_killed']} process(es) the script left running")
+    if status.get("leftovers"):
+        notes.append(f"killed {len(status['leftovers'])} process(es) the script left running: {', '.join(status['leftovers'])}")
+    if watched.supervisor_lost:
+        killed = f"; the verifier killed {len(watched.killed)} process(es) the run left running: {', '.join(watched.killed)}" if watched.killed else ""
+        notes.append(f"the script's parent process (the verifier's supervisor) was killed{killed}")
     if status.get("error"):
         notes.append(f"supervisor error: {status['error']}")
     for name, tail in (("stdout", watched.stdout), ("stderr", watched.stderr)):
@@ -239,6 +248,8 @@ def _notes(watched: launch.Watched | None) -> list[str]:
 
 
 def _exit_text(returncode: int | None) -> str:
+    if returncode is None:
+        return "ended without an exit status (killed with its supervisor)"
     if returncode is not None and returncode < 0:
         try:
             return f"killed by {signal.Signals(-returncode).name}"

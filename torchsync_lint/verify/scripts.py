@@ -15,7 +15,6 @@ from torchsync_lint.verify import steady_state
 from torchsync_lint.verify.runner import RunOptions
 
 PRAGMA = "# torchsync-fixture:"
-PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 
 
 @dataclass
@@ -103,13 +102,25 @@ def has_pragma(path: str) -> bool:
 
 
 def project_root(script: str) -> str | None:
-    """The nearest directory at or above the script's that holds a pyproject.toml, a
-    setup.cfg or a .git: where ``python train.py`` is usually run from."""
-    directory = Path(script).resolve().parent
-    for candidate in (directory, *directory.parents):
-        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
-            return str(candidate)
-    return None
+    """The project root as `check` finds it (project/layout.py: the nearest directory at or
+    above the script's with a pyproject.toml, setup.cfg, setup.py or .git), where ``python
+    train.py`` is usually run from; None without one."""
+    from torchsync_lint.project.layout import find_root
+
+    root, marked = find_root([script])
+    return str(root) if marked else None
+
+
+def _source_roots(root: str) -> list[str]:
+    """Where `check` resolves the project's imports from (the root, `src/`, the `src`
+    setting), plus a `src/` of plain modules, which Python would import from too."""
+    from torchsync_lint.project.layout import Layout
+
+    roots = [str(r) for r in Layout(Path(root)).roots]
+    src = os.path.join(root, "src")
+    if os.path.isdir(src) and os.path.realpath(src) not in map(os.path.realpath, roots):
+        roots.append(src)
+    return roots
 
 
 def run_options(script: str, cwd: str | None = None, sys_path: list[str] | None = None, stop_after: int | None = None) -> RunOptions:
@@ -121,9 +132,7 @@ def run_options(script: str, cwd: str | None = None, sys_path: list[str] | None 
     root = project_root(script)
     fallback: list[str] = []
     if not sys_path and root is not None:
-        fallback = [root]
-        if os.path.isdir(os.path.join(root, "src")):
-            fallback.append(os.path.join(root, "src"))
+        fallback = _source_roots(root)
     return RunOptions(
         cwd=os.path.abspath(cwd) if cwd else root,
         sys_path=[os.path.abspath(p) for p in sys_path or []],

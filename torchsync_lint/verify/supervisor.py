@@ -9,7 +9,9 @@ Why a process in between:
   ``os.killpg(0, ...)`` reaches only the harness's group;
 * on Linux the supervisor is a *child subreaper*: descendants that double-fork or call
   ``setsid()`` to escape are re-parented to it, so after the harness exits it can find and
-  kill every leftover process (no orphans outlive the run);
+  kill every leftover process (``kill_tree``; no orphans outlive the run, and the status
+  names each one killed). A script that kills the supervisor itself hands its processes to
+  the next subreaper up, the verifier (containment.py), which kills them the same way;
 * it watches a control pipe from the verifier: ``stop`` (the deadline, or the run was
   cancelled) asks the harness to stop with SIGUSR2 (the harness then writes the evidence
   it has), and after a grace period kills it; end of file (the verifier itself died)
@@ -17,6 +19,8 @@ Why a process in between:
 
 It holds the write end of a *lifeline* pipe until it exits: the verifier sees end of file
 there when the run is over, without being the parent (the fork server starts supervisors).
+The first thing it writes there is the harness's pid (``harness PID``), so that a verifier
+whose supervisor was killed still knows which process is the script.
 
 Standard library only: this file also runs as ``python -I -S supervisor.py ...`` (see
 ``main``), a start-up of a few milliseconds.
@@ -43,19 +47,35 @@ _CAUGHT = tuple(
     sig for sig in (getattr(signal, name, None) for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")) if sig
 )
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
 
 
-def become_subreaper() -> bool:
-    """prctl(PR_SET_CHILD_SUBREAPER): orphaned descendants are re-parented to this process."""
-    if not sys.platform.startswith("linux"):
+def become_subreaper(on: bool = True) -> bool:
+    """prctl(PR_SET_CHILD_SUBREAPER): orphaned descendants are re-parented to this process
+    (``on=False``: no longer). False where the platform has no such thing."""
+    libc = _libc()
+    return libc is not None and libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+
+
+def is_subreaper() -> bool:
+    libc = _libc()
+    if libc is None:
         return False
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    return libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value != 0
+
+
+def _libc():
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True)
     except (OSError, AttributeError):
-        return False
+        return None
 
 
 def children_of(pid: int) -> list[int]:
@@ -69,20 +89,76 @@ def children_of(pid: int) -> list[int]:
         try:
             with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
                 found += [int(token) for token in handle.read().split()]
+        except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN: read every parent
+            return [other for other in all_pids() if (proc_stat(other) or ("", 0, 0))[1] == pid]
         except OSError:
             continue
     return found
 
 
-def descendants_of(pid: int) -> list[int]:
-    seen: list[int] = []
-    stack = children_of(pid)
+def all_pids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
+def proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, parent pid, session id) of ``pid`` from /proc; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1]), int(fields[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def describe(pid: int) -> str:
+    """``PID `command line``` (shortened), for a report of what was killed."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        command = ""
+    if len(command) > 80:
+        command = command[:77] + "..."
+    return f"{pid} `{command}`" if command else str(pid)
+
+
+def kill_tree(find_roots: Callable[[], list[int]], reap: Callable[[], object], seconds: float = 5.0) -> list[str]:
+    """SIGKILL every live process ``find_roots()`` names, and all their descendants, round
+    after round until none is left (or ``seconds`` pass). Each round first stops them all
+    (SIGSTOP), then looks again, so a process forking meanwhile is caught with its child.
+    ``reap()`` collects the dead among the caller's children. Returns ``describe()`` of each
+    process killed."""
+    killed: dict[int, str] = {}
+    deadline = time.monotonic() + seconds
+    while True:
+        targets = _live_tree(find_roots())
+        if targets:
+            for pid in targets:
+                _signal(pid, signal.SIGSTOP)
+            targets = _live_tree([*targets, *find_roots()])
+            for pid in targets:
+                if pid not in killed:
+                    killed[pid] = describe(pid)
+                _signal(pid, signal.SIGKILL)
+        reap()
+        if not targets or time.monotonic() >= deadline:
+            return list(killed.values())
+        time.sleep(0.01)
+
+
+def _live_tree(roots: list[int]) -> list[int]:
+    """``roots`` and their descendants that are alive (not zombies), never this process."""
+    me, seen, stack = os.getpid(), set(), list(roots)
     while stack:
-        child = stack.pop()
-        if child not in seen:
-            seen.append(child)
-            stack += children_of(child)
-    return seen
+        pid = stack.pop()
+        if pid in seen or pid == me:
+            continue
+        seen.add(pid)
+        stack += children_of(pid)
+    return sorted(pid for pid in seen if (proc_stat(pid) or ("Z",))[0] not in ("Z", "X"))
 
 
 class Supervisor:
@@ -91,7 +167,7 @@ class Supervisor:
         self.lifeline_fd = lifeline_fd
         self.status_path = status_path
         self.signals: list[str] = []
-        self.status: dict = {"harness": None, "stopped": None, "graceful": None, "leftovers_killed": 0, "parent_signals": self.signals}
+        self.status: dict = {"harness": None, "stopped": None, "graceful": None, "leftovers": [], "parent_signals": self.signals}
 
     def _on_signal(self, signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
@@ -109,10 +185,14 @@ class Supervisor:
         self.status["subreaper"] = become_subreaper()
         harness = spawn()
         self.status["harness_pid"] = harness
+        try:
+            os.write(self.lifeline_fd, f"harness {harness}\n".encode("ascii"))
+        except OSError:
+            pass  # the verifier is gone; _wait notices
         wait_status = self._wait(harness)
         self.status["harness"] = _describe(wait_status)
         self.status["harness_cpu_s"] = _CPU.get(harness)
-        self.status["leftovers_killed"] = self._kill_leftovers(harness)
+        self.status["leftovers"] = self._kill_leftovers(harness)
         _write_json(self.status_path, self.status)
         os.close(self.lifeline_fd)  # the verifier reads end of file: the run is over
         return 0
@@ -156,21 +236,13 @@ class Supervisor:
         _signal(harness, signal.SIGKILL)
         return _wait_blocking(harness)
 
-    def _kill_leftovers(self, harness: int) -> int:
+    def _kill_leftovers(self, harness: int) -> list[str]:
         """Kill what the script left behind: the harness's process group, then (Linux) every
-        process re-parented to this subreaper, until none is left."""
-        _killpg(harness)
-        killed: set[int] = set()
-        deadline = time.monotonic() + _LEFTOVER_ROUNDS_S
-        while time.monotonic() < deadline:
-            leftovers = descendants_of(os.getpid())
-            for pid in leftovers:
-                if _signal(pid, signal.SIGKILL):
-                    killed.add(pid)
-            if not _reap_any() and not leftovers:
-                break
-            time.sleep(0.02)
-        return len(killed)
+        process re-parented to this subreaper, until none is left. Returns what was killed."""
+        killed = kill_tree(lambda: children_of(os.getpid()), _reap_any, _LEFTOVER_ROUNDS_S)
+        _killpg(harness)  # where /proc cannot tell (not Linux): the harness's group at least
+        _reap_any()
+        return killed
 
 
 def _pidfd(pid: int) -> int | None:
