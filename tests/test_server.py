@@ -51,7 +51,7 @@ CONFIG = ClientServerConfig(server_command=SERVER, client_factory=_recording_cli
 
 @pytest.fixture()
 def project(tmp_path):
-    return make_project(tmp_path / "demo")
+    return make_project(tmp_path / "demo project")  # a space: URIs carry it as %20
 
 
 @pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code", "neovim", "emacs"])

@@ -15,6 +15,7 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -96,11 +97,11 @@ class TorchsyncServer(LanguageServer):
         if notebook is not None:
             cells = []
             for cell in notebook.cells:
-                doc = self.workspace.text_documents.get(cell.document)
+                doc = self.workspace.text_documents.get(unquote(cell.document))  # pygls keys them unquoted
                 cells.append(CellDocument(cell.document, doc.source if doc else "", cell.kind == lsp.NotebookCellKind.Code, doc.language_id or "python" if doc else "python"))
             buffer = NotebookBuffer(cells)
             return buffer.python, notebook.version, buffer
-        doc = self.workspace.text_documents.get(uri)
+        doc = self.workspace.text_documents.get(unquote(uri))
         if doc is None:
             return None
         return doc.source, doc.version, None
