@@ -227,3 +227,27 @@ def test_other_modules_are_left_alone(project):
     paths = _open_all(ws, project)
     ws.update(paths["other.py"], OTHER.replace("zeros(3)", "zeros(4)"), 2)
     assert [o.path for o in ws.lint(paths["other.py"])] == [paths["other.py"]]
+
+
+def test_a_buffer_never_stands_for_its_file_in_the_disk_cache(project):
+    """The import lists and graph the cache keys by a file's size and mtime are the file's,
+    not an unsaved buffer's: `check` after the editor gets what it would get without it."""
+    ws = Workspace()
+    unsaved = TRAIN.replace("from helpers import log_loss\n", "").replace("        log_loss(loss)\n", "")
+    ws.open(str(project / "train.py"), unsaved, 1)
+    ws.close(str(project / "train.py"))
+    config = config_for([str(project)])
+    cached = {r.path: sorted((f.code, f.line) for f in r.findings) for r in lint_paths([str(project)], config)}
+    fresh = {r.path: sorted((f.code, f.line) for f in r.findings) for r in lint_paths([str(project)], config, use_cache=False)}
+    assert cached == fresh and ("TSL101", 2) in fresh[str(project / "helpers.py")]
+
+
+def test_files_changed_on_disk_relint_the_open_documents_they_affect(project):
+    ws = Workspace(use_cache=False)
+    helpers = str(project / "helpers.py")
+    ws.open(helpers, (project / "helpers.py").read_text(), 1)
+    assert ("TSL101", 2) in _codes(ws.documents[helpers].outcome)
+    (project / "train.py").write_text(TRAIN.replace("        log_loss(loss)\n", "    log_loss(loss)\n"))  # e.g. git checkout
+    assert [o.path for o in ws.files_changed()] == [helpers]
+    assert _codes(ws.documents[helpers].outcome) == []
+    assert ws.files_changed() == []  # nothing changed since

@@ -123,6 +123,19 @@ class BufferSession(Session):
             graph[rel] = new
         return graph
 
+    def _imports_of(self, rel: str) -> set[str]:
+        """A file's own imports, never its buffer's: Session caches them (and the graph made of
+        them) on disk under the file's size and mtime, where `check` reads them back."""
+        if rel not in self.buffers:
+            return super()._imports_of(rel)
+        buffer = self.buffers.pop(rel)
+        self._sources.pop(rel, None)
+        try:
+            return super()._imports_of(rel)
+        finally:
+            self.buffers[rel] = buffer
+            self._sources.pop(rel, None)  # the buffer is the source from here on
+
     def _buffer_imports(self, rel: str, text: str) -> set[str]:
         key = digest("buffer-imports", rel, _sha(text), self._files_digest)
         cached = self.memory.get("imports", key)
