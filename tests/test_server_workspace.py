@@ -251,3 +251,18 @@ def test_files_changed_on_disk_relint_the_open_documents_they_affect(project):
     assert [o.path for o in ws.files_changed()] == [helpers]
     assert _codes(ws.documents[helpers].outcome) == []
     assert ws.files_changed() == []  # nothing changed since
+
+
+def test_a_half_typed_buffer_leaves_the_other_files_alone(project):
+    """While train.py does not parse, helpers.py keeps the finding train.py's last parsing
+    version gives it (no flicker), and is not linted again when train.py parses once more
+    with nothing changed."""
+    ws = Workspace(use_cache=False)
+    paths = _open_all(ws, project)
+    broken = TRAIN.replace("        log_loss(loss)\n", "        log_loss(loss\n")
+    ws.update(paths["train.py"], broken, 2)
+    assert [o.path for o in ws.lint(paths["train.py"])] == [paths["train.py"]]
+    ws.update(paths["helpers.py"], (project / "helpers.py").read_text() + "# typing elsewhere\n", 2)
+    assert ("TSL101", 2) in _codes(ws.lint(paths["helpers.py"])[0])
+    ws.update(paths["train.py"], TRAIN, 3)
+    assert [o.path for o in ws.lint(paths["train.py"])] == [paths["train.py"]]

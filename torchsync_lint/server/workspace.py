@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +46,7 @@ class Document:
     notebook: NotebookBuffer | None = None
     outcome: LintOutcome | None = None
     deps: str | None = None  # the summaries it was last linted against (a digest)
+    parsed: str | None = None  # its last text that parsed: what the other modules see meanwhile
     exports: tuple | None = None  # (its summary's digest, its imports) at its last lint
     config_key: tuple | None = None
 
@@ -58,7 +58,6 @@ class Workspace:
         self.use_cache = use_cache
         self._configs: dict[str, tuple[tuple, Config | ConfigError]] = {}
         self._walks: dict[str, tuple[tuple, list[str]]] = {}
-        self.linted: Counter[str] = Counter()  # path -> lints (tests, the benchmark)
 
     # -- documents --------------------------------------------------------------------------
     def open(self, path: str, text: str, version: int | None = None, notebook: NotebookBuffer | None = None) -> list[LintOutcome]:
@@ -94,6 +93,12 @@ class Workspace:
             return [], False
         before = doc.exports
         outcome = self._lint(doc)
+        if outcome.syntax_error is not None:
+            # Half-typed code: the rest of the project keeps seeing the last version that
+            # parsed, so the other files' diagnostics do not flicker while the user types.
+            doc.exports = before
+            return [outcome], False
+        doc.parsed = doc.text
         return [outcome], doc.notebook is None and doc.exports != before
 
     def dependents(self, path: str) -> list[LintOutcome]:
@@ -163,7 +168,7 @@ class Workspace:
         from torchsync_lint.project.layout import find_root
 
         root, marked = find_root([path] if os.path.exists(path) else [str(Path(path).parent)])
-        buffers = {d.path: d.text for d in self.documents.values() if d.notebook is None and is_python_path(d.path)}
+        buffers = {d.path: d.text if d.path == path else (d.parsed or d.text) for d in self.documents.values() if d.notebook is None and is_python_path(d.path)}
         return BufferSession(
             root, [path], marked=marked, use_cache=self.use_cache, config_digest=_config_digest(config),
             walk=lambda top: self._walk(top, config), buffers=buffers, memory=self.memory,
@@ -181,7 +186,6 @@ class Workspace:
             except ConfigError as exc:  # a per-file-ignores selector that names no rule
                 outcome = _config_outcome(doc, str(exc))
         doc.outcome = outcome
-        self.linted[doc.path] += 1
         return outcome
 
     def _run(self, doc: Document, config: Config, session: BufferSession | None) -> LintOutcome:
