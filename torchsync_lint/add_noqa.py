@@ -95,16 +95,24 @@ class NoqaOutcome:
 
 
 def run_add_noqa(args, config, paths: list[str]) -> int:
+    from torchsync_lint import api
     from torchsync_lint.errors import file_error
     from torchsync_lint.files import discover
-    from torchsync_lint.parallel import map_files
+    from torchsync_lint.parallel import map_files, relaxed_gc
+    from torchsync_lint.project.sessions import Sessions
 
     if paths == ["-"]:
         print("torchsync-lint: error: --add-noqa edits files in place; it cannot read stdin", file=sys.stderr)
         return 2
     files, bad = discover(paths, config)
     outcomes = [NoqaOutcome(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
-    outcomes += map_files(partial(_add_noqa_file, config=config), files, getattr(args, "jobs", None))
+    run = Sessions.for_files(files, config, use_cache=not getattr(args, "no_cache", False))
+    with relaxed_gc():
+        run.prepare(getattr(args, "jobs", None))
+    try:
+        outcomes += map_files(partial(_add_noqa_file, config=config), files, getattr(args, "jobs", None), initializer=api.set_run_sessions, initargs=(run,))
+    finally:
+        api.set_run_sessions(None)
     for o in outcomes:
         for e in o.errors:
             print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
@@ -121,48 +129,42 @@ def run_add_noqa(args, config, paths: list[str]) -> int:
 
 
 def _add_noqa_file(path: str, config) -> NoqaOutcome:
-    from torchsync_lint.api import linter_for
+    """Each file in its project session: a finding that needs another module is silenced
+    as `check` reports it."""
+    from torchsync_lint import api, sources
     from torchsync_lint.errors import file_error
     from torchsync_lint.atomic import WriteError
-    from torchsync_lint.files import ReadError, read_source, write_source
+    from torchsync_lint.files import ReadError, write_source
     from torchsync_lint.fixing.loop import validate
-    from torchsync_lint.notebook import NotebookError, is_notebook, read_notebook
+    from torchsync_lint.notebook import NotebookError
 
     outcome = NoqaOutcome(path)
     try:
-        if is_notebook(path):
-            nb = read_notebook(path)
-            source, text = nb.source_file(), nb.python
-        else:
-            nb, source = None, read_source(path)
-            text = source.text
+        source = sources.read(path)
     except ReadError as exc:
         outcome.errors = [file_error(path, exc.code, exc.message)]
         return outcome
-    if nb is not None and (not nb.is_python or not nb.cells):
+    if source.python is None:
         return outcome
-    lint = linter_for(path, config)
-    findings = lint(text)
-    outcome.errors = [f for f in findings if f.severity == "error"]
-    if outcome.errors:
-        if nb is not None:
-            outcome.errors = [nb.syntax_error(path) or nb.to_cells(e) for e in outcome.errors]
-        return outcome
-    new_text, added = add_noqa(text, findings)
-    if not added:
-        # Nothing could be added (no line that can end in a comment): every finding stays.
-        left = [f for f in findings if f.severity != "error"]
-        outcome.unsilenced = [nb.to_cells(f) for f in left] if nb is not None else left
-        return outcome
-    problem = validate(new_text, path, must_compile=False)
-    if problem is not None:
-        outcome.problem = problem
-        return outcome
-    left = [f for f in lint(new_text) if f.severity != "error"]
-    outcome.unsilenced = [nb.to_cells(f, new_text) for f in left] if nb is not None else left
+    text = source.python
+    with api.session_for(path, config).editing(path) as lint:
+        findings = lint(text)
+        outcome.errors = [f for f in findings if f.severity == "error"]
+        if outcome.errors:
+            outcome.errors = source.file_errors([source.to_file(e) for e in outcome.errors], path)
+            return outcome
+        new_text, added = add_noqa(text, findings)
+        if not added:
+            # Nothing could be added (no line that can end in a comment): every finding stays.
+            outcome.unsilenced = [source.to_file(f) for f in findings if f.severity != "error"]
+            return outcome
+        problem = validate(new_text, path, must_compile=False)
+        if problem is not None:
+            outcome.problem = problem
+            return outcome
+        outcome.unsilenced = [source.to_file(f, new_text) for f in lint(new_text) if f.severity != "error"]
     try:
-        data = nb.with_python(new_text) if nb is not None else new_text
-        write_source(path, data, source, retry="run --add-noqa again")
+        write_source(path, source.write_back(new_text), source.file, retry="run --add-noqa again")
     except (NotebookError, WriteError) as exc:
         outcome.problem = str(exc)
         return outcome

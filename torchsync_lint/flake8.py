@@ -128,10 +128,44 @@ class Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         if self.codes is not None and not self.codes:
             return  # no TSL code selected: flake8 would drop whatever we found
-        from torchsync_lint.engine import lint_source
         from torchsync_lint.rule import load_rules
 
         codes = set(load_rules() if self.codes is None else self.codes)
         source = "".join(self.lines)
-        for f in lint_source(source, self.filename, codes, dict(self.settings), noqa=False):
+        if self.filename in ("stdin", "-") or not Path(self.filename).is_file():
+            from torchsync_lint.engine import lint_source  # no file: the module alone
+
+            found = lint_source(source, self.filename, codes, dict(self.settings), noqa=False)
+        else:
+            result = _session_for(self.filename, self.settings).lint(self.filename, text=source, codes=codes, noqa=False)
+            found = [*result.findings, *result.errors]
+        for f in sorted(found, key=lambda f: f.sort_key):
             yield f.line, f.column - 1, f"{f.code} {f.message}", type(self)
+
+
+# The project sessions of this flake8 process (flake8 hands a plugin one file at a time, in
+# several processes): one per project root, built on its first file and kept for the others.
+_SESSIONS: dict[tuple, Any] = {}
+
+
+def _session_for(filename: str, settings: dict):
+    """``filename``'s project session, with the configuration `torchsync-lint check` would use
+    there (its excludes decide the project's modules) and flake8's settings."""
+    from torchsync_lint.project.layout import project_root
+    from torchsync_lint.project.sessions import Sessions
+
+    root, marked = project_root(filename)
+    key = (str(root), marked, tuple(sorted(settings.items())))
+    run = _SESSIONS.get(key)
+    if run is None:
+        from torchsync_lint.config import Config, ConfigError, find_pyproject, load_config
+
+        try:
+            config = load_config(find_pyproject(root))
+        except ConfigError:
+            config = Config()
+        for name, value in settings.items():
+            if value is not None:
+                setattr(config, name.replace("-", "_"), value)
+        run = _SESSIONS[key] = Sessions(config)
+    return run.session_for(filename)

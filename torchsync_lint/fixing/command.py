@@ -23,6 +23,7 @@ import os
 import re
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -68,31 +69,46 @@ def run_fix_command(args, config, paths, *, lint_factory=None) -> int:
         return _run_stdin(args, config, unsafe, diff_mode, lint_factory)
     files, bad = discover(paths, config)
     outcomes = [FileOutcome(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
-    outcomes += _fix_files(files, config, unsafe, diff_mode, lint_factory, getattr(args, "jobs", None))
+    outcomes += _fix_files(files, config, unsafe, diff_mode, lint_factory, getattr(args, "jobs", None), not getattr(args, "no_cache", False))
     if diff_mode:
         return _report_diff(args, outcomes)
     return _report_fix(args, config, outcomes, unsafe)
 
 
-def _fix_files(files: list[str], config, unsafe: bool, diff_mode: bool, lint_factory, jobs: int | None = None) -> list[FileOutcome]:
-    """Fix each file (in worker processes when there are many: files are independent)."""
-    work = partial(_fix_file, config=config, unsafe=unsafe, diff_mode=diff_mode, lint_factory=lint_factory)
-    # A test's lint_factory is a closure, which cannot be sent to a worker.
-    return map_files(work, files, 1 if lint_factory is not None else jobs)
+def _fix_files(files: list[str], config, unsafe: bool, diff_mode: bool, lint_factory, jobs: int | None = None, use_cache: bool = True) -> list[FileOutcome]:
+    """Fix each file (in worker processes when there are many), each in its project session:
+    every file is fixed against the project as it is on disk plus its own edits, whatever the
+    order or the number of processes."""
+    if lint_factory is not None:  # a test's closure, which cannot be sent to a worker
+        return [_fix_file(path, config, unsafe, diff_mode, lint_factory(path, config)) for path in files]
+    from torchsync_lint import api
+    from torchsync_lint.parallel import relaxed_gc
+    from torchsync_lint.project.sessions import Sessions
+
+    run = Sessions.for_files(files, config, use_cache=use_cache)
+    with relaxed_gc():
+        run.prepare(jobs)
+    work = partial(_fix_in_session, config=config, unsafe=unsafe, diff_mode=diff_mode)
+    try:
+        return map_files(work, files, jobs, initializer=api.set_run_sessions, initargs=(run,))
+    finally:
+        api.set_run_sessions(None)
 
 
-def _lint_for(path, config, lint_factory):
-    return lint_factory(path, config) if lint_factory is not None else None
+def _fix_in_session(path: str, config, unsafe: bool, diff_mode: bool) -> FileOutcome:
+    from torchsync_lint import api
+
+    with api.session_for(path, config).editing(path) as lint:
+        return _fix_file(path, config, unsafe, diff_mode, lint)
 
 
-def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint_factory) -> FileOutcome:
+def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint) -> FileOutcome:
     if is_notebook(path):
-        return fix_notebook(path, config, unsafe, diff_mode, _lint_for(path, config, lint_factory))
+        return fix_notebook(path, config, unsafe, diff_mode, lint)
     try:
         source = read_source(path)
     except ReadError as exc:
         return FileOutcome(path, errors=[file_error(path, exc.code, exc.message)])
-    lint = _lint_for(path, config, lint_factory)
     result = fix_source(source.text, path, config, unsafe, lint=lint)
     outcome = FileOutcome(path, source, result)
     outcome.errors = [f for f in result.initial if f.severity == "error"]
@@ -272,15 +288,15 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
             write_report(data, output_file)  # hand the input back unchanged
         return 0 if getattr(args, "exit_zero", False) else 2
     text = source.text
-    lint = _lint_for(path, config, lint_factory)
-    if is_notebook(path):
-        o = fix_notebook(path, config, unsafe, True, lint, text=text)  # diff_mode: writes nothing
-        if o.result is None:  # not a notebook (TSL901)
-            for e in o.errors:
-                print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
-            return 2
-    else:
-        o = FileOutcome(path, source, fix_source(text, path, config, unsafe, lint=lint))
+    with _stdin_lint(path, data, config, lint_factory) as lint:
+        if is_notebook(path):
+            o = fix_notebook(path, config, unsafe, True, lint, text=text)  # diff_mode: writes nothing
+            if o.result is None:  # not a notebook (TSL901)
+                for e in o.errors:
+                    print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
+                return 2
+        else:
+            o = FileOutcome(path, source, fix_source(text, path, config, unsafe, lint=lint))
     result = o.result
     _report_problems(o, sys.stderr)
     try:
@@ -298,6 +314,21 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
     for f in remaining:
         print(f"{f.location}: {f.code} {f.message}", file=sys.stderr)
     return 0 if getattr(args, "exit_zero", False) or not remaining else 1
+
+
+@contextmanager
+def _stdin_lint(path: str, data: bytes, config, lint_factory):
+    """The lint of stdin's rounds: as ``path`` (its --stdin-filename) in its project, stdin
+    standing for the file; alone when stdin has no name."""
+    if lint_factory is not None or path == "-":
+        yield lint_factory(path, config) if lint_factory is not None else None
+        return
+    from torchsync_lint.project.sessions import Sessions
+
+    session = Sessions.for_files([path], config).session_for(path)
+    session.set_source(path, data)
+    with session.editing(path) as lint:
+        yield lint
 
 
 def _emit(text: str | bytes, output_file: str | None) -> None:

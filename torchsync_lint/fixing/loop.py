@@ -68,10 +68,10 @@ def fix_source(
 ) -> FixResult:
     """Apply every fix allowed at this safety level to a fixed point.
 
-    ``lint`` (text -> findings) defaults to linting ``path`` with ``config``; tests and the
-    embedded rule cases pass their own. ``initial``: the findings ``lint`` gives for
-    ``source``, when the caller already has them (the `--diff` suggestions pass re-runs the
-    fixer on text it has just linted).
+    ``lint`` (text -> findings) defaults to linting ``source`` as one module at ``path`` on
+    its own; the fix command passes its project session's (Session.editing), tests and the
+    embedded rule cases their own. ``initial``: the findings ``lint`` gives for ``source``,
+    when the caller already has them.
     """
     if lint is None:
         from torchsync_lint.api import linter_for

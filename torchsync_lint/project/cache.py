@@ -1,12 +1,16 @@
 """An on-disk cache of per-file results under `<project root>/.torchsync_cache/`.
 
-Entries are JSON files named by a hash of everything they depend on (the file's content, the
-tool version, the settings that matter; for lint results, the summaries of the modules the file
-was linted against), written atomically (atomic.py: a temp file, then a rename) so that
-concurrent runs and worker processes never read half an entry, and a full disk leaves no
-partial file behind; an entry that does not parse is a miss. A write that fails turns the
-cache off for the rest of the run. The directory gets its own `.gitignore` (`*`) and a
-CACHEDIR.TAG, as ruff's does.
+Entries are named by a hash of everything they depend on (see project/session.py for what
+each kind's key holds) and written atomically (a temp file, then a rename) so that concurrent
+runs and worker processes never read half an entry, and a full disk leaves no partial file
+behind. A write that fails turns the cache off for the rest of the run. The directory gets
+its own `.gitignore` (`*`) and a CACHEDIR.TAG (atomic.py), as ruff's does.
+
+An entry is trusted only when it is exactly what this tool wrote under that key: its first
+line names the key and the SHA-256 of the rest, and the rest must pass the reader's shape
+check. Anything else (not JSON, the wrong shape, another key's entry, a truncated write) is a
+miss, and the recomputed value replaces it. Entries are opened without blocking and read only
+when they are regular files (a FIFO under an entry's name would otherwise hang the run).
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from torchsync_lint import __version__
@@ -21,6 +28,8 @@ from torchsync_lint.atomic import WriteError, write_atomic
 
 CACHE_DIR = ".torchsync_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by torchsync-lint.\n"
+_HEADER = b"tsl-cache 1 "
+_MAX_ENTRY_BYTES = 64 << 20
 
 
 _CODE: str | None = None
@@ -56,24 +65,58 @@ class Cache:
         self.dir = (root / CACHE_DIR / f"v{__version__}") if root is not None else None
         self._ready = False
 
-    def get(self, kind: str, key: str):
+    def _path(self, kind: str, key: str) -> Path:
+        return self.dir / kind / key[:2] / f"{key}.json"
+
+    def get(self, kind: str, key: str, valid: Callable[[object], bool] | None = None):
+        """The value stored under ``key``, or None: a missing, foreign, damaged or
+        ill-shaped entry (``valid(value)`` false) is a miss."""
         if not self.enabled:
             return None
-        try:
-            with open(self.dir / kind / key[:2] / f"{key}.json", encoding="utf-8") as f:
-                return json.load(f)
-        except (OSError, ValueError):
+        data = _read_regular(self._path(kind, key))
+        if data is None or not data.startswith(_HEADER):
             return None
+        header, _, body = data.partition(b"\n")
+        fields = header[len(_HEADER) :].split(b" ")
+        if len(fields) != 2 or fields[0] != key.encode() or fields[1] != hashlib.sha256(body).hexdigest().encode():
+            return None
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        if valid is not None:
+            try:
+                if not valid(value):
+                    return None
+            except (TypeError, KeyError, AttributeError, ValueError):
+                return None
+        return value
 
     def put(self, kind: str, key: str, value) -> None:
         if not self.enabled:
             return
         try:
+            body = json.dumps(value, separators=(",", ":")).encode("utf-8")
+        except (TypeError, ValueError):
+            return
+        data = _HEADER + key.encode() + b" " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+        try:
             self._prepare()
             folder = self.dir / kind / key[:2]
             folder.mkdir(parents=True, exist_ok=True)
-            data = json.dumps(value, separators=(",", ":")).encode("utf-8")
-            write_atomic(str(folder / f"{key}.json"), data, durable=False)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, folder / f"{key}.json")  # replaces whatever was there: a bad entry, a FIFO
+            except OSError:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                if (folder / f"{key}.json").is_dir():
+                    return  # a directory under an entry's name: that one entry stays a miss
+                raise
         except (OSError, WriteError):
             self.enabled = False  # a read-only checkout, a full disk: run without a cache
 
@@ -87,3 +130,21 @@ class Cache:
             if not path.exists():
                 write_atomic(str(path), text.encode("utf-8"), durable=False)
         self._ready = True
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file, opened without blocking; else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(_MAX_ENTRY_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

@@ -1,10 +1,23 @@
 """Where a project starts, where its imports resolve, and which module each file is.
 
-The root is the nearest directory at or above the linted paths holding a pyproject.toml,
-setup.cfg, setup.py or .git (else the paths' common directory). Imports resolve as Python
-would for a script run from the root: first the importing file's own directory (a script's
-`import utils`), then the source roots: the root itself, `src/` when it holds packages, and the
-directories configured as ruff's `src = [...]` or our own `src = [...]`.
+A file's project root is the nearest directory at or above it holding a pyproject.toml,
+setup.cfg, setup.py or .git, so in a monorepo (one .git, a pyproject.toml per sub-project)
+each file belongs to its own sub-project whatever else is linted with it; a directory that
+holds its own marker is another project, never part of the one above it.
+
+Imports resolve as Python resolves them for a script run from the root, among the project's
+own modules only (the files of its walk: nothing outside the root is ever read for it):
+
+- first the importing file's own directory (a script's `import utils`), then the source
+  roots: the root itself, `src/` when it holds packages, and the directories configured as
+  ruff's `src = [...]` or our own `src = [...]`;
+- in one directory a package (`utils/__init__.py`) wins over a module of the same name
+  (`utils.py`), as in Python's path finder;
+- a relative import counts its dots from the importer's package (its dotted name under the
+  source root that holds it); one that goes beyond the top-level package is unresolved
+  (Python raises "attempted relative import beyond top-level package");
+- paths are taken as they are named, symlinks unresolved: `utils.py -> ../shared/utils.py`
+  is the project's module `utils.py`, as Python imports it through the link.
 
 Nothing here parses Python; it reads directory entries and the root's pyproject.toml.
 """
@@ -12,117 +25,160 @@ Nothing here parses Python; it reads directory entries and the root's pyproject.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from collections.abc import Iterable
 from pathlib import Path
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+_MARKED: dict[str, bool] = {}  # directory -> holds a marker (a run asks for every directory of a walk)
+
+
+def _is_marked(directory: str) -> bool:
+    found = _MARKED.get(directory)
+    if found is None:
+        found = _MARKED[directory] = any(os.path.exists(os.path.join(directory, m)) for m in _ROOT_MARKERS)
+    return found
+
+
+def project_root(path: str) -> tuple[Path, bool]:
+    """The root of the project ``path`` (a file or a directory) belongs to, and whether a
+    marker says so (without one: the file's own directory, and no project)."""
+    start = os.path.abspath(path)
+    if not os.path.isdir(start):
+        start = os.path.dirname(start)
+    directory = start
+    while True:
+        if _is_marked(directory):
+            return Path(directory), True
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return Path(start), False
+        directory = parent
 
 
 def find_root(paths: list[str]) -> tuple[Path, bool]:
-    """The project root for a run over ``paths`` (files or directories), and whether a project
-    marker says so (without one, the project is just the files linted: nothing else is walked
-    or written)."""
-    existing = [Path(p).resolve() for p in paths if p != "-" and os.path.exists(p)] or [Path.cwd()]
-    common = Path(os.path.commonpath([str(p if p.is_dir() else p.parent) for p in existing]))
-    for directory in (common, *common.parents):
-        if any((directory / marker).exists() for marker in _ROOT_MARKERS):
-            return directory, True
-    return common, False
+    """The project root for a run over ``paths`` (files or directories) that share one: the
+    nearest marker above their common directory."""
+    existing = [os.path.abspath(p) for p in paths if p != "-" and os.path.exists(p)] or [os.getcwd()]
+    common = os.path.commonpath([p if os.path.isdir(p) else os.path.dirname(p) for p in existing])
+    return project_root(common)
+
+
+def clear_marker_memo() -> None:
+    """Forget which directories hold project markers (a long-lived process, after files moved)."""
+    _MARKED.clear()
 
 
 class Layout:
     """Module names and files of one project."""
 
-    def __init__(self, root: Path, extra_roots: list[str] | None = None) -> None:
-        self.root = root.resolve()
-        roots = [self.root]
+    def __init__(self, root: Path, extra_roots: list[str] | None = None, modules: Iterable[str] = ()) -> None:
+        self.root = Path(os.path.abspath(root))
+        self._root = str(self.root)
+        roots = [self._root]
         for name in [*(extra_roots or []), *_configured_roots(self.root)]:
-            candidate = (self.root / name).resolve()
-            if candidate.is_dir() and candidate not in roots:
+            candidate = os.path.normpath(os.path.join(self._root, name))
+            if os.path.isdir(candidate) and candidate not in roots and self.contains(candidate):
                 roots.append(candidate)
-        src = self.root / "src"
-        if src.is_dir() and src.resolve() not in roots and any((src / d / "__init__.py").is_file() for d in os.listdir(src)):
-            roots.append(src.resolve())
-        self.roots = roots
-        # Memos: a run resolves thousands of import names (most of them torch's) from a few
-        # hundred files, and pathlib's resolve() is a filesystem walk each time.
-        self._real: dict[str, str] = {}
-        self._resolved: dict[tuple[str, str], tuple[Path, str] | None] = {}
+        src = os.path.join(self._root, "src")
+        if os.path.isdir(src) and src not in roots and any(os.path.isfile(os.path.join(src, d, "__init__.py")) for d in os.listdir(src)):
+            roots.append(src)
+        self.roots = [Path(r) for r in roots]
+        self._roots = roots
+        self.set_modules(modules)
 
-    def _realpath(self, path: str | Path) -> str:
-        key = str(path)
-        found = self._real.get(key)
-        if found is None:
-            found = self._real[key] = os.path.realpath(key)
-        return found
+    def set_modules(self, modules: Iterable[str]) -> None:
+        """The project's own module files (paths relative to the root): what imports can resolve to."""
+        self.modules = frozenset(modules)
+        # Memos: a run resolves thousands of import names (most of them torch's) from a few
+        # hundred files.
+        self._resolved: dict[tuple[str, str], tuple[Path, str] | None] = {}
+        self._files: dict[tuple[str, tuple[str, ...]], str | None] = {}
+
+    def _abs(self, path: str | Path) -> str:
+        return os.path.abspath(path)
 
     def relpath(self, path: str | Path) -> str:
         """``path`` relative to the root, with `/` separators: the key of a project file."""
-        return Path(os.path.relpath(self._realpath(path), self.root)).as_posix()
+        full = self._abs(path)
+        if full.startswith(self._root + os.sep):
+            return full[len(self._root) + 1 :].replace(os.sep, "/")
+        return Path(os.path.relpath(full, self._root)).as_posix()
 
     def contains(self, path: str | Path) -> bool:
-        rel = os.path.relpath(self._realpath(path), self.root)
-        return not rel.startswith("..")
+        full = self._abs(path)
+        return full == self._root or full.startswith(self._root + os.sep)
 
     def module_name(self, path: str | Path) -> str:
         """The dotted name ``path`` is imported as, from the deepest source root holding it."""
-        resolved = Path(path).resolve()
-        best = None
-        for root in self.roots:
-            rel = os.path.relpath(resolved, root)
-            if not rel.startswith("..") and (best is None or len(rel) < len(best)):
-                best = rel
-        parts = list(Path(best or resolved.name).with_suffix("").parts)
+        return ".".join(self._module_parts(self._abs(path)))
+
+    def _module_parts(self, full: str) -> list[str]:
+        best = self._source_root_of(full)
+        rel = full[len(best) + 1 :] if best is not None else os.path.basename(full)
+        parts = list(Path(rel).with_suffix("").parts)
         if parts and parts[-1] == "__init__":
             parts.pop()
-        return ".".join(parts)
+        return parts
 
     def resolve(self, dotted: str, importer: str | Path) -> tuple[Path, str] | None:
         """The project file a dotted name lives in, and the rest of the name inside it:
         ``("src/proj/engine.py", "train_one_epoch")`` for `proj.engine.train_one_epoch`.
 
         Relative names (`.engine.f`, `..pkg.f`) resolve against the importer's package.
-        None when no file of the project defines the module (a library, a missing module)."""
-        importer_dir = os.path.dirname(self._realpath(importer))
-        key = (dotted, importer_dir)
+        None when no module of the project defines it (a library, a missing module, a
+        relative import beyond the top-level package)."""
+        full = self._abs(importer)
+        key = (dotted, full if dotted.startswith(".") else os.path.dirname(full))
         if key not in self._resolved:
-            self._resolved[key] = self._resolve(dotted, Path(importer_dir))
+            self._resolved[key] = self._resolve(dotted, full)
         return self._resolved[key]
 
-    def _resolve(self, dotted: str, importer_dir: Path) -> tuple[Path, str] | None:
+    def _resolve(self, dotted: str, importer: str) -> tuple[Path, str] | None:
         if dotted.startswith("."):
             level = len(dotted) - len(dotted.lstrip("."))
-            base = importer_dir
-            for _ in range(level - 1):
-                base = base.parent
-            return _longest_module(base, dotted.lstrip(".").split(".") if dotted.strip(".") else [])
+            rest = [p for p in dotted.lstrip(".").split(".") if p]
+            parts = self._module_parts(importer)
+            package = parts if os.path.basename(importer) == "__init__.py" else parts[:-1]
+            if level > len(package):
+                return None  # beyond the top-level package (or a script's `from . import x`)
+            base = package[: len(package) - (level - 1)]
+            source_root = self._source_root_of(importer)
+            return self._longest_module(source_root, base + rest, len(base)) if source_root is not None else None
         parts = dotted.split(".")
-        for directory in (importer_dir, *self.roots):
-            found = _longest_module(directory, parts)
-            if found is not None and self.contains(found[0]):
+        for directory in (os.path.dirname(importer), *self._roots):
+            found = self._longest_module(directory, parts, 1)
+            if found is not None:
                 return found
         return None
 
+    def _source_root_of(self, full: str) -> str | None:
+        best = None
+        for root in self._roots:
+            if full.startswith(root + os.sep) and (best is None or len(root) > len(best)):
+                best = root
+        return best
 
-def _longest_module(directory: Path, parts: list[str]) -> tuple[Path, str] | None:
-    """The longest prefix of ``parts`` that is a module file under ``directory``."""
-    for n in range(len(parts), 0, -1):
-        found = _module_file(str(directory), tuple(parts[:n]))
-        if found is not None:
-            return found, ".".join(parts[n:])
-    if not parts:
-        init = directory / "__init__.py"
-        return (init, "") if init.is_file() else None
-    return None
+    def _longest_module(self, directory: str, parts: list[str], shortest: int) -> tuple[Path, str] | None:
+        """The longest prefix of ``parts`` (at least ``shortest`` long) that is a module of the
+        project under ``directory``."""
+        for n in range(len(parts), max(shortest, 1) - 1, -1):
+            found = self._module_file(directory, tuple(parts[:n]))
+            if found is not None:
+                return Path(found), ".".join(parts[n:])
+        return None
 
-
-@lru_cache(maxsize=4096)
-def _module_file(directory: str, parts: tuple[str, ...]) -> Path | None:
-    base = os.path.join(directory, *parts)  # strings, not pathlib: this runs for every import name
-    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-        if os.path.isfile(candidate):
-            return Path(os.path.realpath(candidate))
-    return None
+    def _module_file(self, directory: str, parts: tuple[str, ...]) -> str | None:
+        key = (directory, parts)
+        if key in self._files:
+            return self._files[key]
+        base = os.path.join(directory, *parts)
+        found = None
+        for candidate in (os.path.join(base, "__init__.py"), base + ".py"):  # a package first, as Python
+            if self.contains(candidate) and self.relpath(candidate) in self.modules:
+                found = candidate
+                break
+        self._files[key] = found
+        return found
 
 
 def _configured_roots(root: Path) -> list[str]:

@@ -1,274 +1,446 @@
-"""One run's project view: which modules the linted files are connected to, their summaries
-(from the cache when the file has not changed, else computed), and the view over them.
+"""One project's pipeline: every entry point lints through a Session (check, --fix, --diff,
+--add-noqa, --show-suggestions, --statistics, stdin, notebooks, flake8, pre-commit, verify,
+the language server), so a file gets the same findings whichever way it is linted.
 
-A module's neighbours come from its import statements (read with Python's own `ast`, about
-twenty times faster than libcst, and cached by content): the modules it imports, those that
-import it, and what those import in turn. Linting one file of a large project reads only the
-summaries of its neighbourhood, and parses only the modules whose summary is not cached.
+A Session is the project of one root (the nearest pyproject.toml, setup.cfg, setup.py or .git
+above a file; project/layout.py): the `.py` files and notebooks its walk finds, nested
+projects left out. Outside any project (no marker above the file) the project is just the
+files named together. The import graph (project/graph.py) splits the project into connected
+components; a module is linted with the view over its own component (project/view.py), which
+holds everything the project can tell it: the view is the same whether the module is linted
+alone, with its neighbours or in a run over the whole tree, and its cost is its component's.
+A module connected to no other is linted alone.
+
+**Public API** (stable; the language server builds on it):
+
+- ``Session(root, config, marked=True, use_cache=True, files=())``: ``files`` are the files
+  a run will lint (``prepare`` summarises what they need). ``Sessions.for_files``
+  (project/sessions.py) groups a run's files by their own project roots (a monorepo holds
+  several).
+- ``lint(path, *, text=None, report_as=None, codes=None, noqa=True) -> FileResult``: the
+  findings of ``path`` under the project view, through the cache. ``text``: its content in
+  hand (stdin, an editor's buffer), which stands for the file in the whole project.
+- ``set_source(path, text) -> set[str]``: from now on ``path``'s content is ``text`` (an
+  unsaved buffer; a notebook's JSON text), for its own lint and for what the project tells
+  every other module; ``clear_source(path)`` goes back to the disk. Both return the project
+  files (paths relative to the root) whose results may have changed: the file itself, and
+  when its summary (what it exports, with line numbers) or its imports changed, the
+  connected modules of its component (before and after the edit).
+- ``refresh() -> set[str]``: re-read the project from disk (after a save, a checkout); the
+  files whose results may have changed.
+- ``dependents(path) -> set[str]``: the files whose results depend on ``path``'s module.
+- ``editing(path)``: a context giving ``text -> findings`` for successive versions of one
+  module (the fixer's rounds, --add-noqa's re-check), each linted with what the project says
+  about that version; ``path``'s source is restored on exit.
+- ``prepare(jobs)``: the import graph, and in ``jobs`` processes the summaries the cache
+  lacks for the components of the files to lint.
+
+**Cache keys** (.torchsync_cache/, project/cache.py; each also holds the tool's code
+fingerprint; no key holds a timestamp, and nothing is cut off at a size the whole-tree view
+does not also have):
+
+- a module's import names: its text (SHA-256);
+- the import graph: the project's files, its source roots, every file's text;
+- a module's summary: its path, its text, the settings, the summary format;
+- a component's digest: its modules' paths and texts, its import edges, the source roots,
+  the settings, the summary format; the value is a digest of its summaries;
+- a file's findings: its path as reported, its text, the rules selected for it, the
+  settings, the installed torchmetrics release, whether `# noqa` is applied here, and when it
+  is connected to other modules, its component's digest.
+
+In-memory sources (``set_source``, ``editing``) are read from the cache but never written.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
+from torchsync_lint import sources
+from torchsync_lint.config import Config
+from torchsync_lint.errors import file_error
+from torchsync_lint.files import ReadError
+from torchsync_lint.project import checks
 from torchsync_lint.project.cache import Cache, digest
-from torchsync_lint.project.layout import Layout, find_root
+from torchsync_lint.project.graph import components, import_names, resolve_imports
+from torchsync_lint.project.layout import Layout, project_root
 from torchsync_lint.project.view import SUMMARY_VERSION, ProjectView
+from torchsync_lint.types import FileResult, Finding
 
-# Past this many modules around a file, only its imports and direct importers are read.
-_NEIGHBOURHOOD_CAP = 400
 _KEEP_ANALYSES_BYTES = 8 << 20  # parsed modules kept for the lint pass (avoids parsing twice)
-
-
-def import_names(source: str) -> list[str]:
-    """The dotted names a module's import statements name (relative ones keep their dots);
-    `from a import b` names both `a` and `a.b` (b may be a submodule)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    names: list[str] = []
-    for node in _statements(tree.body):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            names.append(base)
-            sep = "" if base.endswith(".") or not base else "."
-            names += [f"{base}{sep}{alias.name}" for alias in node.names if alias.name != "*"]
-    return names
-
-
-# Where statements nest: imports are statements, so expressions are never walked (a module's
-# expressions are most of its nodes).
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
-def _statements(body: list[ast.stmt]):
-    """Every statement under ``body``, at any depth (functions, classes, blocks)."""
-    stack = [body]
-    while stack:
-        for node in stack.pop():
-            yield node
-            for field in _BODIES:
-                inner = getattr(node, field, None)
-                if inner:
-                    stack.append(inner)
+_GRAPH_VERSION = 1
+MODULE_SUFFIXES = (".py", ".ipynb")
 
 
 class Session:
-    def __init__(self, root: Path, files: list[str], *, marked: bool = True, use_cache: bool = True, config_digest: str = "", walk=None) -> None:
-        """``marked``: a project marker (pyproject.toml, .git...) defines ``root``; without one
-        only ``files`` and what they import are read, and no cache is written. ``walk``: lists
-        the project's Python files (the run's own discovery, so excludes and .gitignore apply)."""
-        self.layout = Layout(root)
+    def __init__(self, root: Path | str, config: Config | None = None, *, marked: bool = True, use_cache: bool = True, files=()) -> None:
+        """``marked``: a project marker defines ``root`` and the project is its walk; without
+        one the project is ``files`` (the files named together) and nothing is cached."""
+        self.config = config or Config()
+        self.settings = self.config.settings()
         self.marked = marked
-        self.walk = walk
-        self.cache = Cache(self.layout.root, use_cache and marked)
-        self.config_digest = config_digest
-        self.files = {self.layout.relpath(f): f for f in files if self.layout.contains(f)}
-        self._sources: dict[str, tuple[str, str]] = {}  # relpath -> (text, sha)
-        self._graph: dict[str, set[str]] | None = None
-        self._files_digest = ""
-        self._reverse: dict[str, set[str]] = {}
-        self._summaries: dict[str, dict] = {}
-        self._digests: dict[str, str] = {}
-        self.analyses: dict[str, object] = {}  # relpath -> env-free ModuleAnalysis, for reuse
+        self.layout = Layout(Path(root))
+        self.root = self.layout.root
+        self.cache = Cache(self.root, use_cache and marked)
+        self._named = sorted({self.layout.relpath(f) for f in files if f != "-" and self.layout.contains(f) and f.endswith(MODULE_SUFFIXES)})
+        self._overlays: dict[str, str | bytes] = {}  # rel -> the file's content, in memory
+        self._edits: dict[str, str] = {}  # rel -> the module's text in a fix round (editing())
+        self._forget(everything=True)
+        self.analyses: dict[str, object] = {}  # rel -> env-free ModuleAnalysis, for reuse
         self._kept = 0
-        self._view: ProjectView | None = None
 
-    @classmethod
-    def for_paths(cls, paths: list[str], files: list[str], **kwargs) -> Session:
-        root, marked = find_root(paths)
-        return cls(root, files, marked=marked, **kwargs)
+    def _forget(self, everything: bool = False, rel: str | None = None) -> None:
+        """Drop what was read or worked out (about ``rel``, or ``everything``)."""
+        memos = ("_sources", "_shas", "_names", "_summaries", "_digests")
+        if everything:
+            for name in memos:
+                setattr(self, name, {})
+            self._modules = None
+        else:
+            for name in memos:
+                getattr(self, name).pop(rel, None)
+            self.analyses.pop(rel, None)
+            if rel not in (self._modules or ()):
+                self._modules = None
+        self._graph: dict | None = None
+        self._views: dict[str, ProjectView] = {}
+        self._deps: dict[str, str] = {}
 
-    # -- sources and the import graph -----------------------------------------------------------
-    def source(self, rel: str) -> tuple[str, str] | None:
-        if rel not in self._sources:
-            try:
-                from torchsync_lint.files import ReadError, read_source
+    # -- the project's files and their texts ----------------------------------------------------
+    def modules(self) -> list[str]:
+        """The project's modules (paths relative to the root): `.py` files and notebooks."""
+        if self._modules is None:
+            found = set(self._walk() if self.marked else self._named)
+            found.update(rel for rel in self._overlays if rel.endswith(MODULE_SUFFIXES))
+            self._modules = sorted(found)
+            self.layout.set_modules(m for m in self._modules if m.endswith(".py"))
+        return self._modules
 
-                text = read_source(str(self.layout.root / rel)).text
-            except (ReadError, OSError):
-                return None
-            self._sources[rel] = (text, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
-        return self._sources[rel]
+    def _walk(self) -> list[str]:
+        from torchsync_lint.files import discover
 
-    def graph(self) -> dict[str, set[str]]:
-        """Project module -> the project modules it imports."""
-        if self._graph is None:
-            files = self._project_files()
-            # Which module an import name resolves to depends on the set of project files: a
-            # file added or removed re-resolves every file's imports, an edit only its own.
-            self._files_digest = digest("files", [str(r) for r in self.layout.roots], files)
-            # A warm run over an unchanged tree reads the whole graph in one go: keyed by every
-            # project file's size and mtime.
-            key = digest("graph", self._files_digest, [self._stamp(rel) for rel in files])
-            cached = self.cache.get("graph", key)
-            if isinstance(cached, dict):
-                self._graph = {rel: set(targets) for rel, targets in cached.items()}
-            else:
-                self._graph = {rel: self._imports_of(rel) for rel in files}
-                self.cache.put("graph", key, {rel: sorted(targets) for rel, targets in self._graph.items()})
-            for rel, targets in self._graph.items():
-                for target in targets:
-                    self._reverse.setdefault(target, set()).add(rel)
-        return self._graph
-
-    def _project_files(self) -> list[str]:
-        if not self.marked or self.walk is None:
-            return sorted(self.files)
-        return sorted({self.layout.relpath(f) for f in self.walk(str(self.layout.root)) if f.endswith(".py")})
-
-    def _stamp(self, rel: str) -> tuple:
-        try:
-            st = os.stat(self.layout.root / rel)
-        except OSError:
-            return (rel, None, None)
-        return (rel, st.st_size, st.st_mtime_ns)
-
-    def _imports_of(self, rel: str) -> set[str]:
-        # Keyed by size and mtime, so that a warm run reads no file just to learn its imports.
-        try:
-            st = os.stat(self.layout.root / rel)
-        except OSError:
-            return set()
-        key = digest("imports", rel, st.st_size, st.st_mtime_ns, self._files_digest)
-        cached = self.cache.get("imports", key)
-        if isinstance(cached, list):
-            return set(cached)
-        loaded = self.source(rel)
-        out = set()
-        for name in import_names(loaded[0]) if loaded is not None else []:
-            found = self.layout.resolve(name, self.layout.root / rel)
-            if found is not None:
-                target = self.layout.relpath(found[0])
-                if target != rel:
-                    out.add(target)
-        self.cache.put("imports", key, sorted(out))
+        out = []
+        for path in discover([str(self.root)], self.config, notes=[])[0]:
+            if path.endswith(MODULE_SUFFIXES) and project_root(path)[0] == self.root:  # a nested project is its own
+                out.append(self.layout.relpath(path))
         return out
 
-    def neighbourhood(self, rel: str) -> set[str]:
-        """The modules whose summaries linting ``rel`` may consult: what it imports, what
-        imports it, and what those import (transitively, up to a cap)."""
-        graph = self.graph()
-        up = _closure({rel}, lambda m: self._reverse.get(m, ()), _NEIGHBOURHOOD_CAP)
-        down = _closure(up, lambda m: graph.get(m, ()), _NEIGHBOURHOOD_CAP)
-        if len(down) > _NEIGHBOURHOOD_CAP:  # a huge library: imports and direct importers only
-            down = _closure({rel} | set(self._reverse.get(rel, ())), lambda m: graph.get(m, ()), _NEIGHBOURHOOD_CAP)
-        return down
+    def _source(self, rel: str) -> sources.Source | None:
+        if rel not in self._sources:
+            try:
+                self._sources[rel] = sources.read(str(self.root / rel), self._overlays.get(rel), report_as=rel)
+            except ReadError:
+                self._sources[rel] = None
+        return self._sources[rel]
+
+    def _text(self, rel: str) -> str | None:
+        """The module as the engine sees it (a notebook: its cells joined), or None."""
+        if rel in self._edits:
+            return self._edits[rel]
+        source = self._source(rel)
+        return source.python if source is not None else None
+
+    def _sha(self, rel: str) -> str | None:
+        if rel not in self._shas:
+            text = self._text(rel)
+            self._shas[rel] = None if text is None else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return self._shas[rel]
+
+    def _in_memory(self, rel: str) -> bool:
+        return rel in self._overlays or rel in self._edits
+
+    # -- the import graph and its components ---------------------------------------------------
+    def graph(self) -> dict:
+        """{"imports": module -> modules it imports, "reach": imports plus the modules inside
+        the packages it imports} over every module of the project (project/graph.py)."""
+        if self._graph is None:
+            files = self.modules()
+            shas = [(m, self._sha(m)) for m in files]
+            key = digest("graph", _GRAPH_VERSION, self._roots(), shas)
+            memory = any(self._in_memory(m) for m in files)
+            graph = None if memory else self.cache.get("graph", key, partial(checks.valid_graph, files))
+            if graph is None:
+                packages: dict[str, list[str]] = {}
+                graph = {"imports": {}, "reach": {}}
+                for m in files:
+                    direct, inside = resolve_imports(self.layout, m, self._import_names(m), packages)
+                    graph["imports"][m], graph["reach"][m] = direct, direct + inside
+                if not memory:
+                    self.cache.put("graph", key, graph)
+            self._graph = graph
+            self._connected = {m for m, targets in graph["imports"].items() if targets} | {t for targets in graph["imports"].values() for t in targets}
+            top = components(graph["reach"])
+            self._members: dict[str, list[str]] = {}
+            for m in files:
+                self._members.setdefault(top[m], []).append(m)
+            self._top = top
+        return self._graph
+
+    def _roots(self) -> list[str]:
+        return [self.layout.relpath(r) for r in self.layout.roots]
+
+    def _import_names(self, rel: str) -> list[str]:
+        if rel not in self._names:
+            sha = self._sha(rel)
+            key = digest("imports", sha)
+            cached = None if sha is None or self._in_memory(rel) else self.cache.get("imports", key, checks.valid_names)
+            if cached is None:
+                cached = import_names(self._text(rel)) if sha is not None else []
+                if sha is not None and not self._in_memory(rel):
+                    self.cache.put("imports", key, cached)
+            self._names[rel] = cached
+        return self._names[rel]
 
     def connected(self, rel: str) -> bool:
-        graph = self.graph()
-        return bool(graph.get(rel)) or bool(self._reverse.get(rel))
+        """Is ``rel`` connected to another module by imports (else it is linted alone)?"""
+        self.graph()
+        return rel in self._connected
 
-    # -- summaries ------------------------------------------------------------------------------
+    def component(self, rel: str) -> list[str]:
+        """The modules of ``rel``'s connected component (sorted), ``rel`` included."""
+        self.graph()
+        return self._members.get(self._top.get(rel, ""), [rel])
+
+    def dependencies(self, rel: str) -> str:
+        """A digest of everything the project view can tell ``rel``: its cached result is valid
+        while this is unchanged ("" for a module linted alone)."""
+        if not self.connected(rel):
+            return ""
+        top = self._top[rel]
+        if top not in self._deps:
+            members = self._members[top]
+            reach = self.graph()["reach"]
+            key = digest("component", SUMMARY_VERSION, self._roots(), self.settings, [(m, self._sha(m), reach[m]) for m in members])
+            memory = any(self._in_memory(m) for m in members)
+            found = None if memory else self.cache.get("components", key, lambda v: isinstance(v, str))
+            if found is None:
+                found = digest([(m, self._summary_digest(m)) for m in members])
+                if not memory:
+                    self.cache.put("components", key, found)
+            self._deps[top] = digest(key, found)
+        return self._deps[top]
+
+    def dependents(self, path: str) -> set[str]:
+        rel = self.layout.relpath(path)
+        if not self.connected(rel):
+            return {rel}
+        return {m for m in self.component(rel) if m in self._connected}
+
+    # -- summaries and views -------------------------------------------------------------------
     def summary(self, rel: str) -> dict | None:
-        if rel in self._summaries:
-            return self._summaries[rel]
-        loaded = self.source(rel)
-        result = None
-        if loaded is not None:
-            key = self._summary_key(rel, loaded[1])
-            result = self.cache.get("summaries", key)
-            if result is None:
-                result = self._summarize(rel, loaded[0])
-                if result is not None:
-                    self.cache.put("summaries", key, result)
-        self._store(rel, result)
-        return result
+        if rel not in self._summaries:
+            result = None
+            if self._sha(rel) is not None:
+                key = self._summary_key(rel)
+                result = None if self._in_memory(rel) else self.cache.get("summaries", key, partial(checks.valid_summary, rel))
+                if result is None:
+                    result = self._summarize(rel, self._text(rel))
+                    if result is not None and not self._in_memory(rel):
+                        self.cache.put("summaries", key, result)
+            self._summaries[rel] = result
+        return self._summaries[rel]
+
+    def _summary_key(self, rel: str) -> str:
+        return digest("summary", SUMMARY_VERSION, rel, self._sha(rel), self.settings)
+
+    def _summary_digest(self, rel: str) -> str | None:
+        if rel not in self._digests:
+            summary = self.summary(rel)
+            self._digests[rel] = digest(summary) if summary is not None else None
+        return self._digests[rel]
 
     def _summarize(self, rel: str, text: str) -> dict | None:
         result, analysis = _analyse_and_summarize(rel, text)
-        if analysis is not None and rel in self.files and self._kept + len(text) <= _KEEP_ANALYSES_BYTES:
+        if analysis is not None and (rel in self._named or rel in self._edits) and self._kept + len(text) <= _KEEP_ANALYSES_BYTES:
             self.analyses[rel] = analysis  # the lint pass reuses the parse and the index
             self._kept += len(text)
         return result
 
-    def needed(self) -> list[str]:
-        """Every module the linted files' neighbourhoods hold."""
-        found: set[str] = set()
-        for rel in sorted(self.files):
-            if self.connected(rel):
-                found |= self.neighbourhood(rel)
-        return sorted(found)
-
     def prepare(self, jobs: int | None) -> None:
-        """Compute the summaries the cache does not have, in ``jobs`` processes, then the view."""
+        """The import graph, and (in ``jobs`` processes) the summaries the cache lacks for the
+        components of the files this session will lint."""
         from torchsync_lint.parallel import map_files
 
+        self.graph()
+        tops = {self._top[rel] for rel in self._named if rel in self._top and self.connected(rel)}
         missing = []
-        for rel in self.needed():
-            loaded = self.source(rel)
-            if loaded is None:
-                self._summaries[rel] = None
-                continue
-            cached = self.cache.get("summaries", self._summary_key(rel, loaded[1]))
-            if cached is not None:
-                self._store(rel, cached)
-            else:
-                missing.append(rel)
+        for top in sorted(tops):
+            for rel in self._members[top]:
+                if rel in self._summaries or self._sha(rel) is None or self._in_memory(rel):
+                    continue
+                cached = self.cache.get("summaries", self._summary_key(rel), partial(checks.valid_summary, rel))
+                if cached is not None:
+                    self._summaries[rel] = cached
+                else:
+                    missing.append(rel)
         if len(missing) > 1 and jobs != 1:
-            work = partial(_summarize_file, str(self.layout.root))
+            work = partial(_summarize_file, str(self.root))
             for rel, result in zip(missing, map_files(work, missing, jobs)):
-                self._store(rel, result)
+                self._summaries[rel] = result
                 if result is not None:
-                    self.cache.put("summaries", self._summary_key(rel, self._sources[rel][1]), result)
-        self.view()
+                    self.cache.put("summaries", self._summary_key(rel), result)
 
-    def _summary_key(self, rel: str, sha: str) -> str:
-        return digest("summary", SUMMARY_VERSION, rel, sha, self.config_digest)
+    def view(self, rel: str) -> ProjectView:
+        """The settled view over ``rel``'s component (project/view.py)."""
+        self.graph()
+        top = self._top.get(rel, rel)
+        if top not in self._views:
+            members = self.component(rel)
+            self._views[top] = ProjectView(self.layout, {m: s for m in members if (s := self.summary(m)) is not None}).settle()
+        return self._views[top]
 
-    def _store(self, rel: str, result: dict | None) -> None:
-        self._summaries[rel] = result
-        if result is not None:
-            self._digests[rel] = digest(result)
-
-    def view(self) -> ProjectView:
-        """The view over every module connected to the linted files."""
-        if self._view is None:
-            summaries = {rel: s for rel in self.needed() if (s := self.summary(rel)) is not None}
-            self._view = ProjectView(self.layout, summaries)
-        return self._view
-
-    def __getstate__(self) -> dict:
-        """What a worker process needs: the graph, the summaries and the cache; not the
-        sources, the parsed modules or the view's memos (rebuilt there)."""
-        state = dict(self.__dict__)
-        state.update(_sources={}, analyses={}, _kept=0, _view=None, walk=None)
-        return state
-
-    def dependencies(self, rel: str) -> str:
-        """A digest of the summaries linting ``rel`` consults: its cached result is valid while
-        this is unchanged."""
-        if not self.connected(rel):
-            return ""
-        view = self.view()
-        return digest(sorted((m, self._digests.get(m, "")) for m in self.neighbourhood(rel) if m in view.summaries and m != rel))
-
-    def env_for(self, path: str):
+    def env_for(self, rel: str):
+        """What the project says to ``rel`` (a fork of its component's view), or None."""
         from torchsync_lint.project.env import ModuleEnv
 
-        rel = self.layout.relpath(path) if self.layout.contains(path) else None
-        if rel is None or not self.connected(rel) or rel not in self.view().summaries:
+        if not self.connected(rel) or self.summary(rel) is None:
             return None
-        return ModuleEnv(self.view(), rel)
+        return ModuleEnv(self.view(rel).fork(), rel)
 
+    def call_lines(self, rel: str, line: int, caller: str) -> list[int]:
+        """The lines of module ``caller`` on a call chain to the function that holds ``line``
+        of module ``rel`` (project/chains.py)."""
+        from torchsync_lint.project.chains import call_lines, enclosing_function
 
-def _closure(start: set[str], neighbours, cap: int) -> set[str]:
-    seen = set(start)
-    todo = sorted(start)
-    while todo and len(seen) <= cap:
-        current = todo.pop()
-        for nxt in sorted(neighbours(current)):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
+        text = self._text(rel)
+        qual = enclosing_function(text, line) if text is not None else None
+        return call_lines(self.view(rel), rel, qual, caller) if qual is not None and self.connected(rel) else []
+
+    # -- linting ----------------------------------------------------------------------------------
+    def lint(self, path: str, *, text: str | bytes | None = None, report_as: str | None = None, codes: set[str] | None = None, noqa: bool = True) -> FileResult:
+        shown = report_as or path
+        rel = self._rel(path)
+        if text is not None and rel is not None and (rel in self.modules() or (self.marked and rel.endswith(MODULE_SUFFIXES))):
+            if text != (self._overlays[rel] if rel in self._overlays else self._disk_text(rel)):
+                self.set_source(path, text)
+            text = None
+        in_view = rel is not None and rel in self.modules()
+        try:
+            source = self._source(rel) if in_view else None
+            if source is None:  # not in the view, or unreadable: read again, for the ReadError to report
+                source = sources.read(path, self._overlays.get(rel, text) if rel is not None else text, report_as=shown)
+        except ReadError as exc:
+            return FileResult(shown, errors=[file_error(shown, exc.code, exc.message)])
+        if source.python is None:
+            return FileResult(shown, source=source.file)
+        codes = self._codes(shown) if codes is None else codes
+        rel = rel if in_view else None
+        key = self._result_key(shown, rel, source.python, codes, noqa)
+        findings = checks.cached_findings(self.cache, key) if key is not None else None
+        if findings is None:
+            findings = [source.to_file(f) for f in self._lint_module(source.python, shown, rel, codes, noqa)]
+            if key is not None and not (rel is not None and self._in_memory(rel)):
+                self.cache.put("results", key, [f.to_dict() for f in findings])
+        errors = source.file_errors([f for f in findings if f.severity == "error"], shown)
+        return FileResult(shown, [f for f in findings if f.severity != "error"], errors, source.file)
+
+    def _rel(self, path: str) -> str | None:
+        return self.layout.relpath(path) if path != "-" and self.layout.contains(path) else None
+
+    def _disk_text(self, rel: str) -> str | None:
+        source = self._source(rel) if rel not in self._overlays else None
+        return source.file.text if source is not None else None
+
+    def _codes(self, shown: str) -> set[str]:
+        from torchsync_lint.catalog import rule_table
+
+        return self.config.codes_for_path(shown, rule_table())
+
+    def _lint_module(self, text: str, shown: str, rel: str | None, codes: set[str], noqa: bool) -> list[Finding]:
+        from torchsync_lint.engine import lint_source  # here: a run served by the cache never loads libcst
+
+        env = self.env_for(rel) if rel is not None else None
+        prepared = self.analyses.pop(rel, None) if rel is not None else None
+        return lint_source(text, shown, codes, self.settings, env=env, prepared=prepared, noqa=noqa)
+
+    def _result_key(self, shown: str, rel: str | None, text: str, codes: set[str], noqa: bool) -> str | None:
+        if not self.cache.enabled:
+            return None
+        from torchsync_lint.installed import installed_torchmetrics_version
+
+        sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        deps = self.dependencies(rel) if rel is not None else ""
+        return digest("results", shown, sha, sorted(codes), sorted(self.settings.items()), installed_torchmetrics_version(), noqa, deps)
+
+    @contextmanager
+    def editing(self, path: str, *, report_as: str | None = None, codes: set[str] | None = None, noqa: bool = True) -> Iterator[Callable[[str], list[Finding]]]:
+        shown = report_as or path
+        rel = self._rel(path)
+        rel = rel if rel is not None and rel in self.modules() else None
+        codes = self._codes(shown) if codes is None else codes
+
+        def lint(text: str) -> list[Finding]:
+            if rel is not None:
+                self._edit(rel, text)
+            return self._lint_module(text, shown, rel, codes, noqa)
+
+        try:
+            yield lint
+        finally:
+            if rel is not None:
+                self._edit(rel, None)
+
+    # -- in-memory sources ------------------------------------------------------------------------
+    def set_source(self, path: str, text: str | bytes) -> set[str]:
+        rel = self.layout.relpath(path)
+        self._overlays[rel] = text
+        return self._changed(rel)
+
+    def clear_source(self, path: str) -> set[str]:
+        rel = self.layout.relpath(path)
+        if self._overlays.pop(rel, None) is None:
+            return set()
+        return self._changed(rel)
+
+    def refresh(self) -> set[str]:
+        before = self._snapshot()
+        self._forget(everything=True)
+        after = self._snapshot()
+        changed = {m for m in set(before[0]) | set(after[0]) if before[0].get(m) != after[0].get(m)}
+        return self._affected(before, after, changed, structural=bool(changed))
+
+    def _edit(self, rel: str, text: str | None) -> None:
+        """A fix round's version of ``rel``'s module (None: back to its source)."""
+        if text is None:
+            if self._edits.pop(rel, None) is not None:
+                self._changed(rel)
+        elif self._text(rel) != text:
+            self._edits[rel] = text
+            self._changed(rel)
+
+    def _changed(self, rel: str) -> set[str]:
+        before = self._snapshot()
+        old = self._summary_digest(rel) if self.connected(rel) else None
+        self._forget(rel=rel)
+        after = self._snapshot()
+        new = self._summary_digest(rel) if self.connected(rel) else None
+        return self._affected(before, after, {rel}, structural=old != new or before[1] != after[1] or set(before[0]) != set(after[0]))
+
+    def _snapshot(self) -> tuple:
+        """(text digest per module, reach edges, component per module, connected modules)."""
+        graph = self.graph()
+        return {m: self._sha(m) for m in self.modules()}, graph["reach"], dict(self._top), set(self._connected)
+
+    def _affected(self, before: tuple, after: tuple, changed: set[str], structural: bool) -> set[str]:
+        """The files whose results may differ after ``changed`` modules changed: themselves,
+        and when a summary, an import edge or the set of files changed, the connected modules
+        of their components before and after."""
+        out = set(changed)
+        if structural:
+            for _, _, top, connected in (before, after):
+                tops = {top[m] for m in changed if m in top}
+                out.update(m for m, t in top.items() if t in tops and m in connected)
+        return out
+
+    def __getstate__(self) -> dict:
+        """What a worker process needs: the graph, the summaries, the overlays and the cache;
+        not the sources, the parsed modules or the views (rebuilt there)."""
+        state = dict(self.__dict__)
+        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _views={})
+        return state
 
 
 def _analyse_and_summarize(rel: str, text: str):
@@ -288,10 +460,11 @@ def _analyse_and_summarize(rel: str, text: str):
 def _summarize_file(root: str, rel: str) -> dict | None:
     """A worker's summary of one module (parsed there, nothing kept): just the file, not a
     whole Session (whose layout would re-read pyproject.toml for every module)."""
-    from torchsync_lint.files import ReadError, read_source
+    import os
 
     try:
-        text = read_source(os.path.join(root, rel)).text
-    except (ReadError, OSError):
+        source = sources.read(os.path.join(root, rel))
+    except ReadError:
         return None
-    return _analyse_and_summarize(rel, text)[0]
+    return _analyse_and_summarize(rel, source.python)[0] if source.python is not None else None
+

@@ -14,11 +14,15 @@ along the project's imports, with no pass over any module's source:
   become their datasets or their datasets' transforms.
 
 Every answer is memoised, cycles answer "unknown" while they are open, and chains are cut at a
-fixed depth: unknown stays silent.
+fixed depth: unknown stays silent. A view holds one connected component of the import graph
+(project/session.py). So that no answer depends on the order in which questions are asked
+(which file is linted first, in which process), the session ``settle()``s a view once, in a
+fixed order, and lints each file against a ``fork()`` of it.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 
@@ -90,6 +94,9 @@ class ProjectView:
             return self.resolve_name(target, path, depth + 1)
         if not tail and rest in summary["values"]:
             return ("value", path, rest)
+        binding = self.star_binding(path, head) if summary.get("stars") else None
+        if binding is not None:  # `from .b import *` in a package's __init__, re-exported
+            return self.resolve_name(binding + (f".{tail}" if tail else ""), path, depth + 1)
         return None
 
     def star_binding(self, path: str, name: str, depth: int = 0) -> str | None:
@@ -163,13 +170,58 @@ class ProjectView:
     def callers(self, ref: str) -> list[tuple[str, dict, int]]:
         """(caller's path, call record, how many leading parameters the call fills itself)."""
         if self._callers is None:
-            self._callers = {}
-            for path in sorted(self.summaries):
-                for call in self.summaries[path]["calls"]:
-                    target = self._call_target(call, path)
-                    if target is not None:
-                        self._callers.setdefault(target[0], []).append((path, call, target[1]))
+            self._callers = self._caller_table()
         return self._callers.get(ref, [])
+
+    def _caller_table(self) -> dict[str, list[tuple[str, dict, int]]]:
+        """Every call site of every project function, built whole before any answer reads it.
+        A call of a parameter's method (`^a.py:f#0.item`) finds its target through what f's
+        callers pass, i.e. through this table: such calls are added in rounds, each against
+        the complete table of the round before with fresh memos, until it stops changing."""
+        direct: dict[str, list[tuple]] = {}
+        through: list[tuple[str, int, dict]] = []
+        for path in sorted(self.summaries):
+            for n, call in enumerate(self.summaries[path]["calls"]):
+                if call["callee"].startswith("^"):
+                    through.append((path, n, call))
+                    continue
+                target = self._call_target(call, path)
+                if target is not None:
+                    direct.setdefault(target[0], []).append((path, n, call, target[1]))
+        table = direct
+        for _ in range(_MAX_DEPTH if through else 0):
+            self._callers = _strip(table)
+            self._forget_answers()
+            grown = {ref: list(entries) for ref, entries in direct.items()}
+            for path, n, call in through:
+                target = self._call_target(call, path)
+                if target is not None:
+                    grown.setdefault(target[0], []).append((path, n, call, target[1]))
+            for entries in grown.values():
+                entries.sort(key=lambda e: (e[0], e[1]))
+            if grown == table:
+                break
+            table = grown
+        self._forget_answers()
+        return _strip(table)
+
+    def _forget_answers(self) -> None:
+        """Drop every memo that reads the callers table."""
+        self._resolved, self._open, self._hot, self._flags = {}, set(), {}, {}
+        self._fed_sites = self._fed_datasets = None
+
+    def settle(self) -> ProjectView:
+        """Compute, in a fixed order, what every file's lint shares; ``fork()`` starts here."""
+        self.callers("")
+        self.fed_datasets()
+        return self
+
+    def fork(self) -> ProjectView:
+        """The settled view with memos of its own: one file's questions never change another's answers."""
+        other = copy.copy(self)
+        other._names, other._resolved, other._open = dict(self._names), dict(self._resolved), set()
+        other._hot, other._flags = dict(self._hot), dict(self._flags)
+        return other
 
     def _param_method(self, callee: str) -> tuple[str, str] | None:
         """`^<ref>#<i>.<method>`: the method of what callers pass for that parameter."""
@@ -462,6 +514,10 @@ class FedDatasets:
     functions: set[str] = field(default_factory=set)  # "path:qual"
     arguments: dict[tuple[str, int], set] = field(default_factory=dict)  # (path, call seq) -> positions / keywords
     seen: set[str] = field(default_factory=set)
+
+
+def _strip(table: dict[str, list[tuple]]) -> dict[str, list[tuple[str, dict, int]]]:
+    return {ref: [(path, call, shift) for path, _, call, shift in entries] for ref, entries in table.items()}
 
 
 def _loader_sites(value: dict) -> list[str]:

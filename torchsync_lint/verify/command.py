@@ -65,10 +65,14 @@ def static_expectations(path: str, names: dict[str, str]) -> tuple[list[Expectat
     findings: list[Expectation] = []
     error = None
     try:
-        from torchsync_lint.api import lint_file
+        from torchsync_lint.api import lint_with_callers
 
-        result = lint_file(path)
+        # The project view's findings too: a helper's sync that `check` reports in utils.py is
+        # expected at each line of the script that calls towards it, where the runtime
+        # attributes the sync (the innermost frame in the script).
+        result, reached = lint_with_callers(path)
         findings = [Expectation(f.line, f.code, f.name, f.message, static=True) for f in result.findings]
+        findings += [Expectation(line, f.code, f.name, f"{f.location}: {f.message}", static=True) for f, lines in reached for line in lines]
         if result.error is not None:
             error = f"{result.error.code}: {result.error.message}"
     except ImportError as exc:  # the static engine is optional for the verifier
