@@ -128,20 +128,20 @@ def test_actions_fix_unsafe_fix_noqa_and_fix_all(project):
     ws = Workspace(use_cache=False)
     path = str(project / "train.py")
     [outcome] = ws.open(path, TRAIN, 1)
-    doc, lint = ws.documents[path], ws.linter(ws.documents[path])
     by_code = {f.code: f for f in outcome.findings}
     offered = actions.offered([by_code["TSL301"], by_code["TSL303"]], outcome.findings)
     kinds = [(a.kind, a.finding.code if a.finding else None) for a in offered]
     assert kinds == [("fix", "TSL301"), ("noqa", "TSL301"), ("unsafe-fix", "TSL303"), ("noqa", "TSL303"), ("fix-all", None)]
     assert "unsafe" in offered[2].title
     for action in offered:
-        new = actions.perform(action, doc.text, path, outcome.findings, lint)
+        new = ws.perform(path, action)[path]
         ast.parse(new)
-        left = {(f.code, f.line) for f in lint(new)}
+        left = Workspace(use_cache=False).open(path, new, 1)[0].findings  # the same file with that text
         if action.finding is not None:
-            assert (action.finding.code, action.finding.line) not in left
+            assert (action.finding.code, action.finding.line) not in {(f.code, f.line) for f in left}
         else:
-            assert not any(f.fix is not None and f.fix.applicability.value == "safe" for f in lint(new))
+            assert not any(f.fix is not None and f.fix.applicability.value == "safe" for f in left)
+    assert (project / "train.py").read_text() == TRAIN  # actions return text; the editor applies it
 
 
 def test_noqa_is_not_offered_where_it_would_break_the_code():
@@ -168,22 +168,23 @@ def test_hover_is_what_explain_prints(project, capsys):
     assert actions.hover(actions.covering(outcome.findings, (1, 1), (1, 1))) is None
 
 
-def test_notebook_cells_map_both_ways():
+def test_notebook_cells_are_linted_as_the_notebook_file_and_fixed_per_cell(tmp_path):
     cells = [
         CellDocument("cell:a", "# Title", code=False),
         CellDocument("cell:b", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\ndevice = 'cuda'\n", code=True),
         CellDocument("cell:c", "%matplotlib inline\nfor x in loader:\n    x = x.to(device)\n    loss = model(x)\n    loss.backward()", code=True),
+        CellDocument("cell:d", "SELECT 1", code=True, language="sql"),
     ]
     nb = NotebookBuffer(cells)
+    path = str(tmp_path / "nb.ipynb")
     ws = Workspace(use_cache=False)
-    [outcome] = ws.open("/nowhere/nb.ipynb", nb.python, 1, notebook=nb)
+    [outcome] = ws.open(path, "", 1, notebook=nb)
+    (tmp_path / "nb.ipynb").write_text(nb.json())  # `check` on the same cells, saved
+    cli = {(f.code, f.cell, f.line, f.column) for r in lint_paths([str(tmp_path / "nb.ipynb")], config_for([str(tmp_path)]), use_cache=False) for f in r.findings}
+    assert {(f.code, f.cell, f.line, f.column) for f in outcome.findings} == cli
     copy = next(f for f in outcome.findings if f.code == "TSL301")
-    uri, in_cell = nb.to_cell(copy)
-    assert (uri, in_cell.line, in_cell.column) == ("cell:c", 3, 9)
-    assert nb.to_view("cell:c", 3, 9) == (copy.line, copy.column)
-    fix = actions.Action("fix", "", copy)
-    new_view = actions.perform(fix, nb.python, "/nowhere/nb.ipynb", outcome.findings, ws.linter(ws.documents["/nowhere/nb.ipynb"]))
-    edited = nb.edited_cells(new_view)
+    assert (nb.uris[copy.cell], copy.line, copy.column) == ("cell:c", 3, 9)
+    edited = ws.perform(path, actions.Action("fix", "", copy))
     assert list(edited) == ["cell:c"]
     assert edited["cell:c"].startswith("%matplotlib inline\n") and "x.to(device, non_blocking=True)" in edited["cell:c"]
     assert not edited["cell:c"].endswith("\n")  # the cell had no final newline
@@ -266,3 +267,25 @@ def test_a_half_typed_buffer_leaves_the_other_files_alone(project):
     assert ("TSL101", 2) in _codes(ws.lint(paths["helpers.py"])[0])
     ws.update(paths["train.py"], TRAIN, 3)
     assert [o.path for o in ws.lint(paths["train.py"])] == [paths["train.py"]]
+
+
+def test_an_edit_is_parsed_once_however_long_the_session_lives(project, monkeypatch):
+    """The summary's parse is the lint's too (the buffer is a file the session lints), and
+    what the Session keeps for that stays bounded: with room for three such files only,
+    the tenth edit is still parsed once."""
+    import libcst
+
+    from torchsync_lint.project import session as session_module
+
+    monkeypatch.setattr(session_module, "_KEEP_ANALYSES_BYTES", 3 * len(TRAIN) + 100)
+    ws = Workspace(use_cache=False)
+    path = str(project / "train.py")
+    ws.open(path, TRAIN, 1)
+    parses = []
+    real = libcst.parse_module
+    monkeypatch.setattr(libcst, "parse_module", lambda *a, **k: parses.append(1) or real(*a, **k))
+    for n in range(10):
+        parses.clear()
+        ws.update(path, TRAIN + f"STEP_{n} = {n}\n", n + 2)
+        ws.lint_document(path)
+        assert len(parses) == 1, n

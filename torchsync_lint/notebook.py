@@ -143,29 +143,13 @@ def parse_notebook(text: str, encoding: str = "utf-8") -> Notebook:
     cells: list[Cell] = []
     for k, joined in sources:
         span, items = spans[k]
-        found = _cell(k + 1, joined, span, items, nonce)
-        if found is not None:
-            cells.append(found)
+        lines = split_ends(joined)
+        python, magics = python_view("".join(body + "\n" for body, _ in lines), nonce)
+        if python is None:
+            continue  # %%bash and friends
+        added = bool(lines) and not lines[-1][1]
+        cells.append(Cell(k + 1, joined, span, items, python, added, magics, [end for _, end in lines]))
     return Notebook(text, encoding, _language(nb), cells, nonce)
-
-
-def _cell(index: int, text: str, span: tuple[int, int], items: list[tuple[int, int]] | None, nonce: str) -> Cell | None:
-    """A code cell with its Python view; None for a cell that is not Python (%%bash...)."""
-    lines = split_ends(text)
-    python, magics = python_view("".join(body + "\n" for body, _ in lines), nonce)
-    if python is None:
-        return None
-    added = bool(lines) and not lines[-1][1]
-    return Cell(index, text, span, items, python, added, magics, [end for _, end in lines])
-
-
-def from_cells(cells: list[tuple[int, str]]) -> Notebook:
-    """A notebook held as separate cell texts, as an editor sends a notebook document: each
-    code cell's number (1-based over all cells, markdown too) and text. It has no file text,
-    so `with_python` cannot render it; `cell_texts` gives the edited cells."""
-    nonce = _nonce("", [text for _, text in cells])
-    found = [_cell(index, text, (0, 0), None, nonce) for index, text in cells]
-    return Notebook("", "utf-8", None, [c for c in found if c is not None], nonce)
 
 
 def _language(nb: dict) -> str | None:
@@ -329,13 +313,6 @@ class Notebook:
             if text != cell.text:
                 changed[cell.index] = text
         return changed
-
-    def view_line(self, cell: int, line: int) -> int | None:
-        """The Python-view line (1-based) of ``line`` (1-based) of cell number ``cell``."""
-        for number, (c, row) in enumerate(self._rows, 1):
-            if c == cell and row == line:
-                return number
-        return None
 
     def _render(self, cell: Cell, text: str) -> str:
         """``text`` as the cell's `source` JSON value, in the file's own layout; the strings of

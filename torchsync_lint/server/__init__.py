@@ -3,8 +3,8 @@
 pygls is an optional dependency (`pip install 'torchsync-lint[server]'`): nothing here imports
 it until the server starts, so the lint path and the other commands never need it.
 
-- workspace.py: what to lint and re-lint (documents, settings, dependents); no protocol.
-- overlay.py: the project Session of `check`, with open buffers in place of their files.
+- workspace.py: what to lint and re-lint (documents, settings, dependents), on the project
+  Session every entry point shares (project/session.py); no protocol.
 - actions.py, notebooks.py, text.py: code actions, notebook cells and positions as data.
 - protocol.py (the server: scheduling, publishing), handlers.py (the LSP methods): the
   pygls glue.

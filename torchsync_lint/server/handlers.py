@@ -17,7 +17,6 @@ import sys
 from lsprotocol import types as lsp
 
 from torchsync_lint.server import actions, text
-from torchsync_lint.server.overlay import is_python_path
 from torchsync_lint.server.protocol import SOURCE, TorchsyncServer, path_of
 
 logger = logging.getLogger(__name__)
@@ -49,7 +48,7 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchsyncServer, params: lsp.DidOpenTextDocumentParams) -> None:
         path = path_of(params.text_document.uri)
-        if path is not None and is_python_path(path) and ls.workspace.get_notebook_document(cell_uri=params.text_document.uri) is None:
+        if path is not None and path.endswith((".py", ".pyi")) and ls.workspace.get_notebook_document(cell_uri=params.text_document.uri) is None:
             ls.uris[path] = params.text_document.uri
             ls.schedule(path, 0)
 
@@ -114,11 +113,9 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         if found is None:
             return None
         path, cell, doc = found
-        span = _view_range(doc, cell, params.range, ls.encoding)
-        findings = doc.outcome.findings
-        at = actions.covering(findings, *span) if span is not None else []
+        at = actions.covering(_findings(doc, cell), *_range(doc, cell, params.range, ls.encoding))
         only = params.context.only
-        offered = [a for a in actions.offered(at, findings) if not only or any(a.lsp_kind == k or a.lsp_kind.startswith(f"{k}.") for k in only)]
+        offered = [a for a in actions.offered(at, doc.outcome.findings) if not only or any(a.lsp_kind == k or a.lsp_kind.startswith(f"{k}.") for k in only)]
         lazy = _resolves_edits(ls)
         out = []
         for action in offered:
@@ -156,8 +153,7 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         if found is None:
             return None
         _, cell, doc = found
-        point = _view_range(doc, cell, lsp.Range(params.position, params.position), ls.encoding)
-        under = actions.covering(doc.outcome.findings, *point) if point is not None else []
+        under = actions.covering(_findings(doc, cell), *_range(doc, cell, lsp.Range(params.position, params.position), ls.encoding))
         under = [f for f in under if f.severity != "error"]
         markdown = await ls.work(actions.hover, under)
         if markdown is None:
@@ -199,21 +195,25 @@ async def _document(ls: TorchsyncServer, uri: str):
     return path, cell, doc
 
 
-def _view_range(doc, cell: str | None, rng: lsp.Range, encoding: str):
-    """A client range -> 1-based (line, column) pairs in the linted text (a notebook's view)."""
+def _range(doc, cell: str | None, rng: lsp.Range, encoding: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A client range -> 1-based (line, column) pairs in the document (or in the cell)."""
+    rows = text.lines(doc.notebook.text_of(cell) if cell is not None else doc.text)
+    return (text.from_client(rows, text.Position(rng.start.line, rng.start.character), encoding),
+            text.from_client(rows, text.Position(rng.end.line, rng.end.character), encoding))
+
+
+def _findings(doc, cell: str | None) -> list:
+    """The document's findings (a notebook's: those in ``cell``)."""
     if cell is None:
-        rows = text.lines(doc.text)
-        return text.from_client(rows, text.Position(rng.start.line, rng.start.character), encoding), text.from_client(rows, text.Position(rng.end.line, rng.end.character), encoding)
-    rows = text.lines(next((c.text for c in doc.notebook.cells if c.uri == cell), ""))
-    start = doc.notebook.to_view(cell, *text.from_client(rows, text.Position(rng.start.line, rng.start.character), encoding))
-    end = doc.notebook.to_view(cell, *text.from_client(rows, text.Position(rng.end.line, rng.end.character), encoding))
-    return (start, end) if start is not None and end is not None else None
+        return doc.outcome.findings
+    number = doc.notebook.numbers.get(cell)
+    return [f for f in doc.outcome.findings if f.cell == number]
 
 
 def _key(finding) -> list | None:
     if finding is None:
         return None
-    return [finding.code, finding.line, finding.column, finding.end_line, finding.end_column]
+    return [finding.code, finding.line, finding.column, finding.end_line, finding.end_column, finding.cell]
 
 
 def _resolves_edits(ls: TorchsyncServer) -> bool:
@@ -225,38 +225,26 @@ def _resolves_edits(ls: TorchsyncServer) -> bool:
 def _diagnostics_for(ls: TorchsyncServer, doc, finding, cell: str | None):
     if finding is None:
         return None
-    if cell is None:
-        return [ls.diagnostic(finding, text.lines(doc.text), doc.outcome.root)]
-    located = doc.notebook.to_cell(finding)
-    if located is None:
-        return None
-    uri, in_cell = located
-    return [ls.diagnostic(in_cell, text.lines(next(c.text for c in doc.notebook.cells if c.uri == uri)), None)]
+    rows = text.lines(doc.notebook.text_of(cell) if cell is not None else doc.text)
+    return [ls.diagnostic(finding, rows, doc.outcome.root)]
 
 
 def _edit(ls: TorchsyncServer, path: str, action: actions.Action) -> lsp.WorkspaceEdit | None:
     """The WorkspaceEdit of ``action`` on the document's current text (worker thread)."""
-    from torchsync_lint.notebook import NotebookError
-
     doc = ls.ws.documents.get(path)
-    if doc is None or doc.outcome is None:
-        return None
     try:
-        new = actions.perform(action, doc.text, path, doc.outcome.findings, ls.ws.linter(doc))
+        texts = ls.ws.perform(path, action)
     except Exception:  # noqa: BLE001 - an action that fails is not offered, the server goes on
         logger.exception("%s: %s failed", SOURCE, action.title)  # stderr: the client's server log
         return None
-    if new is None:
+    if not texts or doc is None:
         return None
-    if doc.notebook is None:
-        changes = {ls.uris[path]: [_text_edit(doc.text, new, ls.encoding)]}
-    else:
-        try:
-            edited = doc.notebook.edited_cells(new)
-        except NotebookError:
-            return None
-        old = {c.uri: c.text for c in doc.notebook.cells}
-        changes = {uri: [_text_edit(old[uri], cell_text, ls.encoding)] for uri, cell_text in edited.items()}
+    changes = {}
+    for target, new in texts.items():
+        if target == path:
+            changes[ls.uris[path]] = [_text_edit(doc.text, new, ls.encoding)]
+        else:  # a notebook cell
+            changes[target] = [_text_edit(doc.notebook.text_of(target), new, ls.encoding)]
     return lsp.WorkspaceEdit(changes=changes)
 
 

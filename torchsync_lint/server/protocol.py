@@ -70,12 +70,12 @@ class TorchsyncServer(LanguageServer):
         snap = self.snapshot(path)
         if snap is None:
             return
-        outcomes, moved = await self.work(self._guarded, ([], False), self._update_and_lint, path, snap)
+        outcomes, others = await self.work(self._guarded, ([], []), self._update_and_lint, path, snap)
         self.publish(outcomes)  # the edited document first; then the others it changed
-        if moved:
-            self.publish(await self.work(self._guarded, [], self.ws.dependents, path))
+        if others:
+            self.publish(await self.work(self._guarded, [], self.ws.relint, others))
 
-    def _update_and_lint(self, path: str, snap) -> tuple[list[LintOutcome], bool]:
+    def _update_and_lint(self, path: str, snap) -> tuple[list[LintOutcome], list[str]]:
         self.ws.update(path, *snap)
         return self.ws.lint_document(path)
 
@@ -100,7 +100,7 @@ class TorchsyncServer(LanguageServer):
                 doc = self.workspace.text_documents.get(unquote(cell.document))  # pygls keys them unquoted
                 cells.append(CellDocument(cell.document, doc.source if doc else "", cell.kind == lsp.NotebookCellKind.Code, doc.language_id or "python" if doc else "python"))
             buffer = NotebookBuffer(cells)
-            return buffer.python, notebook.version, buffer
+            return buffer.json(), notebook.version, buffer
         doc = self.workspace.text_documents.get(unquote(uri))
         if doc is None:
             return None
@@ -138,12 +138,10 @@ class TorchsyncServer(LanguageServer):
 
     def _publish_cells(self, outcome: LintOutcome, notebook: NotebookBuffer) -> None:
         by_cell: dict[str, list[lsp.Diagnostic]] = {}
-        texts = {c.uri: c.text for c in notebook.cells}
         for finding in outcome.findings:
-            located = notebook.to_cell(finding)
-            if located is not None:
-                uri, in_cell = located
-                by_cell.setdefault(uri, []).append(self.diagnostic(in_cell, text.lines(texts[uri]), None))
+            uri = notebook.uris.get(finding.cell or 1)
+            if uri is not None:
+                by_cell.setdefault(uri, []).append(self.diagnostic(finding, text.lines(notebook.text_of(uri)), outcome.root))
         before = self.cell_diagnostics.get(outcome.path, set())
         for uri in sorted(before | set(by_cell)):
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, by_cell.get(uri, [])))

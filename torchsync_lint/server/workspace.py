@@ -2,34 +2,39 @@
 of each, and which open documents an edit changes. No protocol here (server/protocol.py is
 the pygls glue); every method returns the outcomes to publish.
 
-A document is linted as `torchsync-lint check <its path>` lints its file, with the same
-pyproject.toml settings, the same project view and the same cache (server/overlay.py), except
-that every open buffer stands in for its file, saved or not. After a document is linted, the
-other open documents whose results could have changed are linted again, and only those: a
-document's results depend on its own text, its settings and the summaries of the modules
-around it (Session.dependencies), so an edit that changes neither what the edited module
-exports (its summary) nor what it imports re-lints nothing else, and one that does re-lints
-exactly the open documents whose dependency digest moved.
+It is a thin adapter over the pipeline every entry point shares (project/session.py): one
+long-lived Session per project root, as `check` builds it, with each open buffer given to it
+as the file's source (``set_source``), saved or not. A document is linted with
+``Session.lint``, so it gets the findings `check <its path>` would give the file with that
+text. ``set_source`` says which files' results an edit may change: the file itself, and when
+its summary or its imports changed, the connected modules around it; the open documents
+among those are linted again, and only those.
+
+A buffer that does not parse is not given to the Session: it has no findings while the
+user types, and the rest of the project keeps seeing its last version that parsed.
 """
 
 from __future__ import annotations
 
+import ast
 import os
-import re
-from dataclasses import dataclass, field
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from torchsync_lint.config import Config, ConfigError
 from torchsync_lint.server.notebooks import NotebookBuffer
-from torchsync_lint.server.overlay import BufferSession, Memory, is_python_path
 from torchsync_lint.types import Finding
+
+_LINTED = (".py", ".pyi", ".ipynb")
 
 
 @dataclass
 class LintOutcome:
     path: str
-    text: str  # the text the findings are for (a notebook's Python view)
-    findings: list[Finding] = field(default_factory=list)  # rule findings and TSL901-903
+    text: str  # the document text the findings are for (a notebook: as notebooks.py writes it)
+    findings: list[Finding] = field(default_factory=list)  # rule findings and TSL901-903, in the file's terms (a notebook's: cell and line there)
     syntax_error: Finding | None = None  # TSL900: not shown while the user is typing
     config_error: str | None = None  # the settings could not be read: nothing was linted
     config_file: str | None = None  # the pyproject.toml at fault, when known
@@ -41,69 +46,63 @@ class LintOutcome:
 @dataclass
 class Document:
     path: str  # absolute
-    text: str  # Python source (a notebook: its Python view)
+    text: str  # a .py buffer, or a notebook's cells as notebooks.py writes them
     version: int | None = None
     notebook: NotebookBuffer | None = None
     outcome: LintOutcome | None = None
-    deps: str | None = None  # the summaries it was last linted against (a digest)
-    parsed: str | None = None  # its last text that parsed: what the other modules see meanwhile
-    exports: tuple | None = None  # (its summary's digest, its imports) at its last lint
+    given: str | None = None  # the text its Session holds for it (its last version that parsed)
     config_key: tuple | None = None
 
 
 class Workspace:
     def __init__(self, *, use_cache: bool = True) -> None:
         self.documents: dict[str, Document] = {}
-        self.memory = Memory()
         self.use_cache = use_cache
         self._configs: dict[str, tuple[tuple, Config | ConfigError]] = {}
-        self._walks: dict[str, tuple[tuple, list[str]]] = {}
+        self._sessions: dict[tuple, object] = {}  # (root or file, marked, settings) -> Session
 
     # -- documents --------------------------------------------------------------------------
     def open(self, path: str, text: str, version: int | None = None, notebook: NotebookBuffer | None = None) -> list[LintOutcome]:
-        if notebook is None and os.path.isfile(path) and not any(path in files for _, files in self._walks.values()):
-            self._forget_files()  # a file the project listings have not seen yet
-        self.documents[path] = Document(path, notebook.python if notebook else text, version, notebook)
+        self.update(path, text, version, notebook)
         return self.lint(path)
 
     def update(self, path: str, text: str, version: int | None = None, notebook: NotebookBuffer | None = None) -> None:
-        """Record an edit; the caller decides when to lint (debounced)."""
+        """Record an edit; the caller decides when to lint (debounced). A notebook's ``text``
+        is ignored: its cells are ``notebook``."""
+        text = notebook.json() if notebook is not None else text
         doc = self.documents.get(path)
         if doc is None:
-            self.documents[path] = doc = Document(path, text, version, notebook)
-        doc.text, doc.version, doc.notebook = (notebook.python if notebook else text), version, notebook
+            self.documents[path] = Document(path, text, version, notebook)
+        else:
+            doc.text, doc.version, doc.notebook = text, version, notebook
 
     def close(self, path: str) -> list[LintOutcome]:
-        """Forget the buffer (its file on disk counts again): the open documents that depended
-        on what it said are linted again."""
-        if self.documents.pop(path, None) is None:
+        """Forget the buffer (its file on disk counts again): the open documents whose results
+        that changes are linted again."""
+        doc = self.documents.pop(path, None)
+        if doc is None or doc.given is None:
             return []
-        return self._dependents(skip=path)
+        session = self._session_holding(doc)
+        if session is None:
+            return []
+        return self.relint(sorted(str(session.root / rel) for rel in session.clear_source(path)))
 
     def lint(self, path: str) -> list[LintOutcome]:
         """Lint the document at ``path``, then the open documents its edit changed."""
-        outcomes, moved = self.lint_document(path)
-        return outcomes + (self.dependents(path) if moved else [])
+        outcomes, others = self.lint_document(path)
+        return outcomes + self.relint(others)
 
-    def lint_document(self, path: str) -> tuple[list[LintOutcome], bool]:
-        """Lint the document at ``path`` alone (the server publishes it before looking at the
-        others), and whether what it tells other modules changed (its summary or imports)."""
+    def lint_document(self, path: str) -> tuple[list[LintOutcome], list[str]]:
+        """Lint the document at ``path`` alone (the server publishes it before the others), and
+        the other open documents whose results its edit may have changed."""
         doc = self.documents.get(path)
         if doc is None:
-            return [], False
-        before = doc.exports
-        outcome = self._lint(doc)
-        if outcome.syntax_error is not None:
-            # Half-typed code: the rest of the project keeps seeing the last version that
-            # parsed, so the other files' diagnostics do not flicker while the user types.
-            doc.exports = before
-            return [outcome], False
-        doc.parsed = doc.text
-        return [outcome], doc.notebook is None and doc.exports != before
+            return [], []
+        outcome, changed = self._lint(doc)
+        return [outcome], sorted(p for p in changed if p != path and p in self.documents)
 
-    def dependents(self, path: str) -> list[LintOutcome]:
-        """Lint again the other open documents whose dependencies moved."""
-        return self._dependents(skip=path)
+    def relint(self, paths: list[str]) -> list[LintOutcome]:
+        return [self._lint(self.documents[p])[0] for p in paths if p in self.documents]
 
     def current(self, path: str) -> tuple[Document | None, list[LintOutcome]]:
         """The document with findings for its current text (linting it now if they are stale),
@@ -114,22 +113,19 @@ class Workspace:
         return doc, self.lint(path)
 
     def files_changed(self) -> list[LintOutcome]:
-        """Files were created, deleted or changed on disk (or a pyproject.toml): forget the
-        project listings and re-lint the open documents whose settings or dependencies
-        changed."""
-        self._forget_files()
-        outcomes = []
-        for doc in list(self.documents.values()):
-            config, key = self.config(doc.path)
-            if key != doc.config_key:
-                outcomes += self.lint(doc.path)
-        return outcomes + self._dependents(skip=None, already={o.path for o in outcomes})
+        """Files were created, deleted or changed on disk (or a pyproject.toml or an ignore
+        file): re-read the projects, and re-lint the open documents whose settings changed or
+        whose results the Sessions say may have."""
+        from torchsync_lint.project.layout import clear_marker_memo
 
-    def _forget_files(self) -> None:
-        from torchsync_lint.project.layout import _module_file
-
-        self._walks.clear()
-        _module_file.cache_clear()  # its answers say which module files exist
+        clear_marker_memo()  # a pyproject.toml created or removed moves a project root
+        again: set[str] = set()
+        for doc in self.documents.values():
+            if self.config(doc.path)[1] != doc.config_key:
+                again.add(doc.path)
+        for session in list(self._sessions.values()):
+            again |= {str(session.root / rel) for rel in session.refresh()}
+        return self.relint(sorted(p for p in again if p in self.documents))
 
     # -- settings -----------------------------------------------------------------------------
     def config(self, path: str) -> tuple[Config | ConfigError, tuple]:
@@ -151,103 +147,137 @@ class Workspace:
         self._configs[str(directory)] = (stamps, config)
         return config, stamps
 
-    def _walk(self, root: str, config: Config) -> list[str]:
-        """The project's Python files, as `check` walks them (excludes, .gitignore), kept
-        until files change on disk."""
-        from torchsync_lint.files import discover
+    # -- sessions -----------------------------------------------------------------------------
+    def _session(self, doc: Document, config: Config):
+        """The Session of ``doc``'s project under ``config`` (made on first use, and given the
+        open buffers under its root). Outside any project, a Session of the file alone, as
+        `check <file>` makes."""
+        from torchsync_lint.project.layout import project_root
+        from torchsync_lint.project.session import Session
 
-        key = (config.source, tuple(config.exclude_patterns), config.respect_gitignore)
-        found = self._walks.get(root)
-        if found is None or found[0] != key:
-            found = self._walks[root] = (key, discover([root], config, notes=[])[0])
-        return found[1]
+        root, marked = project_root(doc.path)
+        key = (str(root) if marked else doc.path, marked, doc.config_key)
+        session = self._sessions.get(key)
+        if session is None:
+            for old in [k for k in self._sessions if k[:2] == key[:2]]:  # the settings changed
+                del self._sessions[old]
+            if marked:
+                session = Session(root, config, use_cache=self.use_cache)
+            else:
+                session = Session(root, config, marked=False, use_cache=False, files=[doc.path])
+            self._sessions[key] = session
+            for other in self.documents.values():  # the buffers of its files stand for them
+                if other.given is not None and (other is doc or (marked and project_root(other.path)[0] == root)):
+                    session.set_source(other.path, other.given)
+        return session
+
+    def _session_holding(self, doc: Document):
+        config, key = self.config(doc.path)
+        if isinstance(config, ConfigError) or key != doc.config_key:
+            return None
+        return self._session(doc, config)
 
     # -- linting ------------------------------------------------------------------------------
-    def _session(self, path: str, config: Config) -> BufferSession:
-        from torchsync_lint.api import _config_digest
-        from torchsync_lint.project.layout import find_root
-
-        root, marked = find_root([path] if os.path.exists(path) else [str(Path(path).parent)])
-        buffers = {d.path: d.text if d.path == path else (d.parsed or d.text) for d in self.documents.values() if d.notebook is None and is_python_path(d.path)}
-        return BufferSession(
-            root, [path], marked=marked, use_cache=self.use_cache, config_digest=_config_digest(config),
-            walk=lambda top: self._walk(top, config), buffers=buffers, memory=self.memory,
-        )
-
-    def _lint(self, doc: Document, session: BufferSession | None = None) -> LintOutcome:
+    def _lint(self, doc: Document) -> tuple[LintOutcome, set[str]]:
+        """(``doc``'s outcome, the paths of the files whose results its edit may change)."""
         config, doc.config_key = self.config(doc.path)
         if isinstance(config, ConfigError):
-            outcome = _config_outcome(doc, str(config))
-        elif config.is_excluded(doc.path):
-            outcome = LintOutcome(doc.path, doc.text, excluded=True)
+            outcome, changed = _config_outcome(doc, str(config)), set()
+        elif config.is_excluded(doc.path) or not doc.path.endswith(_LINTED):
+            outcome, changed = LintOutcome(doc.path, doc.text, excluded=True), set()
         else:
             try:
-                outcome = self._run(doc, config, session)
+                outcome, changed = self._run(doc, config)
             except ConfigError as exc:  # a per-file-ignores selector that names no rule
-                outcome = _config_outcome(doc, str(exc))
+                outcome, changed = _config_outcome(doc, str(exc)), set()
         doc.outcome = outcome
-        return outcome
+        return outcome, changed
 
-    def _run(self, doc: Document, config: Config, session: BufferSession | None) -> LintOutcome:
-        from torchsync_lint.catalog import rule_table
+    def _run(self, doc: Document, config: Config) -> tuple[LintOutcome, set[str]]:
+        from torchsync_lint import sources
         from torchsync_lint.errors import file_error
         from torchsync_lint.files import MAX_SOURCE_BYTES
 
-        codes = config.codes_for_path(doc.path, rule_table())
         if len(doc.text) > MAX_SOURCE_BYTES // 4 and len(doc.text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
             big = file_error(doc.path, "TSL902", f"too large to lint: more than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB")
-            return LintOutcome(doc.path, doc.text, [big])
-        if doc.notebook is not None:
-            findings = self.linter(doc, config, codes)(doc.text)  # a notebook is linted alone, as `check` does
-        else:
-            session = session or self._session(doc.path, config)
-            session.prepare()
-            rel = session.layout.relpath(doc.path)
-            findings = self.linter(doc, config, codes, session)(doc.text, session.analyses.pop(rel, None))
-            doc.deps = session.dependencies(rel)
-            doc.exports = (session.summary_digest(rel), tuple(sorted(session.graph().get(rel, ()))))
-        syntax = next((f for f in findings if f.code == "TSL900"), None)
-        root = str(session.layout.root) if session is not None else None
-        return LintOutcome(doc.path, doc.text, [f for f in findings if f.code != "TSL900"], syntax, root=root)
+            return LintOutcome(doc.path, doc.text, [big]), set()
+        source = sources.read(doc.path, doc.text)
+        problem = _does_not_parse(doc.path, source)
+        if problem is not None:  # half-typed: no findings, and the project keeps its last version
+            return LintOutcome(doc.path, doc.text, syntax_error=problem), set()
+        session = self._session(doc, config)
+        changed = session.set_source(doc.path, doc.text) if doc.given != doc.text else set()
+        doc.given = doc.text
+        result = session.lint(doc.path)
+        syntax = next((e for e in result.errors if e.code == "TSL900"), None)
+        findings = [*result.findings, *(e for e in result.errors if e.code != "TSL900")]
+        outcome = LintOutcome(doc.path, doc.text, findings, syntax, root=str(session.root))
+        return outcome, {str(session.root / rel) for rel in changed}
 
-    def linter(self, doc: Document, config: Config | None = None, codes: set[str] | None = None, session: BufferSession | None = None):
-        """text (, prepared analysis) -> findings for ``doc``, with its settings and project
-        view: what diagnostics, the fixer's rounds and "fix all" all lint with."""
-        from torchsync_lint.catalog import rule_table
-        from torchsync_lint.engine import lint_source
+    @contextmanager
+    def editing(self, path: str):
+        """For a code action on the document at ``path``: (its module text, that text's
+        findings, ``text -> findings`` for versions of it, and the way back from an edited
+        module to the document's texts), linted as its diagnostics are."""
+        from torchsync_lint import sources
 
-        if config is None:
-            config, _ = self.config(doc.path)
-            if isinstance(config, ConfigError):
-                raise config
-        codes = config.codes_for_path(doc.path, rule_table()) if codes is None else codes
-        env = None
+        doc = self.documents[path]
+        config, _ = self.config(path)
+        if isinstance(config, ConfigError):
+            raise config
+        source = sources.read(path, doc.text)
+        session = self._session(doc, config)
+        with session.editing(path) as lint:
+            yield source.python, lint(source.python), lint, source
+
+    def perform(self, path: str, action) -> dict[str, str] | None:
+        """What ``action`` (actions.Action, its finding in the document's terms) leaves: the
+        new text of the document, or of each notebook cell it changes (by cell URI). None when
+        it cannot be done or the document changed since it was listed."""
+        from torchsync_lint.notebook import NotebookError
+        from torchsync_lint.server import actions
+
+        doc = self.documents.get(path)
+        if doc is None or doc.outcome is None or doc.outcome.text != doc.text or doc.given != doc.text:
+            return None
+        with self.editing(path) as (module, findings, lint, source):
+            target = None
+            if action.finding is not None:
+                target = next((f for f in findings if _same(source.to_file(f), action.finding)), None)
+                if target is None:
+                    return None
+            new = actions.perform(replace(action, finding=target), module, path, findings, lint)
+        if new is None:
+            return None
         if doc.notebook is None:
-            if session is None:
-                session = self._session(doc.path, config)
-                session.prepare()
-            env = session.env_for(doc.path)
-        settings = config.settings()
+            return {path: new}
+        try:
+            return {doc.notebook.uris[number]: text for number, text in source.notebook.cell_texts(new).items()}
+        except NotebookError:
+            return None
 
-        def lint(text: str, prepared=None) -> list[Finding]:
-            return lint_source(text, doc.path, codes, settings, env=env, prepared=prepared)
 
-        return lint
+def _does_not_parse(path: str, source) -> Finding | None:
+    """TSL900 for a module Python cannot parse (a notebook's: at its first such cell), found
+    with Python's own parser, many times faster than the engine's."""
+    from torchsync_lint.errors import file_error
 
-    def _dependents(self, skip: str | None, already: set[str] = frozenset()) -> list[LintOutcome]:
-        """Lint again the open Python documents whose dependencies' summaries changed."""
-        outcomes = []
-        for doc in list(self.documents.values()):
-            if doc.path == skip or doc.path in already or doc.notebook is not None or doc.outcome is None:
-                continue
-            config, key = self.config(doc.path)
-            if isinstance(config, ConfigError) or key != doc.config_key or doc.outcome.excluded:
-                continue
-            session = self._session(doc.path, config)
-            session.prepare()
-            if session.dependencies(session.layout.relpath(doc.path)) != doc.deps:
-                outcomes.append(self._lint(doc, session))
-        return outcomes
+    if source.python is None:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source.python)
+    except SyntaxError as exc:
+        error = file_error(path, "TSL900", f"cannot parse: {exc.msg}", exc.lineno or 1, max(exc.offset or 1, 1))
+        return source.file_errors([error], path)[0]
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return file_error(path, "TSL900", f"cannot parse: {type(exc).__name__}")
+    return None
+
+
+def _same(a: Finding, b: Finding) -> bool:
+    return (a.code, a.line, a.column, a.end_line, a.end_column, a.cell) == (b.code, b.line, b.column, b.end_line, b.end_column, b.cell)
 
 
 def _pyproject_stamps(directory: Path) -> tuple:
@@ -266,6 +296,8 @@ def _pyproject_stamps(directory: Path) -> tuple:
 
 def _config_outcome(doc: Document, message: str) -> LintOutcome:
     """Nothing linted: the settings cannot be read (and where the file says so)."""
+    import re
+
     path = _config_file(message, doc.config_key or ())
     line = 1
     m = re.search(r"at line (\d+), column \d+", message)
