@@ -56,7 +56,7 @@ def project(tmp_path):
 
 @pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code", "neovim", "emacs"])
 async def client(lsp_client: LanguageClient, project, request):
-    await lsp_client.initialize_session(lsp.InitializeParams(
+    lsp_client.initialized_with = await lsp_client.initialize_session(lsp.InitializeParams(
         capabilities=client_capabilities(request.param),
         root_uri=from_fs_path(str(project)),
         workspace_folders=[lsp.WorkspaceFolder(from_fs_path(str(project)), "demo")],
@@ -148,14 +148,20 @@ async def test_open_change_save(client: LanguageClient, project):
     [related] = item.related_information
     assert related.location.uri == train and related.location.range.start.line == 17
 
-    # Typing: a gated host read appears after the debounce, with "gated" in its message.
-    edited = TRAIN + "        if step % 100 == 0:\n            print(loss.item())\n"
+    # Typing: a gated host read appears after the debounce, with "gated" in its message, at
+    # a column counted in the position encoding the client and the server agreed on.
+    typed = '        if step % 100 == 0:\n            print("é😀", loss.item())\n'
+    edited = TRAIN + typed
     client.text_document_did_change(lsp.DidChangeTextDocumentParams(
         lsp.VersionedTextDocumentIdentifier(2, train),
-        [lsp.TextDocumentContentChangePartial(lsp.Range(lsp.Position(18, 0), lsp.Position(18, 0)), "        if step % 100 == 0:\n            print(loss.item())\n")]))
+        [lsp.TextDocumentContentChangePartial(lsp.Range(lsp.Position(18, 0), lsp.Position(18, 0)), typed)]))
     await until(lambda: ("TSL101", 20) in codes(client, train), what="the typed TSL101")
     gated = next(d for d in client.diagnostics[train] if d.code == "TSL101")
     assert "gated by `if step % 100 == 0:`" in gated.message
+    encoding = client.initialized_with.capabilities.position_encoding or "utf-16"
+    before = typed.splitlines()[1].split("loss.item")[0]
+    units = {"utf-8": len(before.encode()), "utf-16": len(before.encode("utf-16-le")) // 2, "utf-32": len(before)}
+    assert gated.range.start.character == units[encoding], encoding
     assert last_version(client, train) == 2
 
     before = published(client, train)
