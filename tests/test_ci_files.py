@@ -56,3 +56,25 @@ def test_gpu_workflow_verify_command_parses_and_writes_both_reports():
     args = _parse_cli(shlex.split(line.strip()))
     assert args.command == "verify" and args.backend == "cuda" and args.measure
     assert args.format == "markdown" and args.output_file.endswith(".md") and args.json_output.endswith(".json")
+
+
+def test_the_sync_budget_workflow_checks_a_committed_budget_with_annotations():
+    """docs/ci/sync-budget.yml (README, "Sync budget in CI"): users copy it as is."""
+    workflow = yaml.safe_load((ROOT / "docs" / "ci" / "sync-budget.yml").read_text())
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as True
+    assert "pull_request" in triggers
+    steps = workflow["jobs"]["sync-budget"]["steps"]
+    (command,) = [s["run"] for s in steps if str(s.get("run", "")).startswith("torchsync-lint verify")]
+    args = _parse_cli(shlex.split(command))
+    assert args.budget == "syncs.toml" and not args.update_budget and not args.paths
+    assert args.backend == "emulate" and args.format == "github" and args.json_output == "sync-budget.json"
+    upload = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+    assert upload and upload[0]["with"]["path"] == args.json_output
+
+
+def test_ci_checks_the_committed_fixture_budget():
+    lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if "--budget" in line and not line.startswith("#")]
+    (line,) = lines
+    args = _parse_cli(shlex.split(line.replace(".venv/bin/", "")))
+    assert args.budget == "budgets/fixtures.toml" and args.paths == ["fixtures/"] and not args.update_budget and args.backend == "emulate"
+    assert (ROOT / args.budget).is_file()

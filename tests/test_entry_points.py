@@ -48,7 +48,7 @@ HELPER_ITEM = ("utils.py", 5, 12, "TSL101")
 # -- --add-noqa, --fix, --diff, flake8, verify -----------------------------------------------------
 
 def test_add_noqa_silences_what_needs_another_module(tmp_path, monkeypatch, capsys):
-    root = copy(tmp_path, "add-noqa-ignores-project-view")
+    root = copy(tmp_path, "helper-item")
     monkeypatch.chdir(root)
     code, before = check(capsys, "--no-cache", ".")
     assert code == 1 and HELPER_ITEM in before and len(before) == 2
@@ -95,7 +95,7 @@ flake8 = pytest.importorskip("flake8")
 
 
 def test_flake8_gives_the_findings_of_check(tmp_path, monkeypatch, capsys):
-    root = copy(tmp_path, "flake8-misses-cross-module")
+    root = copy(tmp_path, "helper-item")
     monkeypatch.chdir(root)
     _, expected = check(capsys, "--no-cache", ".")
     assert HELPER_ITEM in expected
@@ -189,7 +189,7 @@ BAD_ENTRIES = ['{"train.py": 5}', "{}", "[[]]", "[]", "null", '"x"', "5", "{not 
 
 @pytest.mark.parametrize("content", BAD_ENTRIES)
 def test_a_bad_cache_entry_is_a_miss_and_is_rewritten(content, tmp_path, monkeypatch, capsys):
-    root = copy(tmp_path, "cache-wrong-shape-entries")
+    root = copy(tmp_path, "helper-item")
     monkeypatch.chdir(root)
     expected = check(capsys, "--no-cache", ".")
     assert expected[1] == [("train.py", 6, 10, "TSL302"), HELPER_ITEM]
@@ -213,7 +213,7 @@ def test_a_well_formed_entry_of_the_wrong_shape_is_a_miss(tmp_path, monkeypatch,
     of another format) is a miss too."""
     import hashlib
 
-    root = copy(tmp_path, "cache-wrong-shape-entries")
+    root = copy(tmp_path, "helper-item")
     monkeypatch.chdir(root)
     expected = check(capsys, "--no-cache", ".")
     check(capsys, ".")
@@ -225,7 +225,7 @@ def test_a_well_formed_entry_of_the_wrong_shape_is_a_miss(tmp_path, monkeypatch,
 
 
 def test_a_fifo_in_place_of_an_entry_is_a_miss(tmp_path):
-    root = copy(tmp_path, "cache-entry-fifo-hang")
+    root = copy(tmp_path, "helper-item")
     first = cli("-m", "torchsync_lint", "check", "-q", ".", cwd=root)
     assert first.returncode == 1
     fifos = []

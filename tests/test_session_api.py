@@ -13,7 +13,7 @@ from torchsync_lint.project.sessions import Sessions
 DATA = Path(__file__).parent / "data" / "entry_points"
 
 
-def project(tmp_path: Path, case: str = "add-noqa-ignores-project-view") -> Path:
+def project(tmp_path: Path, case: str = "helper-item") -> Path:
     root = tmp_path / "p"
     shutil.copytree(DATA / case / "project", root)
     (root / "other.py").write_text("import torch\n\nx = torch.zeros(3)\n")  # connected to nothing

@@ -198,7 +198,7 @@ def cmd_check(args) -> int:
             return 2
         return run_fix_command(args, config, paths)
     if paths == ["-"]:
-        results = [lint_file("-", config, stdin_filename=args.stdin_filename)]
+        results = [lint_file("-", config, stdin_filename=args.stdin_filename, use_cache=not args.no_cache)]
     else:
         results = lint_paths(paths, config, jobs=args.jobs, use_cache=not args.no_cache)
     options = {

@@ -1,6 +1,11 @@
-"""flake8 plugin (`flake8 --select TSL`): a thin adapter over the engine.
+"""flake8 plugin (`flake8 --select TSL`): a thin adapter over the project pipeline.
 
 Choices (README, "flake8"):
+
+* **The project view is check's.** Each file is linted in its project session
+  (project/session.py), as `torchsync-lint check` lints it: a finding that needs another module
+  is reported at the same line and column. The sessions live for the flake8 process (one per
+  project root); a file outside any project is linted alone.
 
 * **Selection is flake8's.** Every rule runs; flake8's `select`/`extend-select`/`ignore`/
   `per-file-ignores` decide what is shown. Rules that are off by default
@@ -98,6 +103,7 @@ class Plugin:
     settings: ClassVar[dict[str, Any]] = {}
     # The codes to run, from flake8's selection (None until parse_options: every rule).
     codes: ClassVar[frozenset[str] | None] = None
+    isolated: ClassVar[bool] = False  # flake8 --isolated: no [tool.torchsync-lint] either
 
     def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
         # flake8 needs a `tree` parameter to treat us as an AST plugin; libcst parses `lines`.
@@ -124,6 +130,7 @@ class Plugin:
         if version is None and not getattr(options, "isolated", False):
             version = _config_torchmetrics_version()
         cls.settings = {"torchmetrics-version": version}
+        cls.isolated = bool(getattr(options, "isolated", False))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         if self.codes is not None and not self.codes:
@@ -137,7 +144,7 @@ class Plugin:
 
             found = lint_source(source, self.filename, codes, dict(self.settings), noqa=False)
         else:
-            result = _session_for(self.filename, self.settings).lint(self.filename, text=source, codes=codes, noqa=False)
+            result = _session_for(self.filename, self.settings, self.isolated).lint(self.filename, text=source, codes=codes, noqa=False)
             found = [*result.findings, *result.errors]
         for f in sorted(found, key=lambda f: f.sort_key):
             yield f.line, f.column - 1, f"{f.code} {f.message}", type(self)
@@ -148,20 +155,21 @@ class Plugin:
 _SESSIONS: dict[tuple, Any] = {}
 
 
-def _session_for(filename: str, settings: dict):
+def _session_for(filename: str, settings: dict, isolated: bool = False):
     """``filename``'s project session, with the configuration `torchsync-lint check` would use
-    there (its excludes decide the project's modules) and flake8's settings."""
+    there (its excludes decide the project's modules; none under --isolated) and flake8's
+    settings."""
     from torchsync_lint.project.layout import project_root
     from torchsync_lint.project.sessions import Sessions
 
     root, marked = project_root(filename)
-    key = (str(root), marked, tuple(sorted(settings.items())))
+    key = (str(root), marked, isolated, tuple(sorted(settings.items())))
     run = _SESSIONS.get(key)
     if run is None:
         from torchsync_lint.config import Config, ConfigError, find_pyproject, load_config
 
         try:
-            config = load_config(find_pyproject(root))
+            config = Config() if isolated else load_config(find_pyproject(root))
         except ConfigError:
             config = Config()
         for name, value in settings.items():

@@ -288,7 +288,7 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
             write_report(data, output_file)  # hand the input back unchanged
         return 0 if getattr(args, "exit_zero", False) else 2
     text = source.text
-    with _stdin_lint(path, data, config, lint_factory) as lint:
+    with _stdin_lint(path, data, config, lint_factory, not getattr(args, "no_cache", False)) as lint:
         if is_notebook(path):
             o = fix_notebook(path, config, unsafe, True, lint, text=text)  # diff_mode: writes nothing
             if o.result is None:  # not a notebook (TSL901)
@@ -317,7 +317,7 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
 
 
 @contextmanager
-def _stdin_lint(path: str, data: bytes, config, lint_factory):
+def _stdin_lint(path: str, data: bytes, config, lint_factory, use_cache: bool = True):
     """The lint of stdin's rounds: as ``path`` (its --stdin-filename) in its project, stdin
     standing for the file; alone when stdin has no name."""
     if lint_factory is not None or path == "-":
@@ -325,7 +325,7 @@ def _stdin_lint(path: str, data: bytes, config, lint_factory):
         return
     from torchsync_lint.project.sessions import Sessions
 
-    session = Sessions.for_files([path], config).session_for(path)
+    session = Sessions.for_files([path], config, use_cache=use_cache).session_for(path)
     session.set_source(path, data)
     with session.editing(path) as lint:
         yield lint

@@ -1,16 +1,17 @@
 """An on-disk cache of per-file results under `<project root>/.torchsync_cache/`.
 
 Entries are named by a hash of everything they depend on (see project/session.py for what
-each kind's key holds) and written atomically (a temp file, then a rename) so that concurrent
-runs and worker processes never read half an entry, and a full disk leaves no partial file
-behind. A write that fails turns the cache off for the rest of the run. The directory gets
-its own `.gitignore` (`*`) and a CACHEDIR.TAG (atomic.py), as ruff's does.
+each kind's key holds) and written atomically (atomic.py: a temp file, then a rename) so that
+concurrent runs and worker processes never read half an entry, and a full disk leaves no
+partial file behind (a write that fails turns the cache off for the rest of the run). The
+directory gets its own `.gitignore` (`*`) and a CACHEDIR.TAG, as ruff's does.
 
 An entry is trusted only when it is exactly what this tool wrote under that key: its first
 line names the key and the SHA-256 of the rest, and the rest must pass the reader's shape
 check. Anything else (not JSON, the wrong shape, another key's entry, a truncated write) is a
-miss, and the recomputed value replaces it. Entries are opened without blocking and read only
-when they are regular files (a FIFO under an entry's name would otherwise hang the run).
+miss, and the recomputed value replaces it. Entries are opened without blocking or following
+a link and read only when they are regular files (a FIFO under an entry's name would otherwise
+hang the run); whatever else sits under an entry's name is removed before the entry is written.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -104,19 +104,10 @@ class Cache:
             self._prepare()
             folder = self.dir / kind / key[:2]
             folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, folder / f"{key}.json")  # replaces whatever was there: a bad entry, a FIFO
-            except OSError:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                if (folder / f"{key}.json").is_dir():
-                    return  # a directory under an entry's name: that one entry stays a miss
-                raise
+            path = folder / f"{key}.json"
+            if not _make_room(path):
+                return  # a directory under an entry's name: that one entry stays a miss
+            write_atomic(str(path), data, durable=False)
         except (OSError, WriteError):
             self.enabled = False  # a read-only checkout, a full disk: run without a cache
 
@@ -132,10 +123,24 @@ class Cache:
         self._ready = True
 
 
-def _read_regular(path: Path) -> bytes | None:
-    """The bytes of ``path`` when it is a regular file, opened without blocking; else None."""
+def _make_room(path: Path) -> bool:
+    """Remove what is not a regular file under an entry's name (a FIFO, a socket, a symlink,
+    which would be written through), so that the entry can be written; False for a directory."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return True
+    if stat.S_ISDIR(mode):
+        return False
+    if not stat.S_ISREG(mode):
+        os.unlink(path)
+    return True
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file (not a link), opened without blocking."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     try:

@@ -103,9 +103,13 @@ class Session:
             for name in memos:
                 getattr(self, name).pop(rel, None)
             self._take_analysis(rel)
-            if rel not in (self._modules or ()):
-                self._modules = None
+            if rel in (self._modules or ()) and self._graph is not None:
+                self._dirty.add(rel)  # the same files: only its own import edges are redone
+                self._views, self._deps = {}, {}
+                return
+            self._modules = None
         self._graph: dict | None = None
+        self._dirty: set[str] = set()
         self._views: dict[str, ProjectView] = {}
         self._deps: dict[str, str] = {}
 
@@ -156,21 +160,22 @@ class Session:
     def graph(self) -> dict:
         """{"imports": module -> modules it imports, "reach": imports plus the modules inside
         the packages it imports} over every module of the project (project/graph.py)."""
-        if self._graph is None:
+        if self._graph is None or self._dirty:
             files = self.modules()
-            shas = [(m, self._sha(m)) for m in files]
-            key = digest("graph", _GRAPH_VERSION, self._roots(), shas)
-            memory = any(self._in_memory(m) for m in files)
-            graph = None if memory else self.cache.get("graph", key, partial(checks.valid_graph, files))
-            if graph is None:
-                packages: dict[str, list[str]] = {}
-                graph = {"imports": {}, "reach": {}}
-                for m in files:
-                    direct, inside = resolve_imports(self.layout, m, self._import_names(m), packages)
-                    graph["imports"][m], graph["reach"][m] = direct, direct + inside
-                if not memory:
-                    self.cache.put("graph", key, graph)
-            self._graph = graph
+            if self._graph is not None:  # an in-memory edit: redo the edited modules' rows
+                graph = {part: dict(rows) for part, rows in self._graph.items()}
+                self._resolve_rows(graph, sorted(self._dirty))
+            else:
+                shas = [(m, self._sha(m)) for m in files]
+                key = digest("graph", _GRAPH_VERSION, self._roots(), shas)
+                memory = any(self._in_memory(m) for m in files)
+                graph = None if memory else self.cache.get("graph", key, partial(checks.valid_graph, files))
+                if graph is None:
+                    graph = {"imports": {}, "reach": {}}
+                    self._resolve_rows(graph, files)
+                    if not memory:
+                        self.cache.put("graph", key, graph)
+            self._graph, self._dirty = graph, set()
             self._connected = {m for m, targets in graph["imports"].items() if targets} | {t for targets in graph["imports"].values() for t in targets}
             top = components(graph["reach"])
             self._members: dict[str, list[str]] = {}
@@ -178,6 +183,12 @@ class Session:
                 self._members.setdefault(top[m], []).append(m)
             self._top = top
         return self._graph
+
+    def _resolve_rows(self, graph: dict, modules: list[str]) -> None:
+        packages: dict[str, list[str]] = {}
+        for m in modules:
+            direct, inside = resolve_imports(self.layout, m, self._import_names(m), packages)
+            graph["imports"][m], graph["reach"][m] = direct, direct + inside
 
     def _roots(self) -> list[str]:
         return [self.layout.relpath(r) for r in self.layout.roots]
@@ -322,8 +333,8 @@ class Session:
         shown = report_as or path
         rel = self._rel(path)
         if text is not None and rel is not None and (rel in self.modules() or (self.marked and rel.endswith(MODULE_SUFFIXES))):
-            if text != (self._overlays[rel] if rel in self._overlays else self._disk_text(rel)):
-                self.set_source(path, text)
+            if _lines(text) != _lines(self._overlays[rel] if rel in self._overlays else self._disk_text(rel)):
+                self.set_source(path, text)  # (flake8's lines have universal newlines: same positions)
             text = None
         in_view = rel is not None and rel in self.modules()
         try:
@@ -451,6 +462,13 @@ class Session:
         state = dict(self.__dict__)
         state.update(_sources={}, _shas={}, analyses={}, _kept=0, _views={})
         return state
+
+
+def _lines(text: str | bytes | None) -> str | bytes | None:
+    """``text`` with its line ends as universal newlines (positions are the same)."""
+    if isinstance(text, str):
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def _analyse_and_summarize(rel: str, text: str):

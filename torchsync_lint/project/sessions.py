@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from torchsync_lint.config import Config
-from torchsync_lint.project.layout import project_root
+from torchsync_lint.project.layout import clear_marker_memo, project_root
 from torchsync_lint.project.session import Session
 from torchsync_lint.types import FileResult
 
@@ -24,6 +24,7 @@ class Sessions:
 
     @classmethod
     def for_files(cls, files: list[str], config: Config | None = None, *, use_cache: bool = True) -> Sessions:
+        clear_marker_memo()  # a run sees the project markers as they are now
         run = cls(config, use_cache=use_cache)
         grouped: dict[Path, list[str]] = {}
         loose = []

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 
 BACKENDS = ("auto", "emulate", "cuda")
-FORMATS = ("text", "json", "junit", "markdown")
+FORMATS = ("text", "json", "junit", "markdown", "github", "sarif")
+BUDGET_ONLY_FORMATS = ("github", "sarif")  # annotations at the lines whose syncs rose
 
 
 SCALES = ("small", "medium")
@@ -75,6 +76,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace-dir", default=None, help="cuda only: where to write profiler traces (default: a temp dir, kept)"
     )
+    parser.add_argument(
+        "--budget", default=None, metavar="FILE",
+        help="sync budget (TOML): count each script's steady-state syncs per step by line and kind and fail (exit 1) "
+        "when one rises above FILE; without PATHs, every script FILE budgets (with its arguments and steps)",
+    )
+    parser.add_argument(
+        "--update-budget", action="store_true", dest="update_budget",
+        help="with --budget: write the counts of this run into FILE (created if missing; tolerances kept)",
+    )
 
 
 def positive_seconds(value: str) -> float:
@@ -105,6 +115,10 @@ def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "budget", None):
+        from torchsync_lint.verify.budget_command import run_budget
+
+        return run_budget(args)
     from torchsync_lint.verify.command import run_verify
 
     return run_verify(args)

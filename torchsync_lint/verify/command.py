@@ -12,7 +12,7 @@ import sys
 import threading
 import tokenize
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from torchsync_lint.verify import containment, launch, runner, scripts as script_files
@@ -182,6 +182,13 @@ def _outcome(entries: list[Entry]) -> str:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from torchsync_lint.verify import BUDGET_ONLY_FORMATS
+
+    # `--budget` runs budget_command.run_budget instead (dispatched in verify.run).
+    if getattr(args, "update_budget", False) or args.format in BUDGET_ONLY_FORMATS:
+        what = "--update-budget" if getattr(args, "update_budget", False) else f"--format {args.format}"
+        print(f"torchsync-lint verify: {what} needs --budget FILE", file=sys.stderr)
+        return 2
     paths = args.paths or ["fixtures/"]
     try:
         backend = resolve_backend(args.backend)
@@ -332,13 +339,18 @@ def _write_reports(args: argparse.Namespace, entries: list[Entry], found: list[s
 
         environment = run_environment.collect(backend)
     output = render(entries, args.format, found, backend, environment)
+    write_outputs(args, output, lambda: render(entries, "json", found, backend))
+
+
+def write_outputs(args: argparse.Namespace, output: str, json_report: Callable[[], str]) -> None:
+    """The report to --output-file (else stdout), and with --json-output the JSON one too."""
     if args.output_file:
         _write(args.output_file, output)
     else:
         sys.stdout.write(output)
         sys.stdout.flush()
     if getattr(args, "json_output", None):
-        _write(args.json_output, render(entries, "json", found, backend))
+        _write(args.json_output, json_report())
 
 
 def _write(path: str, text: str) -> None:

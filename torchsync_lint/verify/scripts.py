@@ -105,9 +105,9 @@ def project_root(script: str) -> str | None:
     """The project root as `check` finds it (project/layout.py: the nearest directory at or
     above the script's with a pyproject.toml, setup.cfg, setup.py or .git), where ``python
     train.py`` is usually run from; None without one."""
-    from torchsync_lint.project.layout import find_root
+    from torchsync_lint.project.layout import project_root as root_of
 
-    root, marked = find_root([script])
+    root, marked = root_of(script)  # (a file that does not exist yet: its directory's project)
     return str(root) if marked else None
 
 

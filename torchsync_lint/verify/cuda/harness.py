@@ -50,10 +50,13 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
 
     from torchsync_lint.verify.cuda import sync_labels
     from torchsync_lint.verify.emulate.virtual_cuda import TORCH_DIR, LoaderOrigin, VirtualCudaState, track_host_provenance
+    from torchsync_lint.verify.sites import SiteFinder, with_sites
 
     finder = UserFrameFinder(script)
     clock = StepClock()
     state = VirtualCudaState(user_line=lambda: finder.line(2), clock=clock.snapshot)
+    sites = SiteFinder(script)
+    state.locate = sites.locate
 
     def is_cuda(value: Any) -> bool:
         return isinstance(value, torch.Tensor) and value.is_cuda
@@ -163,7 +166,7 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
             torch.cuda.set_sync_debug_mode("default")
         patcher.restore()
         clock.uninstall()
-    record = run_record("cuda", clock, state, outcome)
+    record = with_sites(run_record("cuda", clock, state, outcome), state, sites)
     record["sync_signals"] = signals.to_json()
     return record
 

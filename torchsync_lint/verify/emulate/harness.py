@@ -13,6 +13,7 @@ import sys
 
 from torchsync_lint.verify.frames import UserFrameFinder
 from torchsync_lint.verify.harness_common import Patcher, StepClock, harness_main, run_record, run_script
+from torchsync_lint.verify.sites import SiteFinder, with_sites
 
 
 def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str] | None = None) -> dict:
@@ -28,6 +29,8 @@ def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str
     finder = UserFrameFinder(script)
     clock = StepClock()
     state = VirtualCudaState(user_line=lambda: finder.line(2), clock=clock.snapshot)
+    sites = SiteFinder(script, construct=lambda: state.reads[-1] if state.reads else None)
+    state.locate = sites.locate
     patcher = Patcher()
     flags = patches.backend_flags()
     clock.install()
@@ -41,7 +44,7 @@ def emulate_script(script: str, script_args: list[str], extra_sys_path: list[str
         clock.uninstall()
         patches.restore_backend_flags(flags)
 
-    return run_record("emulate", clock, state, outcome)
+    return with_sites(run_record("emulate", clock, state, outcome), state, sites)
 
 
 def main(argv: list[str] | None = None) -> int:

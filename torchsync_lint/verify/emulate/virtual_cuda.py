@@ -37,6 +37,10 @@ VIRTUAL_DEVICE = torch.device("cuda", 0)
 
 # Host reads that never reach the dispatcher for a CPU tensor (seen by the function mode).
 HOST_READ_METHODS = frozenset({"tolist", "__repr__", "__str__", "__array__"})
+# Python-level reads of a device tensor whose sync the dispatcher sees only as
+# _local_scalar_dense: remembered while they run, so a sync says whether it was a truth test,
+# a format or a plain read (the sync budget counts them apart; sites.py).
+PYTHON_READS = frozenset({"item", "__bool__", "__float__", "__int__", "__index__", "__format__", "__repr__", "__str__", "tolist"})
 # Ops whose result holds the same values as their input (a deferred read follows them).
 SAME_VALUE_OPS = frozenset({"aten::detach", "aten::alias", "aten::clone", "aten::_to_copy"})
 # Factories that copy host data to the target device.
@@ -66,6 +70,7 @@ class RawEvent:
     kind: str
     op: str
     clock: tuple[int, int]  # (optimizer_steps, batches) when it happened
+    site: int | None = None  # index into the run's site table (sites.py), when sites are located
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ class VirtualCudaState:
         # found_inf read, torchmetrics' cross-rank gather); kind, if given, replaces a sync's kind.
         self._contexts: list[tuple[str, str | None]] = []
         self._noted: set[tuple[int, str]] = set()
+        # Where each event happened in the project (sites.SiteFinder.locate), when set.
+        self.locate: Callable[[int | None], int] | None = None
+        self.reads: list[str] = []  # PYTHON_READS of a device tensor running now (innermost last)
 
     # -- tags -------------------------------------------------------------------------------
     def is_virtual(self, value: Any) -> bool:
@@ -144,14 +152,16 @@ class VirtualCudaState:
             op = f"{op} in {label}"
             if context_kind is not None and kind in ev.SYNC_KINDS:
                 kind = context_kind
-        self.events.append(RawEvent(self.user_line() if line is None else line, kind, op, self._clock()))
+        site = None if self.locate is None else self.locate(line)
+        self.events.append(RawEvent(self.user_line() if line is None else line, kind, op, self._clock(), site))
 
     def note(self, text: str) -> None:
         """Something the emulation did differently from a GPU run, once per line (the report shows it)."""
         line = self.user_line()
         if (line, text) not in self._noted:
             self._noted.add((line, text))
-            self.events.append(RawEvent(line, ev.EMULATED, text, self._clock()))
+            site = None if self.locate is None else self.locate(None)
+            self.events.append(RawEvent(line, ev.EMULATED, text, self._clock(), site))
 
     def record_host_to_device(
         self, source: torch.Tensor, non_blocking: bool, op: str, *, pinned: bool | None = None, record_blocking: bool = True
@@ -264,6 +274,12 @@ class VirtualCudaFunctionMode(TorchFunctionMode):
                 out = func(*args, **kwargs)
                 state.tag_virtual(out)
                 return out
+            if name in PYTHON_READS:
+                state.reads.append(name)
+                try:
+                    return func(*args, **kwargs)
+                finally:
+                    state.reads.pop()
 
         device = kwargs.get("device")
         if is_cuda_device(device):

@@ -1,0 +1,286 @@
+"""The sync budget file: a TOML file meant to be committed, read with tomllib (tomli before
+Python 3.11) and written by a small deterministic writer for this one fixed schema (the
+standard library has no TOML writer; the lint path takes no dependency for it).
+
+    version = 1
+
+    [scripts."train.py"]            # path relative to the project root of the budget file
+    args = ["--epochs", "1"]        # the script's arguments (after `--`)
+    steps = 10                      # --steps of the run that wrote it
+    warmup = 2
+    window = 10                     # steady-state steps that run observed
+    backend = "emulate"
+    tolerance = 0                   # syncs per step a line or the total may rise; kept on update
+    total = 2.25                    # syncs per step of the whole script (gated lines amortised)
+    syncs = [
+        { file = "engine.py", line = 31, function = "train_step", kind = "host-read", count = 1, every = 1, code = "loss.item()" },
+        { file = "train.py", line = 57, function = "main", kind = "metric", count = 1, every = 4, code = "...", via = "torchmetrics/utilities/data.py:206 _bincount" },
+    ]
+
+Written twice from the same measurements, the text is byte-identical: scripts sorted by path,
+syncs by place and kind, keys in a fixed order, numbers in one spelling, no timestamps.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from torchsync_lint.verify.budget import KINDS, BudgetFile, LineCount, Period, ScriptBudget
+from torchsync_lint.verify.scripts import project_root
+
+VERSION = 1
+HEADER = (
+    "# torchsync-lint sync budget: steady-state CPU-GPU syncs per training step, by script and line.\n"
+    "# `torchsync-lint verify --budget FILE` fails when one rises; `--update-budget` rewrites this file.\n"
+    "# Paths are relative to the project root. `tolerance` is yours to edit: an update keeps it.\n"
+)
+
+
+class BudgetError(Exception):
+    """The budget file is missing, unreadable or not of this schema (exit status 2)."""
+
+
+def budget_root(budget_path: str) -> str:
+    """Paths in the budget are relative to the project root of the budget file (the nearest
+    directory above it with a pyproject.toml, setup.cfg or .git), else to its directory: the
+    same keys wherever the checkout lives and wherever the file sits in it."""
+    return project_root(budget_path) or os.path.dirname(os.path.abspath(budget_path))
+
+
+def script_key(path: str, root: str) -> str:
+    return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+def load(path: str) -> BudgetFile:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise BudgetError(f"{path}: no such budget file (write one with --update-budget)") from None
+    except OSError as exc:
+        raise BudgetError(f"{path}: cannot read the budget file: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BudgetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BudgetError(f"{path}: not valid TOML: {exc}") from None
+    return parse(data, path)
+
+
+def parse(data: dict, path: str) -> BudgetFile:
+    version = data.get("version")
+    if version != VERSION:
+        raise BudgetError(f"{path}: `version = {VERSION}` expected (found {version!r}): not a sync budget of this torchsync-lint")
+    unknown = sorted(set(data) - {"version", "scripts"})
+    if unknown:
+        raise BudgetError(f"{path}: unknown top-level key(s) {', '.join(unknown)}")
+    scripts = data.get("scripts", {})
+    if not isinstance(scripts, dict):
+        raise BudgetError(f"{path}: `scripts` must be a table of scripts")
+    budget = BudgetFile(path)
+    for name, table in scripts.items():
+        where = f"{path}: scripts.{_key(name)}"
+        if not isinstance(table, dict):
+            raise BudgetError(f"{where}: must be a table")
+        budget.scripts[name] = _script(name, table, where)
+    return budget
+
+
+_SCRIPT_KEYS = {"args", "steps", "warmup", "window", "backend", "tolerance", "total", "scale", "syncs"}
+_LINE_KEYS = {"file", "line", "function", "kind", "count", "every", "every_at_least", "code", "via"}
+
+
+def _script(name: str, table: dict, where: str) -> ScriptBudget:
+    _no_unknown(table, _SCRIPT_KEYS, where)
+    args = _get(table, "args", list, where)
+    if not all(isinstance(a, str) for a in args):
+        raise BudgetError(f"{where}: `args` must be a list of strings")
+    tolerance = _get(table, "tolerance", (int, float), where, default=0)
+    if isinstance(tolerance, bool) or tolerance < 0 or not math.isfinite(tolerance):
+        raise BudgetError(f"{where}: `tolerance` must be a number >= 0")
+    syncs = _get(table, "syncs", list, where, default=[])
+    script = ScriptBudget(
+        path=name,
+        args=list(args),
+        steps=_positive(table, "steps", where),
+        warmup=_positive(table, "warmup", where, minimum=0),
+        window=_positive(table, "window", where),
+        backend=_get(table, "backend", str, where),
+        tolerance=tolerance,
+        total=float(_get(table, "total", (int, float), where, default=0.0)),
+        scale=_get(table, "scale", str, where, default=None),
+    )
+    for i, item in enumerate(syncs):
+        script.lines.append(_line(item, f"{where}.syncs[{i}]"))
+    return script
+
+
+def _line(item: object, where: str) -> LineCount:
+    if not isinstance(item, dict):
+        raise BudgetError(f"{where}: must be a table {{ file = ..., line = ..., kind = ..., count = ..., every = ... }}")
+    _no_unknown(item, _LINE_KEYS, where)
+    kind = _get(item, "kind", str, where)
+    if kind not in KINDS:
+        raise BudgetError(f"{where}: unknown kind {kind!r} (one of: {', '.join(KINDS)})")
+    if ("every" in item) == ("every_at_least" in item):
+        raise BudgetError(f"{where}: give exactly one of `every` (its period in steps) and `every_at_least`")
+    exact = "every" in item
+    period = Period(_positive(item, "every" if exact else "every_at_least", where), exact)
+    return LineCount(
+        file=_get(item, "file", str, where),
+        line=_positive(item, "line", where, minimum=0),
+        function=_get(item, "function", str, where, default=""),
+        code=_get(item, "code", str, where, default=""),
+        kind=kind,
+        count=_positive(item, "count", where),
+        period=period,
+        via=_get(item, "via", str, where, default=None),
+    )
+
+
+def _get(table: dict, key: str, kind: type | tuple, where: str, default: object = ...) -> object:
+    if key not in table:
+        if default is ...:
+            raise BudgetError(f"{where}: `{key}` is missing")
+        return default
+    value = table[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise BudgetError(f"{where}: `{key}` must be {_TYPE_WORDS.get(names, names)}, not {value!r}")
+    return value
+
+
+_TYPE_WORDS = {"list": "a list", "str": "a string", "int": "an integer", "int or float": "a number"}
+
+
+def _positive(table: dict, key: str, where: str, minimum: int = 1) -> int:
+    value = _get(table, key, int, where)
+    if value < minimum:
+        raise BudgetError(f"{where}: `{key}` must be an integer >= {minimum}, not {value}")
+    return value
+
+
+def _no_unknown(table: dict, known: set[str], where: str) -> None:
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise BudgetError(f"{where}: unknown key(s) {', '.join(unknown)}")
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def dumps(budget: BudgetFile) -> str:
+    out = [HEADER, f"version = {VERSION}\n"]
+    for name in sorted(budget.scripts):
+        script = budget.scripts[name]
+        out.append(f"\n[scripts.{_key(name)}]\n")
+        out.append(f"args = {_array(script.args)}\n")
+        out.append(f"steps = {script.steps}\nwarmup = {script.warmup}\nwindow = {script.window}\n")
+        out.append(f"backend = {_string(script.backend)}\n")
+        if script.scale is not None:
+            out.append(f"scale = {_string(script.scale)}\n")
+        out.append(f"tolerance = {_number(script.tolerance)}\n")
+        out.append(f"total = {_number(float(script.total))}\n")
+        lines = sorted(script.lines, key=line_order)
+        if not lines:
+            out.append("syncs = []\n")
+            continue
+        out.append("syncs = [\n")
+        for line in lines:
+            out.append(f"    {_inline(line)},\n")
+        out.append("]\n")
+    return "".join(out)
+
+
+def line_order(line: LineCount) -> tuple:
+    return (line.file, line.line, KINDS.index(line.kind) if line.kind in KINDS else len(KINDS), line.function, line.code)
+
+
+def _inline(line: LineCount) -> str:
+    fields = [
+        ("file", _string(line.file)),
+        ("line", str(line.line)),
+        ("function", _string(line.function)),
+        ("kind", _string(line.kind)),
+        ("count", str(line.count)),
+        ("every" if line.period.exact else "every_at_least", str(line.period.every)),
+        ("code", _string(line.code)),
+    ]
+    if line.via:
+        fields.append(("via", _string(line.via)))
+    return "{ " + ", ".join(f"{key} = {value}" for key, value in fields) + " }"
+
+
+def write(budget: BudgetFile, path: str | None = None) -> bool:
+    """Write atomically (a crash never leaves half a file); False when the text is unchanged
+    (the file is then left untouched, its timestamp included)."""
+    path = path or budget.path
+    text = dumps(budget)
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            if handle.read() == text:
+                return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".budget-", suffix=".toml", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        if os.path.exists(path):
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _string(text: str) -> str:
+    """A TOML basic string: quotes, backslashes and control characters escaped."""
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _key(name: str) -> str:
+    return name if _BARE_KEY.fullmatch(name) else _string(name)
+
+
+def _array(items: list[str]) -> str:
+    return "[" + ", ".join(_string(item) for item in items) + "]"
+
+
+def _number(value: float | int) -> str:
+    if isinstance(value, bool):  # pragma: no cover - rejected on load
+        raise TypeError("a bool is not a number here")
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        raise ValueError(f"a budget number must be finite, not {value!r}")
+    return repr(round(value, 3) + 0.0)  # repr: the shortest spelling that reads back equal; +0.0: no -0.0
