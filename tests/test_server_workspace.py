@@ -289,3 +289,14 @@ def test_an_edit_is_parsed_once_however_long_the_session_lives(project, monkeypa
         ws.update(path, TRAIN + f"STEP_{n} = {n}\n", n + 2)
         ws.lint_document(path)
         assert len(parses) == 1, n
+
+
+def test_a_module_that_exists_only_in_an_unsaved_buffer_is_part_of_the_project(project):
+    ws = Workspace(use_cache=False)
+    new = str(project / "metrics_util.py")  # a new file, never saved
+    ws.open(new, "def read(loss):\n    return loss.item()\n", 1)
+    train = TRAIN.replace("from helpers import log_loss\n", "from helpers import log_loss\nfrom metrics_util import read\n")
+    train = train.replace("        log_loss(loss)\n", "        log_loss(loss)\n        read(loss)\n")
+    outcomes = {o.path: o for o in ws.open(str(project / "train.py"), train, 1)}
+    assert ("TSL101", 2) in _codes(outcomes[new])  # linted again: train.py now calls it every step
+    assert not (project / "metrics_util.py").exists()
