@@ -1,4 +1,4 @@
-"""`torchsync-lint`: check (default), rules, explain, verify. Owns I/O and exit codes.
+"""`torchsync-lint`: check (default), rules, explain, verify, server. Owns I/O and exit codes.
 
 Exit codes: 0 clean, 1 findings, 2 usage error, internal error, or only files that could
 not be linted.
@@ -15,7 +15,7 @@ import sys
 from torchsync_lint import __version__
 from torchsync_lint.output import write_report
 
-SUBCOMMANDS = ("check", "rules", "explain", "verify")
+SUBCOMMANDS = ("check", "rules", "explain", "verify", "server")
 
 
 def _add_check_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     rules.add_argument("--format", default="text", choices=("text", "json", "markdown"))
     explain = sub.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("rule", help="a code (TSL101) or a name (host-read-in-loop)")
+    from torchsync_lint import server as server_pkg  # no pygls import until it runs
+
+    server_pkg.add_arguments(sub.add_parser("server", help="run the language server (LSP over stdio) for editors"))
     verify = sub.add_parser("verify", help="replay fixture scripts and confirm findings at runtime")
     try:
         from torchsync_lint import verify as verify_pkg  # imports torch lazily, inside run()
@@ -104,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_rules(args)
         if args.command == "explain":
             return cmd_explain(args)
+        if args.command == "server":
+            from torchsync_lint import server as server_pkg
+
+            return server_pkg.run(args)
         if args.command == "verify":
             if getattr(args, "verify_missing", False):
                 print("torchsync-lint: the verifier is not installed in this build", file=sys.stderr)
@@ -281,17 +288,9 @@ def cmd_explain(args) -> int:
     if rule is None:
         print(f"torchsync-lint: error: no rule {key!r}; `torchsync-lint rules` lists them", file=sys.stderr)
         return 2
-    from torchsync_lint.docs import fix_availability, message_template
+    from torchsync_lint.docs import explanation
 
-    print(f"# {rule.code} {rule.name}\n")
-    print(f"Message: {message_template(rule)}")
-    if rule.fix_title:
-        print(f"Fix ({fix_availability(rule)}): {rule.fix_title}")
-    else:
-        print("Fix: none")
-    print(f"Enabled by default: {'yes' if rule.default_enabled else 'no (select it to enable)'}")
-    print(f"Docs: {rule.docs_url()}\n")
-    print(rule.docs())
+    print(explanation(rule))
     return 0
 
 

@@ -51,6 +51,20 @@ def message_template(rule) -> str:
     return re.sub(r"\{[a-z_][a-z0-9_]*\}", "…", rule.message)
 
 
+def explanation(rule) -> str:
+    """What `torchsync-lint explain CODE` prints (and the language server's hover shows)."""
+    fix = f"Fix ({fix_availability(rule)}): {rule.fix_title}" if rule.fix_title else "Fix: none"
+    enabled = "yes" if rule.default_enabled else "no (select it to enable)"
+    return "\n".join([
+        f"# {rule.code} {rule.name}\n",
+        f"Message: {message_template(rule)}",
+        fix,
+        f"Enabled by default: {enabled}",
+        f"Docs: {rule.docs_url()}\n",
+        rule.docs(),
+    ])
+
+
 def family(rule) -> str:
     """The rule family, i.e. its module under `torchsync_lint.rules` (`host_sync`)."""
     return rule.__module__.rsplit(".", 1)[-1]

@@ -288,10 +288,21 @@ class Notebook:
     def with_python(self, python: str) -> str:
         """The file text with the cells as they are in ``python`` (an edited Python view).
         NotebookError when the edit crossed a cell boundary or touched an IPython line."""
+        by_index = {c.index: c for c in self.cells}
+        replacements = [(by_index[index].span, self._render(by_index[index], text)) for index, text in self.cell_texts(python).items()]
+        out = self.text
+        for (start, end), new in sorted(replacements, reverse=True):
+            out = out[:start] + new + out[end:]
+        return out
+
+    def cell_texts(self, python: str) -> dict[int, str]:
+        """The cells an edited Python view changed: cell number -> its new text, IPython lines
+        restored. NotebookError when the edit crossed a cell boundary or touched an IPython
+        line."""
         segments = self._segments(python)
         if [index for index, _ in segments] != [c.index for c in self.cells]:
             raise NotebookError("an edit moved a cell boundary")
-        replacements = []
+        changed: dict[int, str] = {}
         for cell, (_, text) in zip(self.cells, segments):
             if text == cell.python:
                 continue
@@ -300,11 +311,8 @@ class Notebook:
                 raise NotebookError(f"an edit changed an IPython line of cell {cell.index}")
             text = _with_endings(cell, text)
             if text != cell.text:
-                replacements.append((cell.span, self._render(cell, text)))
-        out = self.text
-        for (start, end), new in sorted(replacements, reverse=True):
-            out = out[:start] + new + out[end:]
-        return out
+                changed[cell.index] = text
+        return changed
 
     def _render(self, cell: Cell, text: str) -> str:
         """``text`` as the cell's `source` JSON value, in the file's own layout; the strings of

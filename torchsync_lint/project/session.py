@@ -102,7 +102,7 @@ class Session:
         else:
             for name in memos:
                 getattr(self, name).pop(rel, None)
-            self.analyses.pop(rel, None)
+            self._take_analysis(rel)
             if rel in (self._modules or ()) and self._graph is not None:
                 self._dirty.add(rel)  # the same files: only its own import edges are redone
                 self._views, self._deps = {}, {}
@@ -270,6 +270,14 @@ class Session:
             self._kept += len(text)
         return result
 
+    def _take_analysis(self, rel: str):
+        """The kept analysis of ``rel`` (None if none), no longer kept: what is kept stays
+        under _KEEP_ANALYSES_BYTES however long the session lives (the language server's)."""
+        analysis = self.analyses.pop(rel, None)
+        if analysis is not None:
+            self._kept -= len(analysis.source)
+        return analysis
+
     def prepare(self, jobs: int | None) -> None:
         """The import graph, and (in ``jobs`` processes) the summaries the cache lacks for the
         components of the files this session will lint."""
@@ -364,7 +372,7 @@ class Session:
         from torchsync_lint.engine import lint_source  # here: a run served by the cache never loads libcst
 
         env = self.env_for(rel) if rel is not None else None
-        prepared = self.analyses.pop(rel, None) if rel is not None else None
+        prepared = self._take_analysis(rel) if rel is not None else None
         return lint_source(text, shown, codes, self.settings, env=env, prepared=prepared, noqa=noqa)
 
     def _result_key(self, shown: str, rel: str | None, text: str, codes: set[str], noqa: bool) -> str | None:
@@ -398,6 +406,8 @@ class Session:
     def set_source(self, path: str, text: str | bytes) -> set[str]:
         rel = self.layout.relpath(path)
         self._overlays[rel] = text
+        if rel not in self._named:  # a buffer is there to be linted: keep its parse for that
+            self._named = sorted({*self._named, rel})
         return self._changed(rel)
 
     def clear_source(self, path: str) -> set[str]:

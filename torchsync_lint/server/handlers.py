@@ -1,0 +1,268 @@
+"""The LSP methods the server answers, registered on a TorchsyncServer (protocol.py).
+
+Documents: `textDocument/did{Open,Change,Save,Close}` for `.py`/`.pyi` files and
+`notebookDocument/did{Open,Change,Save,Close}` for notebooks; diagnostics on open and save at
+once, after the debounce while the user types. `workspace/didChangeWatchedFiles` (registered
+when the client allows it) re-reads settings and project listings. Requests:
+`textDocument/codeAction` (+ `codeAction/resolve`, which computes the edit only for the action
+the user picks) and `textDocument/hover`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from lsprotocol import types as lsp
+
+from torchsync_lint.server import actions, text
+from torchsync_lint.server.protocol import SOURCE, TorchsyncServer, path_of
+
+logger = logging.getLogger(__name__)
+_WATCHED = ("**/pyproject.toml", "**/*.py", "**/.gitignore", "**/.ignore")
+
+
+def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure per method
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: TorchsyncServer, params: lsp.InitializeParams) -> None:
+        options = params.initialization_options
+        if isinstance(options, dict) and isinstance(options.get("debounce"), (int, float)) and options["debounce"] >= 0:
+            ls.debounce = options["debounce"] / 1000
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: TorchsyncServer, params: lsp.InitializedParams) -> None:
+        ls.pool.submit(ls.warm_up)
+        workspace = ls.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace else None
+        if not (watched and watched.dynamic_registration):
+            return
+        options = lsp.DidChangeWatchedFilesRegistrationOptions([lsp.FileSystemWatcher(glob_pattern=g) for g in _WATCHED])
+        registration = lsp.Registration("torchsync-lint-watched-files", lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, options)
+        try:
+            await ls.client_register_capability_async(lsp.RegistrationParams([registration]))
+        except Exception as exc:  # noqa: BLE001 - the server works without it (save re-reads)
+            ls.window_log_message(lsp.LogMessageParams(lsp.MessageType.Log, f"could not watch files: {exc}"))
+
+    # -- text documents -------------------------------------------------------------------------
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TorchsyncServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        path = path_of(params.text_document.uri)
+        if path is not None and path.endswith((".py", ".pyi")) and ls.workspace.get_notebook_document(cell_uri=params.text_document.uri) is None:
+            ls.uris[path] = params.text_document.uri
+            ls.schedule(path, 0)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TorchsyncServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        path = path_of(params.text_document.uri)
+        if path in ls.uris:
+            ls.schedule(path, ls.debounce)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: TorchsyncServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        path = path_of(params.text_document.uri)
+        if path in ls.uris:
+            ls.schedule(path, 0)
+        elif path is not None and os.path.basename(path) in ("pyproject.toml", ".gitignore", ".ignore"):
+            ls.publish(await ls.work(ls.ws.files_changed))
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    async def did_close(ls: TorchsyncServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        path = path_of(params.text_document.uri)
+        if path in ls.uris and ls.uris[path] == params.text_document.uri:
+            await _close(ls, path)
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(params.text_document.uri, []))
+
+    # -- notebooks --------------------------------------------------------------------------------
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_open(ls: TorchsyncServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
+        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        ls.uris[path] = params.notebook_document.uri
+        ls.schedule(path, 0)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_change(ls: TorchsyncServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        if path in ls.uris:
+            ls.schedule(path, ls.debounce)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_save(ls: TorchsyncServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
+        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        if path in ls.uris:
+            ls.schedule(path, 0)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    async def notebook_close(ls: TorchsyncServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
+        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        if path in ls.uris:
+            await _close(ls, path)
+        for uri in sorted(ls.cell_diagnostics.pop(path, set())):
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, []))
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def watched_files(ls: TorchsyncServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        ls.publish(await ls.work(ls.ws.files_changed))
+
+    # -- requests ---------------------------------------------------------------------------------
+    kinds = [lsp.CodeActionKind.QuickFix, actions.FIX_ALL_KIND]
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=kinds, resolve_provider=True))
+    async def code_action(ls: TorchsyncServer, params: lsp.CodeActionParams):
+        found = await _document(ls, params.text_document.uri)
+        if found is None:
+            return None
+        path, cell, doc = found
+        at = actions.covering(_findings(doc, cell), *_range(doc, cell, params.range, ls.encoding))
+        only = params.context.only
+        offered = [a for a in actions.offered(at, doc.outcome.findings) if not only or any(a.lsp_kind == k or a.lsp_kind.startswith(f"{k}.") for k in only)]
+        lazy = _resolves_edits(ls)
+        out = []
+        for action in offered:
+            diagnostics = _diagnostics_for(ls, doc, action.finding, cell)
+            item = lsp.CodeAction(action.title, kind=action.lsp_kind, diagnostics=diagnostics, is_preferred=action.preferred or None)
+            if lazy:
+                item.data = {"path": path, "kind": action.kind, "finding": _key(action.finding)}
+            else:
+                item.edit = await ls.work(_edit, ls, path, action)
+                if item.edit is None:
+                    continue
+            out.append(item)
+        return out
+
+    @server.feature(lsp.CODE_ACTION_RESOLVE)
+    async def resolve(ls: TorchsyncServer, item: lsp.CodeAction) -> lsp.CodeAction:
+        data = item.data if isinstance(item.data, dict) else {}
+        path = data.get("path")
+        if path not in ls.uris:
+            return item
+        doc, outcomes = await ls.work(_current, ls, path)
+        ls.publish(outcomes)
+        if doc is None or doc.outcome is None:
+            return item
+        finding = next((f for f in doc.outcome.findings if _key(f) == data.get("finding")), None)
+        if data.get("kind") != actions.FIX_ALL and finding is None:
+            return item  # edited since the actions were listed
+        action = actions.Action(data.get("kind", ""), item.title, finding)
+        item.edit = await ls.work(_edit, ls, path, action)
+        return item
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: TorchsyncServer, params: lsp.HoverParams):
+        found = await _document(ls, params.text_document.uri)
+        if found is None:
+            return None
+        _, cell, doc = found
+        under = actions.covering(_findings(doc, cell), *_range(doc, cell, lsp.Range(params.position, params.position), ls.encoding))
+        under = [f for f in under if f.severity != "error"]
+        markdown = await ls.work(actions.hover, under)
+        if markdown is None:
+            return None
+        return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown))
+
+
+async def _close(ls: TorchsyncServer, path: str) -> None:
+    ls.uris.pop(path, None)
+    waiting = ls.waiting.pop(path, None)
+    if waiting is not None:
+        waiting.cancel()
+    ls.publish(await ls.work(ls.ws.close, path))
+
+
+def _current(ls: TorchsyncServer, path: str, snap=None):
+    """(the document with findings for the client's current text, outcomes to publish)."""
+    if snap is not None:
+        ls.ws.update(path, *snap)
+    return ls.ws.current(path)
+
+
+async def _document(ls: TorchsyncServer, uri: str):
+    """(path, cell URI or None, linted document) for a request on ``uri``."""
+    notebook = ls.workspace.get_notebook_document(cell_uri=uri)
+    if notebook is not None:
+        path, cell = path_of(notebook.uri) or notebook.uri, uri
+    else:
+        path, cell = path_of(uri), None
+    if path not in ls.uris:
+        return None
+    snap = ls.snapshot(path)
+    if snap is None:
+        return None
+    doc, outcomes = await ls.work(_current, ls, path, snap)
+    ls.publish(outcomes)
+    if doc is None or doc.outcome is None:
+        return None
+    return path, cell, doc
+
+
+def _range(doc, cell: str | None, rng: lsp.Range, encoding: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A client range -> 1-based (line, column) pairs in the document (or in the cell)."""
+    rows = text.lines(doc.notebook.text_of(cell) if cell is not None else doc.text)
+    return (text.from_client(rows, text.Position(rng.start.line, rng.start.character), encoding),
+            text.from_client(rows, text.Position(rng.end.line, rng.end.character), encoding))
+
+
+def _findings(doc, cell: str | None) -> list:
+    """The document's findings (a notebook's: those in ``cell``)."""
+    if cell is None:
+        return doc.outcome.findings
+    number = doc.notebook.numbers.get(cell)
+    return [f for f in doc.outcome.findings if f.cell == number]
+
+
+def _key(finding) -> list | None:
+    if finding is None:
+        return None
+    return [finding.code, finding.line, finding.column, finding.end_line, finding.end_column, finding.cell]
+
+
+def _resolves_edits(ls: TorchsyncServer) -> bool:
+    doc = ls.client_capabilities.text_document
+    support = doc.code_action.resolve_support if doc and doc.code_action else None
+    return bool(support and "edit" in support.properties)
+
+
+def _diagnostics_for(ls: TorchsyncServer, doc, finding, cell: str | None):
+    if finding is None:
+        return None
+    rows = text.lines(doc.notebook.text_of(cell) if cell is not None else doc.text)
+    return [ls.diagnostic(finding, rows, doc.outcome.root)]
+
+
+def _edit(ls: TorchsyncServer, path: str, action: actions.Action) -> lsp.WorkspaceEdit | None:
+    """The WorkspaceEdit of ``action`` on the document's current text (worker thread)."""
+    doc = ls.ws.documents.get(path)
+    try:
+        texts = ls.ws.perform(path, action)
+    except Exception:  # noqa: BLE001 - an action that fails is not offered, the server goes on
+        logger.exception("%s: %s failed", SOURCE, action.title)  # stderr: the client's server log
+        return None
+    if not texts or doc is None:
+        return None
+    changes = {}
+    for target, new in texts.items():
+        if target == path:
+            changes[ls.uris[path]] = [_text_edit(doc.text, new, ls.encoding)]
+        else:  # a notebook cell
+            changes[target] = [_text_edit(doc.notebook.text_of(target), new, ls.encoding)]
+    return lsp.WorkspaceEdit(changes=changes)
+
+
+def _text_edit(old: str, new: str, encoding: str) -> lsp.TextEdit:
+    (start, end, content) = text.replacement(old, new)
+    rows = text.lines(old)
+    a, b = text.to_client(rows, *start, encoding), text.to_client(rows, *end, encoding)
+    return lsp.TextEdit(lsp.Range(lsp.Position(*a), lsp.Position(*b)), content)
+
+
+def build(debounce: float = 0.1, use_cache: bool = True) -> TorchsyncServer:
+    ls = TorchsyncServer(debounce=debounce, use_cache=use_cache)
+    register(ls)
+    return ls
+
+
+def serve(debounce: float = 0.1, use_cache: bool = True) -> int:
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # stdout carries the protocol: a stray print must not corrupt it
+    build(debounce, use_cache).start_io(stdin, stdout)
+    return 0

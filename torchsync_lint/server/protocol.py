@@ -1,0 +1,198 @@
+"""The LSP glue (pygls): documents in, diagnostics, code actions and hovers out.
+
+Everything that decides what to lint is in workspace.py; this module converts between the
+protocol's types and ours, and schedules. The lint work runs on one worker thread, in the
+order it was asked for, so the event loop keeps reading the client's messages (a change
+arriving during a lint cancels the lint still waiting for its debounce, not the one
+running). Diagnostics for a text the user has already changed are not published: the lint
+of the newer text is queued behind and will publish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import unquote
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from torchsync_lint import __version__
+from torchsync_lint.server import text
+from torchsync_lint.server.notebooks import CellDocument, NotebookBuffer
+from torchsync_lint.server.workspace import LintOutcome, Workspace
+
+SOURCE = "torchsync-lint"
+_REMOTE = re.compile(r"is called every step from ([^\s:()`]+):(\d+)")
+logger = logging.getLogger(__name__)
+
+
+class TorchsyncServer(LanguageServer):
+    def __init__(self, *, debounce: float = 0.1, use_cache: bool = True) -> None:
+        super().__init__(
+            SOURCE, __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=lsp.NotebookDocumentSyncOptions(
+                notebook_selector=[lsp.NotebookDocumentFilterWithCells(cells=[lsp.NotebookCellLanguage("python")], notebook="*")],
+                save=True,
+            ),
+        )
+        self.ws = Workspace(use_cache=use_cache)
+        self.debounce = debounce
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="torchsync-lint")
+        self.waiting: dict[str, asyncio.Task] = {}  # path -> a lint still in its debounce
+        self.uris: dict[str, str] = {}  # path -> the URI of the open document or notebook
+        self.cell_diagnostics: dict[str, set[str]] = {}  # notebook path -> cells with diagnostics
+        # pyproject.toml URI ("" when the error names no file) -> the error shown for it, once
+        # until it is fixed
+        self.config_errors: dict[str, str] = {}
+
+    # -- running work -----------------------------------------------------------------------
+    async def work(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    def schedule(self, path: str, delay: float) -> None:
+        old = self.waiting.pop(path, None)
+        if old is not None:
+            old.cancel()
+        self.waiting[path] = asyncio.ensure_future(self._lint_after(path, delay))
+
+    async def _lint_after(self, path: str, delay: float) -> None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        current = asyncio.current_task()
+        if self.waiting.get(path) is current:
+            del self.waiting[path]  # running now: a later change no longer cancels it
+        snap = self.snapshot(path)
+        if snap is None:
+            return
+        outcomes, others = await self.work(self._guarded, ([], []), self._update_and_lint, path, snap)
+        self.publish(outcomes)  # the edited document first; then the others it changed
+        if others:
+            self.publish(await self.work(self._guarded, [], self.ws.relint, others))
+
+    def _update_and_lint(self, path: str, snap) -> tuple[list[LintOutcome], list[str]]:
+        self.ws.update(path, *snap)
+        return self.ws.lint_document(path)
+
+    def _guarded(self, failed, fn, *args):
+        """``fn(*args)``, or ``failed`` (logged) when it raises: one document's failure must
+        not stop the server."""
+        try:
+            return fn(*args)
+        except Exception:  # noqa: BLE001
+            logger.exception("%s: %s failed on %s", SOURCE, fn.__name__, args[0])  # stderr: the client's server log
+            return failed
+
+    def snapshot(self, path: str):
+        """(text, version, notebook) of the open document at ``path`` as the client has it now."""
+        uri = self.uris.get(path)
+        if uri is None:
+            return None
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is not None:
+            cells = []
+            for cell in notebook.cells:
+                doc = self.workspace.text_documents.get(unquote(cell.document))  # pygls keys them unquoted
+                cells.append(CellDocument(cell.document, doc.source if doc else "", cell.kind == lsp.NotebookCellKind.Code, doc.language_id or "python" if doc else "python"))
+            buffer = NotebookBuffer(cells)
+            return buffer.json(), notebook.version, buffer
+        doc = self.workspace.text_documents.get(unquote(uri))
+        if doc is None:
+            return None
+        return doc.source, doc.version, None
+
+    def warm_up(self) -> None:
+        """Import the parser and the rules on the worker thread while the editor is still
+        opening files, so that the first diagnostics do not wait for them."""
+        from torchsync_lint.engine import lint_source  # noqa: F401
+        from torchsync_lint.rule import load_rules
+
+        load_rules()
+
+    # -- publishing ---------------------------------------------------------------------------
+    @property
+    def encoding(self) -> str:
+        value = self.workspace.position_encoding
+        return str(getattr(value, "value", value) or "utf-16")
+
+    def publish(self, outcomes: list[LintOutcome]) -> None:
+        for outcome in outcomes:
+            self._config_report(outcome)
+            snap = self.snapshot(outcome.path)
+            if snap is None or snap[0] != outcome.text:
+                continue  # closed, or edited since: the newer lint publishes
+            if outcome.syntax_error is not None:
+                self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Log, f"{outcome.path}: no findings while it does not parse ({outcome.syntax_error.message})"))
+            notebook = snap[2]
+            if notebook is None:
+                rows = text.lines(outcome.text)
+                diagnostics = [self.diagnostic(f, rows, outcome.root) for f in outcome.findings]
+                self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(self.uris[outcome.path], diagnostics, snap[1]))
+            else:
+                self._publish_cells(outcome, notebook)
+
+    def _publish_cells(self, outcome: LintOutcome, notebook: NotebookBuffer) -> None:
+        by_cell: dict[str, list[lsp.Diagnostic]] = {}
+        for finding in outcome.findings:
+            uri = notebook.uris.get(finding.cell or 1)
+            if uri is not None:
+                by_cell.setdefault(uri, []).append(self.diagnostic(finding, text.lines(notebook.text_of(uri)), outcome.root))
+        before = self.cell_diagnostics.get(outcome.path, set())
+        for uri in sorted(before | set(by_cell)):
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, by_cell.get(uri, [])))
+        self.cell_diagnostics[outcome.path] = set(by_cell)
+
+    def diagnostic(self, finding, rows: list[str], root: str | None) -> lsp.Diagnostic:
+        from torchsync_lint.rule import load_rules
+
+        rule = load_rules().get(finding.code)
+        start = text.to_client(rows, finding.line, finding.column, self.encoding)
+        end = text.to_client(rows, finding.end_line, finding.end_column, self.encoding)
+        error = finding.severity == "error"
+        related = None
+        m = _REMOTE.search(finding.message)
+        if m and root is not None and (Path(root) / m.group(1)).is_file():
+            line = int(m.group(2)) - 1
+            where = lsp.Location(from_fs_path(str(Path(root) / m.group(1))), lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)))
+            related = [lsp.DiagnosticRelatedInformation(where, f"called every step from here ({m.group(1)}:{m.group(2)})")]
+        return lsp.Diagnostic(
+            range=lsp.Range(lsp.Position(*start), lsp.Position(*end)),
+            message=finding.message,
+            severity=lsp.DiagnosticSeverity.Error if error else lsp.DiagnosticSeverity.Warning,
+            code=finding.code,
+            code_description=lsp.CodeDescription(rule.docs_url()) if rule is not None else None,
+            source=SOURCE,
+            related_information=related,
+            data={"fix": finding.fix.applicability.value if finding.fix else None},
+        )
+
+    def _config_report(self, outcome: LintOutcome) -> None:
+        """A pyproject.toml that cannot be read is a message (once) and a diagnostic on the
+        file; both go away when a document under it lints again."""
+        if outcome.config_error is None:
+            for uri, message in sorted(self.config_errors.items()):
+                pyproject = path_of(uri) if uri else None
+                if pyproject is None or Path(outcome.path).is_relative_to(Path(pyproject).parent):
+                    if uri:
+                        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, []))
+                    del self.config_errors[uri]
+            return
+        uri = from_fs_path(outcome.config_file) if outcome.config_file is not None else ""
+        if self.config_errors.get(uri) != outcome.config_error:
+            self.config_errors[uri] = outcome.config_error
+            self.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Error, f"{SOURCE}: {outcome.config_error}; nothing is linted until it is fixed"))
+            if uri:
+                line = outcome.config_line - 1
+                where = lsp.Range(lsp.Position(line, 0), lsp.Position(line + 1, 0))
+                diagnostic = lsp.Diagnostic(where, outcome.config_error, lsp.DiagnosticSeverity.Error, source=SOURCE)
+                self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, [diagnostic]))
+
+
+def path_of(uri: str) -> str | None:
+    path = to_fs_path(uri)
+    return str(Path(path).absolute()) if path else None
