@@ -739,3 +739,53 @@ def test_a_branch_a_default_turns_off_runs_only_if_a_caller_passes_the_parameter
     found = project(tmp_path, {"nms.py": NMS, "detect.py": DETECT.format(extra=extra)}, capsys)
     in_branches = {f for f in found if f[0] == "nms.py" and f[1] in (6, 8)}
     assert bool(in_branches) is flagged, found
+
+
+PREFETCH = """\
+import torch
+
+class Prefetcher:
+    def __init__(self, loader, device):
+        self.loader = loader
+        self.device = device
+        self.next_input = None
+
+    def preload(self):
+        self.next_input, self.next_target = next(self.loaditer)
+        self.next_input = self.next_input.cuda(device=self.device, non_blocking=True)
+        self.next_target = self.next_target.cuda(device=self.device, non_blocking=True)
+
+    def __iter__(self):
+        self.loaditer = iter(self.loader)
+        self.preload()
+        while self.next_input is not None:
+            x, y = self.next_input, self.next_target
+            self.preload()
+            yield x, y
+"""
+
+PREFETCH_TRAINER = """\
+import torch
+from prefetch import Prefetcher
+
+def get_instance(module, name, cfg):
+    return getattr(module, cfg[name])()
+
+class Trainer:
+    def __init__(self, model, loader, loss):
+        self.model, self.loss = model, loss
+        self.loader = Prefetcher(loader, "cuda")
+
+    def train(self, opt):
+        for i, (x, y) in enumerate(self.loader):
+            loss = self.loss(self.model(x), y)
+            loss.backward()
+            opt.step()
+            if (y == 0).any():
+                print("empty")
+"""
+
+
+def test_a_prefetcher_whose_iter_yields_device_batches_and_a_loss_picked_through_a_helper(tmp_path, capsys):
+    found = project(tmp_path, {"prefetch.py": PREFETCH, "trainer.py": PREFETCH_TRAINER}, capsys)
+    assert found[("trainer.py", at(PREFETCH_TRAINER, "if (y == 0).any()"), "TSL102")] == 1

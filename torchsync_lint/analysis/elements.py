@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import MODEL_KINDS, Kind, join
 
 
@@ -148,6 +149,12 @@ class ElementKinds:
             return Kind.UNKNOWN  # `for layer in model`: submodules
         if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR):
             return k
+        parts = dotted_parts(iterable) if isinstance(iterable, cst.Attribute) else None
+        info = self.index.class_of(iterable) if parts and len(parts) == 2 and parts[0] == "self" else None
+        if info is not None:  # `for x, y in self.train_loader`: what the project stores there yields
+            found = self.env.self_attribute_items(info.node, parts[1], path)
+            if found is not None:
+                return found
         return Kind.UNKNOWN
 
     def is_python_container(self, expr: cst.BaseExpression) -> bool:

@@ -70,6 +70,11 @@ class Env:
         """Kind of `base.attr` when ``base`` is an instance of a project class."""
         return None
 
+    def self_attribute_items(self, cls: cst.ClassDef, attr: str, path: tuple[int, ...]):
+        """Kind of (part ``path`` of) an item of iterating `self.<attr>` of ``cls``, when the
+        project says (a project iterable class stored there)."""
+        return None
+
     def inherited_attribute_kind(self, cls: cst.ClassDef, attr: str):
         """Kind of `self.attr` set by a project base class of ``cls``."""
         return None

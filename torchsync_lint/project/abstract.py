@@ -17,7 +17,7 @@ from torchsync_lint.project import absval
 from torchsync_lint.project.callees import CalleeNames, param_index
 from torchsync_lint.project.describe import describe_metric
 
-MAX_DEPTH = 6
+MAX_DEPTH = 10
 # Values a call may run project code through.
 _CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param"})
 _WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "itertools.islice", "islice"})
@@ -35,6 +35,22 @@ def _like(value: dict) -> dict | None:
     return None
 
 
+def _mentions_parameters(value: dict) -> bool:
+    """Does ``value`` refer to a parameter of the function it was read in (at any depth)?"""
+    if value.get("k") == "param":
+        return True
+    return any(_mentions_parameters(v) for v in _parts(value))
+
+
+def _parts(value: dict):
+    for key in ("of", "items", "args", "kwargs"):
+        inner = value.get(key)
+        if isinstance(inner, dict):
+            yield from (inner.values() if key in ("items", "kwargs") else [inner])
+        elif isinstance(inner, list):
+            yield from inner
+
+
 class AbstractValues:
     def __init__(self, analysis, names: CalleeNames, loaders, metrics) -> None:
         self.index = analysis.index
@@ -42,6 +58,7 @@ class AbstractValues:
         self.names = names
         self.loaders = loaders
         self.metrics = metrics
+        self._open_defs: set[int] = set()  # stores to `self.<attr>` being summarised (cycles)
 
     def abs_of(self, expr: cst.BaseExpression, depth: int = 0) -> dict:
         if depth > MAX_DEPTH:
@@ -127,8 +144,19 @@ class AbstractValues:
         if parts and len(parts) == 2 and parts[0] == "self":
             info = self.index.class_of(expr)
             defs = info.self_attrs.get(parts[1], []) if info is not None else []
-            found_values = [v for v in (self.stored_value(d, depth + 1) for d in defs) if v is not None]
-            if found_values and len(found_values) == len(defs):
+            # `self.x = self.x.cuda()`: inside a store of `x`, `self.x` is what the other stores
+            # put there (the stores being read are left out: no cycle)
+            todo = [d for d in defs if id(d) not in self._open_defs]
+            if len(todo) < len(defs) and not todo:
+                return absval.UNKNOWN
+            found_values = []
+            for d in todo:
+                self._open_defs.add(id(d))
+                try:
+                    found_values.append(self.stored_value(d, depth + 1))
+                finally:
+                    self._open_defs.discard(id(d))
+            if todo and all(v is not None for v in found_values):
                 return absval.join_abs(found_values)
             return self.kind_or_device(expr)
         if qn is None and expr.attr.value not in tk.HOST_ATTRIBUTES:
@@ -173,6 +201,8 @@ class AbstractValues:
         return {"k": "param", "fn": ref, "i": position} if ref is not None and position is not None else None
 
     def _name(self, expr: cst.Name, depth: int) -> dict:
+        if expr.value in ("None", "True", "False"):
+            return {"k": "host"}
         defs = self.values.reaching_defs(expr)
         if not defs:
             qn = self.values.qualname(expr) or self.names._star_name(expr)  # noqa: SLF001
@@ -202,9 +232,27 @@ class AbstractValues:
                     found.append({"k": "item", "of": inner, "batch": batch})
                 else:
                     found.append(absval.of_kind(Kind.HOST_TENSOR) if batch and inner["k"] == "unknown" else self.kind_or_device(expr))
+            elif d.how == "for" and d.value is not None and self._item_part(d, depth) is not None:
+                found.append(self._item_part(d, depth))  # `for i, (x, y) in enumerate(self.loader)`
             else:
                 return self.kind_or_device(expr)
         return absval.join_abs(found)
+
+    def _item_part(self, d, depth: int) -> dict | None:
+        """Part ``d.path`` of an item of a loop over a value the view must resolve (through
+        `enumerate`, whose item 0 is the index); None when the module alone decides."""
+        iterable, path = d.value, d.path
+        while isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "enumerate" and iterable.args and path:
+            if path[0] == 0:
+                return None
+            iterable, path = iterable.args[0].value, path[1:]
+        inner = self.abs_of(self.unwrap(iterable), depth + 1)
+        if inner["k"] not in ("param", "call", "sym", "attr", "any", "instance") or self.values.kind(d.value) is not Kind.UNKNOWN:
+            return None
+        value: dict = {"k": "item", "of": inner}
+        for i in path:
+            value = absval.element(value, i) if i >= 0 else absval.UNKNOWN
+        return value
 
     def _call(self, expr: cst.Call, depth: int) -> dict:
         func = expr.func
@@ -212,14 +260,18 @@ class AbstractValues:
             receiver = self.abs_of(func.value, depth + 1)
             if receiver.get("k") == "instance":
                 return {**receiver, "placed": receiver.get("placed") or func.attr.value in ("to", "cuda")}  # `model.to(device)`
-            if receiver.get("k") in ("vcall", "call", "any", "param") and func.attr.value in ("to", "cuda"):
+            if receiver.get("k") in ("vcall", "call", "any", "param", "unknown", "item", "elem", "attr") and func.attr.value in ("to", "cuda"):
                 # `get_instance(models, ...).to(device)`, a module built here or loaded from a
                 # checkpoint: the same object moved, or a tensor copied (the view tells)
-                return {"k": "to", "of": receiver}
+                return {"k": "to", "of": receiver, "kind": self.values.kind(expr).value}
         if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None:
             derived = _like(self.abs_of(func.value, depth + 1))  # `tensor.clone()` of a parameter
             if derived is not None:
                 return derived
+        if isinstance(func, cst.Name) and func.value in ("iter", "next") and len(expr.args) == 1 and not self.index.binds_locally(func.value, func):
+            inner = self.abs_of(expr.args[0].value, depth + 1)  # `next(self.loaditer)`, `iter(self.loader)`
+            if inner.get("k") in absval.SYMBOLIC or inner.get("k") in ("loader", "instance"):
+                return inner if func.value == "iter" else {"k": "item", "of": inner}
         callee = self.names.callee(expr)
         if callee is not None and not callee.startswith(":"):
             return {
@@ -235,7 +287,22 @@ class AbstractValues:
         target = self.index.target_of(expr)
         if target is not None and target.name.value not in ("__init__", "forward", "__call__"):
             returns = self.index.returns.get(target, [])
-            return absval.join_abs([self.abs_of(r, depth + 1) for r in returns]) if returns else {"k": "host"}
+            inlined = absval.join_abs([self.abs_of(r, depth + 1) for r in returns]) if returns else {"k": "host"}
+            qual = self.names.qual(target)
+            if qual is not None and _mentions_parameters(inlined) and not any(a.star for a in expr.args):
+                # `get_instance(models, "arch", cfg)`: what it returns depends on what *this*
+                # call passes; the view reads its returns with these arguments
+                return {
+                    "k": "call",
+                    "fn": f":{qual}",
+                    "kind": self.values.kind(expr).value,
+                    "args": [self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is None],
+                    "kwargs": {a.keyword.value: self.abs_of(a.value, depth + 1) for a in expr.args if a.keyword is not None},
+                    "bound": self.names.bound(expr, f":{qual}"),
+                    "star": False,
+                    "site": self.names.site(expr),
+                }
+            return inlined
         if isinstance(expr.func, cst.Name) and expr.func.value in self.index.classes:
             info = self.index.classes[expr.func.value]
             return {

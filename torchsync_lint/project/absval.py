@@ -141,6 +141,8 @@ def element(value: dict, position: int) -> dict:
         return value["items"][position]
     if value.get("k") == "any" and not any(alt.get("k") in SYMBOLIC for alt in value["of"]):
         return join_abs([element(alt, position) for alt in value["of"]])  # `return a, b` or `return loader`
+    if value.get("k") == "item" and kind_of(value) in (Kind.HOST_TENSOR, Kind.DEVICE):
+        return of_kind(kind_of(value))  # part of a batch: where the batch is
     if value.get("k") in SYMBOLIC:
         return {"k": "elem", "of": value, "i": position}  # resolved by the view
     kind = kind_of(value)

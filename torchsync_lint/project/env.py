@@ -186,6 +186,22 @@ class ModuleEnv(Env):
                 bind[f"{ref}#closed"] = True
         return bind
 
+    def self_attribute_items(self, cls: cst.ClassDef, attr: str, path: tuple[int, ...]):
+        """The kind of (part ``path`` of) an item of iterating `self.<attr>` of ``cls`` (a
+        class of this module), as the project view resolves what the class (or its project
+        bases) store there: a prefetcher's `__iter__` yields device batches."""
+        qual = local_qualname(self.analysis.index, cls)
+        if qual is None:
+            return None
+        value = self.view.class_attr(self.path, qual, attr)
+        if value is None:
+            return None
+        item = self.view.items_of(value)
+        for i in path:
+            item = absval.element(item, i)
+        kind = absval.kind_of(self.view.resolve(item, self.path))
+        return kind if kind is not Kind.UNKNOWN else None
+
     def inherited_attribute_kind(self, cls: cst.ClassDef, attr: str):
         for base in cls.bases:
             qualname = self.analysis.values.qualname(base.value)

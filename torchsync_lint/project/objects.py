@@ -78,6 +78,21 @@ class ObjectAnswers:
                 bind[f"{ref}#{params.index(name)}"] = arg
         return bind
 
+    def items_of(self, value: dict) -> dict:
+        """What iterating a resolved value gives: for an instance of a project class, what its
+        `__iter__` yields (a prefetcher wrapping a loader); else the item form."""
+        kind = value.get("k")
+        if kind == "any":
+            return absval.join_abs([self.items_of(alt) for alt in value["of"]])
+        if kind == "instance":
+            path, cls = value["cls"].split(":", 1)
+            member = self._member(path, f"{cls}.__iter__", 0)
+            record = self.function(member[1], member[2]) if member is not None and member[0] == "function" else None
+            if record is not None and record.get("yielded") is not None:
+                return self.resolve(record["yielded"], member[1], bind=self._init_bindings(path, cls, value))
+            return absval.UNKNOWN
+        return {"k": "item", "of": value}
+
     def methods_of_value(self, value: dict, method: str, from_path: str) -> list[tuple[str, int]]:
         """("path:Qual", parameters the call fills) of what calling ``method`` on ``value`` (a
         resolved value) may run: a project class's method (through its bases), `__call__` or

@@ -88,6 +88,7 @@ class _Summarizer:
                 "bound": bound,
                 "returns": absval.join_abs(returns) if returns else {"k": "host"},
                 "yields": self._yielded_param(func),
+                "yielded": self._yielded(func),  # what a generator's items are (`__iter__` of a prefetcher)
                 "step": hot.is_step_like(func),
                 "epoch": self._runs_epoch(func),
                 "callees": sorted({c for c in (self.names.callee(call) for call in self.index.calls_by_owner.get(func, ())) if c}),
@@ -99,6 +100,11 @@ class _Summarizer:
         """The position of the parameter whose items ``func`` (a generator) yields."""
         param = self.values.yielded_param(func)
         return param_index(func, param) if param is not None else None
+
+    def _yielded(self, func: cst.FunctionDef) -> dict | None:
+        """The join of what a generator yields, when it yields values (None otherwise)."""
+        yields = [n.value for n in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Yield) and isinstance(n.value, cst.BaseExpression)]
+        return absval.join_abs([self.abs_of(y) for y in yields]) if yields else None
 
     def _runs_epoch(self, func: cst.FunctionDef) -> bool:
         """Does ``func`` hold a pass over a data loader (a loop the hot-loop analysis reads as

@@ -25,7 +25,7 @@ def _moved(value: dict) -> dict:
         return {**value, "placed": True}
     if kind == "any":
         return absval.join_abs([_moved(alt) for alt in value["of"]])
-    if kind in ("device", "host-tensor", "like"):
+    if kind in ("device", "host-tensor", "like") or absval.kind_of(value) in (Kind.DEVICE, Kind.HOST_TENSOR):
         return {"k": "device"}  # (a "host" value is no tensor: an object of unknown type, moved)
     return {"k": "moved"}
 
@@ -107,7 +107,10 @@ class ValueAnswers:
         if kind in ("tuple", "dict", "item", "like", "elem", "any", "instance"):
             return self._resolve_parts(value, from_path, depth, bind)
         if kind == "to":
-            return _moved(self.resolve(value["of"], from_path, depth + 1, bind))
+            moved = _moved(self.resolve(value["of"], from_path, depth + 1, bind))
+            if moved.get("k") == "moved" and value.get("kind") == "device":
+                return {"k": "device"}  # what the module alone knew (a batch of its own loop, copied)
+            return moved
         if kind not in ("param", "call", "sym", "attr", "member", "vcall"):
             return value
         key = json.dumps([value, from_path, bind], sort_keys=True)
@@ -140,6 +143,9 @@ class ValueAnswers:
                 "kwargs": {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()},
             }
         inner = self.resolve(value["of"], from_path, depth + 1, bind)
+        if kind == "item":
+            items = self.items_of(inner)  # an instance's `__iter__` yields, else the item form
+            return {**items, **{k: v for k, v in value.items() if k not in ("k", "of")}} if items.get("k") == "item" else items
         if kind == "elem":
             found = absval.element(inner, value["i"])
             return found if found.get("k") != "elem" else absval.UNKNOWN
@@ -195,6 +201,8 @@ class ValueAnswers:
             return absval.join_abs([self._apply(alt, args, kwargs, depth + 1) for alt in callee["of"]])
         if kind == "class":
             path, cls = callee["ref"].split(":", 1)
+            if self.class_flag(path, cls, "loader"):
+                return {"k": "loader", "sites": []}  # a project DataLoader subclass, picked by the config
             return {"k": "instance", "cls": callee["ref"], "module": self.class_flag(path, cls, "module"), "args": args, "kwargs": kwargs}
         if kind == "func":
             fpath, qual = callee["ref"].split(":", 1)
