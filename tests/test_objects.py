@@ -789,3 +789,22 @@ class Trainer:
 def test_a_prefetcher_whose_iter_yields_device_batches_and_a_loss_picked_through_a_helper(tmp_path, capsys):
     found = project(tmp_path, {"prefetch.py": PREFETCH, "trainer.py": PREFETCH_TRAINER}, capsys)
     assert found[("trainer.py", at(PREFETCH_TRAINER, "if (y == 0).any()"), "TSL102")] == 1
+
+
+CLOSURE_SCRIPT = """\
+import numpy as np
+import torch
+from sub import SeqTrainer
+
+def main(device):
+    def get_batch(n):
+        x = torch.from_numpy(np.zeros((n, 4))).to(dtype=torch.float32, device=device)
+        return x, x
+
+    SeqTrainer(torch.nn.Linear(4, 4).to("cuda"), get_batch).train_iteration(100)
+"""
+
+
+def test_a_closure_handed_to_a_trainer_runs_every_step(tmp_path, capsys):
+    found = project(tmp_path, {"base.py": BASE, "sub.py": SUB, "script.py": CLOSURE_SCRIPT}, capsys)
+    assert found[("script.py", 7, "TSL301")] == 1

@@ -34,8 +34,9 @@ LIBRARY_ROOTS = frozenset(
 
 
 def local_qualname(index, node: cst.CSTNode) -> str | None:
-    """`f`, `Class`, `Class.method` for top-level definitions; None for nested ones (nothing
-    outside the module can name them)."""
+    """`f`, `Class`, `Class.method` for top-level definitions, `f.<locals>.g` for a function
+    defined in a function (a closure handed on as a value: `Trainer(get_batch=get_batch)`);
+    None for other nested definitions."""
     if isinstance(node, cst.ClassDef):
         info = index.classes.get(node.name.value)
         return node.name.value if info is not None and info.node is node else None
@@ -46,6 +47,11 @@ def local_qualname(index, node: cst.CSTNode) -> str | None:
         if info is not None:
             owner = local_qualname(index, info.node)
             return f"{owner}.{node.name.value}" if owner else None
+        outer = index.enclosing_function(node)
+        if outer is not None and index.scope_of(node) is outer:
+            owner = local_qualname(index, outer)
+            if owner is not None and sum(1 for d in index.defs.get(outer, {}).get(node.name.value, []) if d.stmt is not node and isinstance(d.stmt, cst.FunctionDef)) == 0:
+                return f"{owner}.<locals>.{node.name.value}"
     return None
 
 
