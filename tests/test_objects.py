@@ -808,3 +808,36 @@ def main(device):
 def test_a_closure_handed_to_a_trainer_runs_every_step(tmp_path, capsys):
     found = project(tmp_path, {"base.py": BASE, "sub.py": SUB, "script.py": CLOSURE_SCRIPT}, capsys)
     assert found[("script.py", 7, "TSL301")] == 1
+
+
+def test_a_package_imported_from_a_program_directory_beside_a_module_of_the_same_name(tmp_path, capsys):
+    """`gym/pkg/models/model.py` and `gym/pkg/models/pkg.py`: `from pkg.models.model import Base`
+    in `pkg.py` is the package under `gym/` (its script's directory), not the neighbour `pkg.py`."""
+    files = {
+        "gym/pkg/models/model.py": "import torch\n\nclass Base(torch.nn.Module):\n    pass\n",
+        "gym/pkg/models/pkg.py": "import torch\nfrom pkg.models.model import Base\n\nclass Net(Base):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x\n        return -x\n",
+        "gym/run.py": "import torch\nfrom pkg.models.pkg import Net\n\ndef main(loader, opt):\n    net = Net().cuda()\n    for x, y in loader:\n        net(x.cuda(non_blocking=True)).sum().backward()\n        opt.step()\n",
+    }
+    found = project(tmp_path, files, capsys)
+    assert found[("pkg.py", 6, "TSL102")] == 1
+
+
+def test_code_after_a_pass_that_pulls_batches_with_next_runs_once_per_pass():
+    src = """\
+    import torch
+
+    def features(model, dl, n):
+        feats = []
+        for _ in range(n):
+            x = next(dl).cuda(non_blocking=True)
+            feats.append(model(x))
+        return torch.cat(feats).cpu().numpy()
+
+    def train(model, loader, opt):
+        for step, (x, y) in enumerate(loader):
+            model(x.cuda(non_blocking=True)).sum().backward()
+            opt.step()
+            if step % 1000 == 0:
+                features(model, iter(loader), 10)
+    """
+    assert (at(src, "return torch.cat(feats)"), "TSL101") not in findings(src)

@@ -217,9 +217,18 @@ class HotLoopAnalysis:
     def _loop_reason(self, loop: cst.For | cst.While) -> str | None:
         if isinstance(loop, cst.For) and self._is_loader_like(loop.iter):
             return _LOADER
+        if any(self._pulls_batch(c) for c in self.index.calls_by_owner.get(loop, ())):
+            return _LOADER  # `for _ in range(n): batch = next(self.dl)`: a pass over a loader too
         if self._runs_step_work(loop) or self._is_rollout(loop):
             return _STEP_WORK
         return None
+
+    def _pulls_batch(self, call: cst.Call) -> bool:
+        func = call.func
+        return (
+            isinstance(func, cst.Name) and func.value == "next" and len(call.args) == 1
+            and not self.index.binds_locally("next", func) and self._is_loader_like(call.args[0].value)
+        )
 
     def _is_loader_like(self, node: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > 4:

@@ -147,11 +147,18 @@ class Layout:
             source_root = self._source_root_of(importer)
             return self._longest_module(source_root, base + rest, len(base)) if source_root is not None else None
         parts = dotted.split(".")
+        best = None
         for directory in (os.path.dirname(importer), *self._roots, *self._script_directories(importer)):
             found = self._longest_module(directory, parts, 1)
-            if found is not None:
-                return found
-        return None
+            # A module that names more of the dotted path wins: `decision_transformer.models.model`
+            # from models/decision_transformer.py is the package two directories up, not the
+            # importer's own neighbour `decision_transformer.py` (Python has no implicit
+            # relative imports; a directory beside a package module is not on sys.path).
+            if found is not None and found[0] != Path(importer) and (best is None or found[1].count(".") + (1 if found[1] else 0) < best[1].count(".") + (1 if best[1] else 0)):
+                best = found
+                if not found[1]:
+                    break  # every part is a module: nothing names more
+        return best
 
     def _script_directories(self, importer: str) -> list[str]:
         """The directories between the importer and the root, nearest first: where the script
