@@ -44,7 +44,10 @@ class DeviceArguments:
             local = self._mentions_device and (self._names_accelerator or self._passes_a_non_cpu_device())
             # A helper module that never names a device still receives device tensors from the
             # modules of its project that use one (the project view says so).
+            self._asks_for_accelerator = not local
             self._uses_accelerator = local or self.env.project_uses_accelerator()
+        elif self._asks_for_accelerator:
+            self._asked[0] += 1  # the project's answer, read again
         return self._uses_accelerator
 
     def _passes_a_non_cpu_device(self) -> bool:

@@ -36,6 +36,14 @@ class Evidence:
         """Is ``node`` read where a tensor test on it failed: the `else` of `if isinstance(v,
         torch.Tensor):` / `torch.is_tensor(v)` (or the body of `if not ...`), with no binding of
         it in that branch before the read?"""
+        if self._type_tests is None:  # the names any `if` of the module tests the type of (most: none)
+            self._type_tests = {
+                t.args[0].value.value
+                for t in self.index.calls
+                if t.args and isinstance(t.args[0].value, cst.Name) and isinstance(t.func, (cst.Name, cst.Attribute)) and (t.func.value if isinstance(t.func, cst.Name) else t.func.attr.value) in ("isinstance", "is_tensor")
+            }
+        if node.value not in self._type_tests:
+            return False
         child: cst.CSTNode = node
         for anc in self.index.ancestors(node):
             if type(anc) in _FRAME_TYPES:
@@ -76,7 +84,11 @@ class Evidence:
         """"value" when ``d``'s value is backpropagated, "terms" when a container it binds is
         summed into a backpropagated value, else None."""
         if self._graph_defs is None:
+            before = self._asked[0]
             self._graph_defs = self._find_graph_defs()
+            self._graph_asked = self._asked[0] != before
+        elif self._graph_asked:
+            self._asked[0] += 1  # found with the project's answers (an accelerator's `backward`)
         return self._graph_defs.get(id(d))
 
     def _find_graph_defs(self) -> dict[int, str]:

@@ -59,6 +59,9 @@ class HotLoopAnalysis:
     def __init__(self, index: ModuleIndex, values: ValueAnalysis) -> None:
         self.index = index
         self.values = values
+        # Which code runs per step never decides what a value is, so the project's answers here
+        # do not count as questions a value's answer leaned on (values.py `_Asking`).
+        self.env = getattr(values.env, "_env", values.env)
         self._step_like: dict[cst.FunctionDef, bool] = {}
         self.hot_loops: dict[cst.CSTNode, str] = {}
         self.hot_functions: dict[cst.FunctionDef, HotContext] = {}
@@ -83,7 +86,7 @@ class HotLoopAnalysis:
                 self.hot_functions[func] = HotContext(f"`{name}` runs every step (the trainer calls it per batch)")
         # Functions another module calls every step.
         for func in self.index.returns:
-            remote = self.values.env.hot_caller(func)
+            remote = self.env.hot_caller(func)
             if remote is not None and func not in self.hot_functions:
                 self.hot_functions[func] = HotContext(remote[0], remote[1], remote=True)
         # Functions called from hot regions are hot, transitively (a fixed point). So are
@@ -161,7 +164,7 @@ class HotLoopAnalysis:
             if any(self._is_update_call(c) for c in own_calls):
                 continue  # it steps the optimizer itself: the outer loop of gradient accumulation
             nested = any(self.index.inside(other, loop) for other in loader_loops)
-            calls_epoch = any(self.index.call_targets().get(c) in epoch_functions or self.values.env.runs_epoch(c, self.values) for c in own_calls)
+            calls_epoch = any(self.index.call_targets().get(c) in epoch_functions or self.env.runs_epoch(c, self.values) for c in own_calls)
             if nested or calls_epoch:
                 del self.hot_loops[loop]
         # Functions that run whole passes, outside any per-step loop of theirs: what they do
@@ -179,7 +182,7 @@ class HotLoopAnalysis:
                 epoch_functions.add(func)
         for call in self.index.calls:
             caller = self.index.enclosing_function(call)
-            if caller is not None and caller not in epoch_functions and not in_loop(call) and self.index.target_of(call) is None and self.values.env.runs_epoch(call, self.values):
+            if caller is not None and caller not in epoch_functions and not in_loop(call) and self.index.target_of(call) is None and self.env.runs_epoch(call, self.values):
                 epoch_functions.add(caller)
         changed = True
         while changed:  # a function that calls an epoch function is one too
@@ -298,9 +301,9 @@ class HotLoopAnalysis:
         qn = self.values.qualname(func)
         if qn == "torch.autograd.backward":
             return True
-        if qn is not None and self.values.env.is_step_like(qn):
+        if qn is not None and self.env.is_step_like(qn):
             return True  # a step-like function of another module of the project
-        if self.values.env.is_step_call(call):
+        if self.env.is_step_call(call):
             return True  # a step-like method of an object of another module (`policy.train(buffer)`)
         if call.args:
             if self.values.kind(func) in CALLABLE_MODELS:

@@ -90,10 +90,13 @@ def _bound_class(base: type) -> type:
             def __init__(self, parent, info: ClassInfo, instance: Instance) -> None:
                 base.__init__(self, parent.index, parent._mentions_device, parent._names_accelerator, parent.env)  # noqa: SLF001
                 self.bindings = parent.bindings  # reaching definitions do not depend on the instance
+                self._asked = parent._asked  # noqa: SLF001 - its questions are the module's
+                self.env = parent.env
                 self._parent = parent
                 self._info = info
                 self._instance = instance
                 self._uses_accelerator = parent.uses_accelerator
+                self._asks_for_accelerator = parent._asks_for_accelerator  # noqa: SLF001
 
             def field(self, attr: str) -> Kind | None:
                 kinds = [self._def(d) for d in self._info.self_attrs.get(attr, [])]

@@ -30,7 +30,8 @@ class ModuleAnalysis:
             self.index: ModuleIndex = build_index(self.tree, self.positions)
         else:
             self.tree, self.positions, self.index = _base.tree, _base.positions, _base.index
-        self.values = ValueAnalysis(self.index, source_uses_accelerator(source), source_names_accelerator(source), env)
+        seed = _base.values if _base is not None else None  # its answers that asked the project nothing
+        self.values = ValueAnalysis(self.index, source_uses_accelerator(source), source_names_accelerator(source), env, seed=seed)
         env.bind(self)
         self._extensions: dict[str, object] = {}
 

@@ -32,6 +32,7 @@ from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex, literal_element
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
 from torchsync_lint.knowledge import lightning, trainer_frameworks
+from torchsync_lint.knowledge.libraries import LIBRARY_ROOTS
 from torchsync_lint.knowledge import loaders as loader_knowledge
 from torchsync_lint.knowledge import torch as torch_knowledge
 
@@ -57,12 +58,17 @@ _LITERAL_TYPES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleStr
 class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Evidence, InstanceKinds):
     """Lazily evaluates and memoises the Kind of expressions in one module."""
 
-    def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None, env: Env = NULL_ENV) -> None:
+    def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None, env: Env = NULL_ENV, seed: ValueAnalysis | None = None) -> None:
         """``mentions_device``: the source mentions a device at all (source_uses_accelerator);
         ``names_accelerator``: it names an accelerator (source_names_accelerator); None when
-        unknown, which counts as yes. ``env``: what other modules of the project say."""
+        unknown, which counts as yes. ``env``: what other modules of the project say.
+        ``seed``: the same module's analysis without the project: its answers that asked the
+        project nothing (and leaned on nothing that did) are this analysis's answers too."""
         self.index = index
-        self.env = env
+        # Every question to the project counts on this counter, so that an answer computed
+        # without one is known to hold whatever the project says (see ``_solve``).
+        self._asked = [0]
+        self.env = _Asking(env, self._asked)
         self.bindings = Bindings(index)
         self._mentions_device = mentions_device
         self._names_accelerator = mentions_device if names_accelerator is None else names_accelerator
@@ -80,8 +86,16 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._origins: dict[tuple[cst.CSTNode, int], str | None] = {}
         self._qualnames: dict[cst.CSTNode, str | None] = {}  # every rule asks, per call (the key keeps the node alive)
         self._graph_defs: dict[int, str] | None = None  # bindings backpropagated (evidence.py)
+        self._graph_asked = False
+        self._type_tests: set[str] | None = None  # names tested with isinstance/is_tensor (evidence.py)
+        self._asks_for_accelerator = False
         self._instances: dict[int, object] = {}  # binding -> the instance it holds (instances.py)
         self._instance_values: dict[tuple[int, int], object] = {}
+        self._clean: set[object] = set()  # memo keys whose answer asked the project nothing
+        self._asking_caches: set[object] = set()  # qualname/origin entries that asked it
+        if seed is not None:
+            self._memo = {k: seed._memo[k] for k in seed._clean if k in seed._memo}  # noqa: SLF001
+            self._clean = set(self._memo)
 
     # -- public ---------------------------------------------------------------------------
     def kind(self, node: cst.BaseExpression) -> Kind:
@@ -96,7 +110,12 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         root shadows the import (`import model` ... `model = model.Net()` in a script)."""
         qn = self._qualnames.get(node, _MISSING)
         if qn is _MISSING:
+            before = self._asked[0]
             qn = self._qualnames[node] = self._qualname(node)
+            if self._asked[0] != before:
+                self._asking_caches.add(("q", id(node)))
+        elif ("q", id(node)) in self._asking_caches:
+            self._asked[0] += 1  # a star import's name, which the project resolved
         return qn
 
     def _qualname(self, node: cst.BaseExpression) -> str | None:
@@ -153,7 +172,12 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         key = (expr, depth)  # an answer depends only on deeper ones: memoising by depth is exact,
         found = self._origins.get(key, _MISSING)  # and keeps fan-out (call sites x defs) from exploding
         if found is _MISSING:
+            before = self._asked[0]
             found = self._origins[key] = self._origin_qualname(expr, depth)
+            if self._asked[0] != before:
+                self._asking_caches.add(("o", id(expr), depth))
+        elif ("o", id(expr), depth) in self._asking_caches:
+            self._asked[0] += 1
         return found
 
     def _origin_qualname(self, expr: cst.BaseExpression, depth: int) -> str | None:
@@ -208,6 +232,8 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         (their value depends on where the evaluation started).
         """
         if key in self._memo:
+            if key not in self._clean:
+                self._asked[0] += 1  # leaning on an answer the project gave
             return self._memo[key]
         depth = self._active.get(key)
         if depth is not None:
@@ -215,6 +241,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             return self._approx.get(key)
         provisional = self._provisional.get(key)
         if provisional is not None:
+            self._asked[0] += 1  # (never reused across analyses: count it as asked)
             # Computed on top of unfinished nodes: still valid while every one of them is in
             # the same round of its fixed-point iteration (else recomputing it on every path
             # through a cycle is exponential in the cycle's fan-out).
@@ -226,6 +253,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._active[key] = depth
         self._rounds.append(0)
         outer_cut = self._lowest_cut
+        asked_before = self._asked[0]
         try:
             for _ in range(MAX_ROUNDS):
                 self._round_counter += 1
@@ -243,6 +271,8 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             self._approx.pop(key, None)
         if self._lowest_cut >= depth:
             self._memo[key] = result
+            if self._asked[0] == asked_before:
+                self._clean.add(key)
         elif self._lowest_cut >= 0:
             cut = self._lowest_cut
             self._provisional[key] = (result, cut, tuple(self._rounds[cut:depth]))
@@ -564,6 +594,28 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
 
 _NO_CUT = 1 << 30
+
+
+class _Asking:
+    """An environment whose every question counts on ``asked`` (a one-item list shared by
+    an analysis and its per-instance contexts)."""
+
+    def __init__(self, env: Env, asked: list[int]) -> None:
+        self._env = env.__dict__.get("_env", env)  # never wrapped twice
+        self._asked = asked
+
+    def __getattr__(self, name: str):
+        found = getattr(self._env, name)
+        if not callable(found):
+            return found
+        asked = self._asked
+
+        def asking(*args, **kwargs):
+            if not (args and isinstance(args[0], str) and args[0].split(".", 1)[0] in LIBRARY_ROOTS):
+                asked[0] += 1  # (a library's name is never the project's: no answer to wait for)
+            return found(*args, **kwargs)
+
+        return asking
 
 
 def _is_none(node: cst.BaseExpression) -> bool:

@@ -23,14 +23,10 @@ import builtins
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.knowledge import libraries
 
 # Imports of these never name a project module: their calls are not recorded.
-LIBRARY_ROOTS = frozenset(
-    "torch numpy np math os sys time json re logging random collections itertools functools typing dataclasses "
-    "argparse pathlib shutil glob copy pickle warnings datetime tqdm wandb accelerate lightning pytorch_lightning "
-    "transformers torchvision torchmetrics PIL cv2 scipy sklearn pandas matplotlib yaml omegaconf hydra timm "
-    "einops tensorboardX subprocess contextlib abc enum inspect traceback io csv gc".split()
-)
+LIBRARY_ROOTS = libraries.LIBRARY_ROOTS
 
 
 def local_qualname(index, node: cst.CSTNode) -> str | None:
