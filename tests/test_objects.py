@@ -841,3 +841,42 @@ def test_code_after_a_pass_that_pulls_batches_with_next_runs_once_per_pass():
                 features(model, iter(loader), 10)
     """
     assert (at(src, "return torch.cat(feats)"), "TSL101") not in findings(src)
+
+
+def test_reusing_the_module_alone_answers_changes_no_answer(tmp_path):
+    """The analysis with the project's answers starts from the module-alone analysis's answers
+    that asked the project nothing: every expression must get the kind a fresh analysis gives
+    (here `torch` itself comes through `from utils import *`, which only the project knows)."""
+    import libcst as cst
+
+    from torchsync_lint.analysis import ModuleAnalysis
+    from torchsync_lint.project import summary
+    from torchsync_lint.project.session import Session
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text("import torch\ndevice = torch.device('cuda')\n\ndef helper(x):\n    return x * 2\n")
+    src = (
+        "from utils import *\n\n"
+        "def train(model, loader, opt):\n"
+        "    limit = 10\n"
+        "    buf = torch.zeros(4, 3)\n"
+        "    for x, y in loader:\n"
+        "        out = helper(model(x.to(device, non_blocking=True)))\n"
+        "        buf[0] = out.sum()\n"
+        "        out.sum().backward()\n"
+        "        opt.step()\n"
+        "        print(buf.to(device)[buf > 0])\n"
+        "        helper(buf)\n"
+    )
+    (tmp_path / "train.py").write_text(src)
+    session = Session(tmp_path, use_cache=False, files=["train.py"])
+    session.prepare(1)
+    alone = ModuleAnalysis(cst.parse_module(src), src)
+    summary.summarize(alone, "train.py")
+    seeded = alone.with_env(session.env_for("train.py"))
+    fresh = ModuleAnalysis(cst.parse_module(src), src, session.env_for("train.py"))
+
+    def kinds(analysis):
+        return [analysis.kind(n) for n in analysis.tree.nodes if isinstance(n, cst.BaseExpression)]
+
+    assert kinds(seeded) == kinds(fresh)

@@ -596,6 +596,12 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 _NO_CUT = 1 << 30
 
 
+# Questions whose first argument is an imported name (a dotted qualname), not a local one.
+_QUESTIONS_ABOUT_NAMES = frozenset(
+    {"symbol_kind", "call_kind", "call_element", "is_step_like", "is_module_class", "is_lightning_class", "derives_from", "is_loader_class", "loader_class_settings", "metric_base"}
+)
+
+
 class _Asking:
     """An environment whose every question counts on ``asked`` (a one-item list shared by
     an analysis and its per-instance contexts)."""
@@ -610,8 +616,10 @@ class _Asking:
             return found
         asked = self._asked
 
+        about_names = name in _QUESTIONS_ABOUT_NAMES
+
         def asking(*args, **kwargs):
-            if not (args and isinstance(args[0], str) and args[0].split(".", 1)[0] in LIBRARY_ROOTS):
+            if not (about_names and args and isinstance(args[0], str) and args[0].split(".", 1)[0] in LIBRARY_ROOTS):
                 asked[0] += 1  # (a library's name is never the project's: no answer to wait for)
             return found(*args, **kwargs)
 
