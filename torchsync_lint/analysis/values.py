@@ -9,7 +9,8 @@ assignment, same-module calls and, with a project view, calls and call sites in 
 
 Calls are evaluated in analysis/calls.py, device arguments in analysis/devices.py, elements
 (unpacking, subscripts, loop items) in analysis/elements.py and attributes in
-analysis/attributes.py; this module holds the evaluation loop, names, parameters and classes.
+analysis/attributes.py, parameters in analysis/params.py and what a class is in
+analysis/class_queries.py; this module holds the evaluation loop and names.
 
 Cycles (`x = x + y` in a loop, mutually recursive helpers) are solved to a fixed point at the
 node where the cycle was entered, and nothing computed on top of an unfinished node is
@@ -23,17 +24,18 @@ import libcst as cst
 from torchsync_lint.analysis.bindings import Bindings
 from torchsync_lint.analysis.attributes import AttributeKinds
 from torchsync_lint.analysis.calls import CallKinds
+from torchsync_lint.analysis.class_queries import ClassQueries
 from torchsync_lint.analysis.devices import DeviceArguments, source_names_accelerator, source_uses_accelerator
 from torchsync_lint.analysis.elements import ElementKinds
 from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.analysis.evidence import Evidence
 from torchsync_lint.analysis.instances import InstanceKinds
+from torchsync_lint.analysis.params import ParameterKinds
 from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex, literal_element
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
-from torchsync_lint.knowledge import lightning, trainer_frameworks
+from torchsync_lint.knowledge import lightning
 from torchsync_lint.knowledge.libraries import LIBRARY_ROOTS
-from torchsync_lint.knowledge import loaders as loader_knowledge
 from torchsync_lint.knowledge import torch as torch_knowledge
 
 # Kept importable from here: rules and trackers read them.
@@ -42,9 +44,6 @@ LIGHTNING_MODULES = lightning.LIGHTNING_MODULES
 LIGHTNING_BATCH_HOOKS = lightning.BATCH_HOOKS
 __all__ = ["HOST_KINDS", "HOST_RESULT_METHODS", "Kind", "ValueAnalysis", "combine", "join", "source_names_accelerator", "source_uses_accelerator"]
 
-# Parameters resolved inside one another (a call chain forwarding a value) before giving up:
-# each level costs about ten Python frames, and the default stack holds 1,000.
-MAX_PARAM_DEPTH = 40
 # Rounds of a cycle's fixed point before settling on what it has (kinds form a short lattice:
 # three rounds reach the fixed point in practice).
 MAX_ROUNDS = 4
@@ -55,7 +54,7 @@ _MISSING = object()
 _LITERAL_TYPES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString})
 
 
-class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Evidence, InstanceKinds):
+class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Evidence, InstanceKinds, ParameterKinds, ClassQueries):
     """Lazily evaluates and memoises the Kind of expressions in one module."""
 
     def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None, env: Env = NULL_ENV, seed: ValueAnalysis | None = None) -> None:
@@ -434,163 +433,6 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             return False  # read, not handed on
         return True  # returned, stored, aliased, put in a container, passed through `**`...
 
-    def _param(self, d: Def) -> Kind | None:
-        """A parameter is what its call sites pass (in this module and, with a project view,
-        in others), or what its hook contract says."""
-        if self._param_depth >= MAX_PARAM_DEPTH:
-            # A chain of calls this long (f0(x) -> f1(x) -> ... each forwarding x) would exhaust
-            # Python's stack; give up on this parameter instead. Treated as a cut, so nothing
-            # computed on top of it is memoised.
-            self._lowest_cut = -1
-            return Kind.UNKNOWN
-        self._param_depth += 1
-        try:
-            return self._param_kind(d)
-        finally:
-            self._param_depth -= 1
-
-    def _param_kind(self, d: Def) -> Kind | None:
-        func, param = d.func, d.param
-        assert func is not None and param is not None
-        info = self.index.class_of_method.get(func)
-        params = [*func.params.posonly_params, *func.params.params]
-        position = next((i for i, p in enumerate(params) if p is param), None)
-        if info is not None and position == 0 and self.is_module_class(info.node):
-            return Kind.MODEL  # `self` of an nn.Module: `self(x)` is a forward
-        if info is not None and position is not None and self.is_lightning_class(info.node):
-            hook_params = lightning.BATCH_HOOK_PARAMS.get(func.name.value, ())
-            if position - 1 in hook_params:
-                return Kind.DEVICE  # Lightning moves the batch to the module's device first
-        if info is not None and position is not None and position in lightning.CALLBACK_HOOK_PARAMS.get(func.name.value, ()) and self.is_lightning_callback(info.node):
-            return Kind.DEVICE  # a callback's view of the step's outputs and batch
-        if info is not None and position is not None and position in (self.framework_hook(func) or ()):
-            return Kind.DEVICE  # a trainer framework's batch (prepared) or step outputs
-        kinds: list[Kind | None] = []
-        for call in self.index.call_sites(func):
-            arg = self.index.argument_for(call, func, param)
-            if arg is None and any(a.star for a in call.args):
-                return Kind.UNKNOWN
-            if arg is not None:
-                kinds.append(self._eval(arg))
-        remote = self.env.param_kind(func, param)
-        if remote is not None:
-            kinds.append(remote)
-        joined = join(kinds) if kinds else Kind.UNKNOWN
-        if joined is Kind.UNKNOWN and param.annotation is not None:
-            # Only when the call sites do not say: an annotation names a type, not a place
-            # (`data: torch.Tensor` handed a list of host samples is what the code passes).
-            qn = self.qualname(param.annotation.annotation) or ""
-            if qn in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
-                return Kind.DEVICE
-            if qn == "torch.nn.Module":
-                return Kind.MODEL
-        return joined
-
-    def unset_param_default(self, name: cst.Name) -> str | None:
-        """"None"/"True"/"False" when ``name`` reads a parameter with that literal default that
-        no call site passes (and there is at least one call site, here or in another module):
-        the branch it decides is decided. None when anything else may hold."""
-        defs = self.reaching_defs(name)
-        if len(defs) != 1 or defs[0].how != "param":
-            return None
-        func, param = defs[0].func, defs[0].param
-        default = param.default
-        if not (isinstance(default, cst.Name) and default.value in ("None", "True", "False")):
-            return None
-        calls = self.index.call_sites(func)
-        if any(any(a.star for a in c.args) or self.index.argument_for(c, func, param) is not default for c in calls):
-            return None  # a call site passes it (or may, through `*args`/`**kwargs`)
-        remote = self.env.param_passed(func, param)
-        if remote is None or remote is True:
-            return None  # unknown, or another module passes it
-        if not calls and remote is False and not self.env.has_callers(func):
-            return None
-        return default.value
-
-    def _star_param(self, d: Def) -> Kind | None:
-        """`*args` / `**kwargs`: a container of what call sites pass beyond the named
-        parameters (`logger.update(loss=loss)` puts a device tensor in `kwargs`)."""
-        func, param = d.func, d.param
-        keyword = param is func.params.star_kwarg
-        kinds: list[Kind | None] = []
-        for call in self.index.call_sites(func):
-            # `update(total=loss, **parts)`: what is spelled out is known, the rest is not
-            kinds += [self._eval(v) for v in self.index.extra_arguments(call, func, keyword)]
-        remote = self.env.star_kind(func, keyword)
-        if remote is not None:
-            kinds.append(remote)
-        return Kind.DEVICE if Kind.DEVICE in kinds or Kind.MOVED in kinds else Kind.UNKNOWN
-
-    # -- classes --------------------------------------------------------------------------
-    def is_module_class(self, cls: cst.ClassDef) -> bool:
-        return self._derives_from(cls, lambda qn: qn.startswith("torch.nn.") or qn in LIGHTNING_MODULES or self.env.is_module_class(qn))
-
-    def is_loader_class(self, cls: cst.ClassDef) -> bool:
-        """A DataLoader subclass (`class AudioDataLoader(DataLoader)`): it loads like one."""
-        return self._derives_from(cls, lambda qn: qn in loader_knowledge.LOADER_CLASSES or self.env.is_loader_class(qn))
-
-    def loader_call_settings(self, call: cst.Call) -> frozenset[str] | None:
-        """For a call that builds a DataLoader (torch's, a library's, or a project subclass):
-        the DataLoader keywords its class sets itself (`super().__init__(..., pin_memory=True)`),
-        which the call cannot leave unset; None when ``call`` builds no DataLoader."""
-        qn = self.qualname(call.func) or ""
-        if qn in loader_knowledge.LOADER_CLASSES:
-            return frozenset()
-        if isinstance(call.func, cst.Name) and call.func.value in self.index.classes and not self.reaching_defs(call.func):
-            info = self.index.classes[call.func.value]
-            return self.loader_keywords_set(info) if self.is_loader_class(info.node) else None
-        if qn:
-            return self.env.loader_class_settings(qn)
-        return None
-
-    def loader_keywords_set(self, info) -> frozenset[str]:
-        """Keywords a DataLoader subclass passes to its base's `__init__` itself; `*` when it
-        passes positional arguments beyond the dataset, whose meaning depends on its own
-        signature."""
-        found: set[str] = set()
-        for method in info.methods.values():
-            for call in self.index.calls_by_owner.get(method, ()):
-                func = call.func
-                if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
-                    found.update(a.keyword.value for a in call.args if a.keyword is not None)
-                    plain = [a for a in call.args if a.keyword is None and not a.star]
-                    if len(plain) > (1 if isinstance(func.value, cst.Call) else 2):
-                        found.add("*")  # `super().__init__(dataset, 64, True, None, None, 4)`
-        return frozenset(found)
-
-    def framework_hook(self, func: cst.FunctionDef) -> tuple[int, ...] | None:
-        """For a method a trainer framework's base class calls every batch (a subclass's
-        `calculate_train_batch_loss`, a callback's `on_train_step_end`): the positions of its
-        device parameters; None for any other function."""
-        info = self.index.class_of_method.get(func)
-        if info is None:
-            return None
-        for bases, hooks in trainer_frameworks.HOOKS:
-            if func.name.value in hooks and self._derives_from(info.node, lambda qn, bases=bases: qn in bases or self.env.derives_from(qn, bases)):
-                return hooks[func.name.value]
-        return None
-
-    def is_framework_trainer(self, cls: cst.ClassDef) -> bool:
-        bases = trainer_frameworks.TRAINER_BASES
-        return self._derives_from(cls, lambda qn: qn in bases or self.env.derives_from(qn, bases))
-
-    def is_lightning_callback(self, cls: cst.ClassDef) -> bool:
-        return self._derives_from(cls, lambda qn: qn in lightning.CALLBACK_BASES)
-
-    def is_lightning_class(self, cls: cst.ClassDef) -> bool:
-        return self._derives_from(cls, lambda qn: qn in LIGHTNING_MODULES or self.env.is_lightning_class(qn))
-
-    def _derives_from(self, cls: cst.ClassDef, is_base, depth: int = 0) -> bool:
-        """Does ``cls`` have an imported base (by qualified name) that ``is_base`` accepts,
-        directly or through local base classes (at most 5 deep)?"""
-        for base in cls.bases:
-            if is_base(self.qualname(base.value) or ""):
-                return True
-            if isinstance(base.value, cst.Name) and depth < 5:
-                local = self.index.classes.get(base.value.value)
-                if local is not None and self._derives_from(local.node, is_base, depth + 1):
-                    return True
-        return False
 
 
 _NO_CUT = 1 << 30
