@@ -40,15 +40,13 @@ class DeviceArguments:
         `.to(device)`): the user configured the CPU. A device the code cannot resolve (a
         parameter, `args.device`, `x.device`) counts as an accelerator.
         """
-        if self._uses_accelerator is None:
-            local = self._mentions_device and (self._names_accelerator or self._passes_a_non_cpu_device())
-            # A helper module that never names a device still receives device tensors from the
-            # modules of its project that use one (the project view says so).
-            self._asks_for_accelerator = not local
-            self._uses_accelerator = local or self.env.project_uses_accelerator()
-        elif self._asks_for_accelerator:
-            self._asked[0] += 1  # the project's answer, read again
-        return self._uses_accelerator
+        return self._reused(self._module_facts, "accelerator", self._decide_accelerator)
+
+    def _decide_accelerator(self) -> bool:
+        local = self._mentions_device and (self._names_accelerator or self._passes_a_non_cpu_device())
+        # A helper module that never names a device still receives device tensors from the
+        # modules of its project that use one (the project view says so).
+        return local or self.env.project_uses_accelerator()
 
     def _passes_a_non_cpu_device(self) -> bool:
         for call in self.index.calls:

@@ -83,13 +83,8 @@ class Evidence:
     def backpropagated(self, d: Def) -> str | None:
         """"value" when ``d``'s value is backpropagated, "terms" when a container it binds is
         summed into a backpropagated value, else None."""
-        if self._graph_defs is None:
-            before = self._asked[0]
-            self._graph_defs = self._find_graph_defs()
-            self._graph_asked = self._asked[0] != before
-        elif self._graph_asked:
-            self._asked[0] += 1  # found with the project's answers (an accelerator's `backward`)
-        return self._graph_defs.get(id(d))
+        # (found with the project's answers, such as an accelerator's `backward`)
+        return self._reused(self._module_facts, "graph", self._find_graph_defs).get(id(d))
 
     def _find_graph_defs(self) -> dict[int, str]:
         found: dict[int, str] = {}

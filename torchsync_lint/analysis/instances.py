@@ -95,8 +95,8 @@ def _bound_class(base: type) -> type:
                 self._parent = parent
                 self._info = info
                 self._instance = instance
-                self._uses_accelerator = parent.uses_accelerator
-                self._asks_for_accelerator = parent._asks_for_accelerator  # noqa: SLF001
+                parent.uses_accelerator  # noqa: B018 - decided once, for the module
+                self._module_facts["accelerator"] = parent._module_facts["accelerator"]  # noqa: SLF001
 
             def field(self, attr: str) -> Kind | None:
                 kinds = [self._def(d) for d in self._info.self_attrs.get(attr, [])]

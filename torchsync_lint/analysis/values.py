@@ -49,7 +49,6 @@ __all__ = ["HOST_KINDS", "HOST_RESULT_METHODS", "Kind", "ValueAnalysis", "combin
 MAX_ROUNDS = 4
 
 
-_MISSING = object()
 # Exact types (libcst's classes are ABCs: isinstance is slow on the hottest path).
 _LITERAL_TYPES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString})
 
@@ -71,7 +70,6 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self.bindings = Bindings(index)
         self._mentions_device = mentions_device
         self._names_accelerator = mentions_device if names_accelerator is None else names_accelerator
-        self._uses_accelerator: bool | None = None
         self._memo: dict[object, Kind | None] = {}
         self._active: dict[object, int] = {}  # key -> its depth on the evaluation stack
         self._rounds: list[int] = []  # per depth: the round its node is in (a unique number)
@@ -82,16 +80,14 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._param_depth = 0
         self._placements: dict[tuple[int, str], bool] = {}
         self._shadowed_roots: dict[int, bool] = {}
-        self._origins: dict[tuple[cst.CSTNode, int], str | None] = {}
-        self._qualnames: dict[cst.CSTNode, str | None] = {}  # every rule asks, per call (the key keeps the node alive)
-        self._graph_defs: dict[int, str] | None = None  # bindings backpropagated (evidence.py)
-        self._graph_asked = False
+        # Caches of ``_reused``: (answer, whether computing it asked the project).
+        self._origins: dict[tuple[cst.CSTNode, int], tuple] = {}
+        self._qualnames: dict[cst.CSTNode, tuple] = {}  # every rule asks, per call (the key keeps the node alive)
+        self._module_facts: dict[str, tuple] = {}  # "accelerator" (devices.py), "graph" (evidence.py)
         self._type_tests: set[str] | None = None  # names tested with isinstance/is_tensor (evidence.py)
-        self._asks_for_accelerator = False
         self._instances: dict[int, object] = {}  # binding -> the instance it holds (instances.py)
         self._instance_values: dict[tuple[int, int], object] = {}
         self._clean: set[object] = set()  # memo keys whose answer asked the project nothing
-        self._asking_caches: set[object] = set()  # qualname/origin entries that asked it
         if seed is not None:
             self._memo = {k: seed._memo[k] for k in seed._clean if k in seed._memo}  # noqa: SLF001
             self._clean = set(self._memo)
@@ -104,18 +100,23 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
     def is_device(self, node: cst.BaseExpression) -> bool:
         return self.kind(node) is Kind.DEVICE
 
+    def _reused(self, cache: dict, key: object, compute):
+        """``compute()``, memoised in ``cache``. An answer whose computation asked the project
+        (a star import's name, the project's accelerator) counts as asking it again each time it
+        is reused, so that what ``_solve`` marks clean never leaned on the project, even
+        through a cache."""
+        entry = cache.get(key)
+        if entry is None:
+            before = self._asked[0]
+            entry = cache[key] = (compute(), self._asked[0] != before)
+        elif entry[1]:
+            self._asked[0] += 1
+        return entry[0]
+
     def qualname(self, node: cst.BaseExpression) -> str | None:
         """The imported name ``node`` (a dotted name) refers to, unless a local binding of its
         root shadows the import (`import model` ... `model = model.Net()` in a script)."""
-        qn = self._qualnames.get(node, _MISSING)
-        if qn is _MISSING:
-            before = self._asked[0]
-            qn = self._qualnames[node] = self._qualname(node)
-            if self._asked[0] != before:
-                self._asking_caches.add(("q", id(node)))
-        elif ("q", id(node)) in self._asking_caches:
-            self._asked[0] += 1  # a star import's name, which the project resolved
-        return qn
+        return self._reused(self._qualnames, node, lambda: self._qualname(node))
 
     def _qualname(self, node: cst.BaseExpression) -> str | None:
         qn = self.index.imports.qualname(node)
@@ -168,16 +169,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         another) binds to an object made by the same call."""
         if depth > 8:
             return None  # `a = b; b = a` in a loop, or a long chain of aliases
-        key = (expr, depth)  # an answer depends only on deeper ones: memoising by depth is exact,
-        found = self._origins.get(key, _MISSING)  # and keeps fan-out (call sites x defs) from exploding
-        if found is _MISSING:
-            before = self._asked[0]
-            found = self._origins[key] = self._origin_qualname(expr, depth)
-            if self._asked[0] != before:
-                self._asking_caches.add(("o", id(expr), depth))
-        elif ("o", id(expr), depth) in self._asking_caches:
-            self._asked[0] += 1
-        return found
+        # An answer depends only on deeper ones: memoising by depth is exact, and keeps fan-out
+        # (call sites x defs) from exploding.
+        return self._reused(self._origins, (expr, depth), lambda: self._origin_qualname(expr, depth))
 
     def _origin_qualname(self, expr: cst.BaseExpression, depth: int) -> str | None:
         if isinstance(expr, cst.Call):
@@ -434,7 +428,6 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         return True  # returned, stored, aliased, put in a container, passed through `**`...
 
 
-
 _NO_CUT = 1 << 30
 
 
@@ -465,6 +458,7 @@ class _Asking:
                 asked[0] += 1  # (a library's name is never the project's: no answer to wait for)
             return found(*args, **kwargs)
 
+        self.__dict__[name] = asking  # made once per question: the next lookup finds it here
         return asking
 
 
