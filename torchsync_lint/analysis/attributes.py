@@ -49,7 +49,7 @@ class AttributeKinds:
                 instance = self.instance_of(base_expr)
                 if instance is not None:
                     return self.instance_field(cls, instance, attr)
-                return join(Kind.MODEL if k is Kind.CPU_MODEL else k for k in (self._def(d) for d in cls.self_attrs[attr]))
+                return join(self.field_kinds(cls, attr))
         origin = self.origin_qualname(base_expr)
         if origin is not None:
             known = registry.attribute_returns(origin, attr)  # `scheduler.sigmas`: a CPU table
@@ -77,14 +77,18 @@ class AttributeKinds:
         remote = self.env.symbol_kind(qn)
         return remote if remote is not None else Kind.UNKNOWN
 
+    def field_kinds(self, info, attr: str) -> list[Kind | None]:
+        """What the stores of class ``info`` to `self.attr` hold, one kind per store; a CPU
+        model stored on an object counts as a model, which its owner may move."""
+        return [Kind.MODEL if k is Kind.CPU_MODEL else k for k in (self._def(d) for d in info.self_attrs.get(attr, ()))]
+
     def _self_attr(self, node: cst.CSTNode, attr: str) -> Kind | None:
         info = self.index.class_of(node)
         if info is None:
             return Kind.UNKNOWN
         if attr == "device":
             return Kind.HOST
-        kinds = [self._def(d) for d in info.self_attrs.get(attr, [])]
-        kinds = [Kind.MODEL if k is Kind.CPU_MODEL else k for k in kinds]  # its owner may move it
+        kinds = self.field_kinds(info, attr)
         if not kinds:
             inherited = self.env.inherited_attribute_kind(info.node, attr)
             return inherited if inherited is not None else Kind.UNKNOWN

@@ -99,8 +99,7 @@ def _bound_class(base: type) -> type:
                 self._module_facts["accelerator"] = parent._module_facts["accelerator"]  # noqa: SLF001
 
             def field(self, attr: str) -> Kind | None:
-                kinds = [self._def(d) for d in self._info.self_attrs.get(attr, [])]
-                kinds = [Kind.MODEL if k is Kind.CPU_MODEL else k for k in kinds]
+                kinds = self.field_kinds(self._info, attr)
                 return join(kinds) if any(k is not None for k in kinds) else None
 
             def _param_kind(self, d: Def) -> Kind | None:
@@ -113,12 +112,9 @@ def _bound_class(base: type) -> type:
                     # never called on this object here: its parameters hold nothing for it,
                     # unless it escapes to code that may call it
                     return parent._param_kind(d) if self._instance.escapes else None  # noqa: SLF001
-                kinds = []
-                for call in calls:
-                    arg = self.index.argument_for(call, d.func, d.param)
-                    if arg is None and any(a.star for a in call.args):
-                        return Kind.UNKNOWN
-                    kinds.append(parent._eval(arg) if arg is not None else None)  # noqa: SLF001
+                kinds = parent.passed_kinds(calls, d.func, d.param)
+                if kinds is None:
+                    return Kind.UNKNOWN
                 if self._instance.escapes:
                     kinds.append(parent._param_kind(d))  # noqa: SLF001
                 return join(kinds) if any(k is not None for k in kinds) else None

@@ -52,13 +52,9 @@ class ParameterKinds:
             return Kind.DEVICE  # a callback's view of the step's outputs and batch
         if info is not None and position is not None and position in (self.framework_hook(func) or ()):
             return Kind.DEVICE  # a trainer framework's batch (prepared) or step outputs
-        kinds: list[Kind | None] = []
-        for call in self.index.call_sites(func):
-            arg = self.index.argument_for(call, func, param)
-            if arg is None and any(a.star for a in call.args):
-                return Kind.UNKNOWN
-            if arg is not None:
-                kinds.append(self._eval(arg))
+        kinds = self.passed_kinds(self.index.call_sites(func), func, param)
+        if kinds is None:
+            return Kind.UNKNOWN
         remote = self.env.param_kind(func, param)
         if remote is not None:
             kinds.append(remote)
@@ -72,6 +68,18 @@ class ParameterKinds:
             if qn == "torch.nn.Module":
                 return Kind.MODEL
         return joined
+
+    def passed_kinds(self, calls, func: cst.FunctionDef, param: cst.Param) -> list[Kind | None] | None:
+        """What each of ``calls`` passes for ``param`` of ``func`` (calls that leave it to its
+        default say nothing); None when one of them may pass it through `*args`/`**kwargs`."""
+        kinds: list[Kind | None] = []
+        for call in calls:
+            arg = self.index.argument_for(call, func, param)
+            if arg is None and any(a.star for a in call.args):
+                return None
+            if arg is not None:
+                kinds.append(self._eval(arg))
+        return kinds
 
     def unset_param_default(self, name: cst.Name) -> str | None:
         """"None"/"True"/"False" when ``name`` reads a parameter with that literal default that
