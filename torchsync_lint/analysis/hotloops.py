@@ -416,19 +416,12 @@ class HotLoopAnalysis:
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self._constant_test(test.expression)
             return None if inner is None else not inner
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)):
-            right = test.comparisons[0].comparator
-            if isinstance(right, cst.Name) and right.value == "None" and isinstance(test.left, cst.Name):
-                default = self.values.unset_param_default(test.left)  # `if classes is not None:`
-                if default is not None:
-                    is_none = default == "None"
-                    return is_none if isinstance(test.comparisons[0].operator, cst.Is) else not is_none
-            return None
+        # `if classes is not None:` / `if flip:` of a parameter whose default no caller overrides
+        found = self._default_test(test)
+        if found is not None and self.values.unset_param_default(found[0]) is not None:
+            return found[1]
         if not isinstance(test, cst.Name):
             return None
-        default = self.values.unset_param_default(test)  # `if flip:` of `flip=False` nobody sets
-        if default is not None:
-            return {"None": False, "False": False, "True": True}.get(default)
         defs = self.values.reaching_defs(test)
         values = set()
         for d in defs:
