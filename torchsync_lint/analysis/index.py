@@ -310,6 +310,11 @@ class ModuleIndex:
         return self._binding_resolver
 
 
+def is_none(node: cst.BaseExpression | None) -> bool:
+    """Is ``node`` the literal `None`?"""
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
 def literal_element(d: Def) -> cst.BaseExpression | None:
     """Element ``d.path`` of a tuple or list display an unpacking binds from (`a, b = x, y`)."""
     value = d.value

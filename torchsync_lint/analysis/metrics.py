@@ -42,9 +42,7 @@ from torchsync_lint.analysis.metric_classes import (
 from torchsync_lint.analysis.metric_params import MetricParameters
 from torchsync_lint.analysis.metric_sites import MetricSite, MetricUse, _unique
 from torchsync_lint.analysis.metric_uses import MetricUses
-
-
-_LIBRARIES = frozenset({"torch", "torchvision", "numpy", "lightning", "pytorch_lightning", "transformers", "typing", "os", "sys", "math"})
+from torchsync_lint.knowledge.libraries import LIBRARY_ROOTS
 
 
 class MetricTracker(MetricUses, MetricParameters):
@@ -100,7 +98,7 @@ class MetricTracker(MetricUses, MetricParameters):
     def _imports_project_metrics(self) -> bool:
         """Does the module import a metric class of another project module?"""
         env = self.analysis.env
-        return any(env.metric_base(qn) is not None for qn in sorted(set(self.index.imports.aliases.values())) if qn.split(".")[0] not in _LIBRARIES)
+        return any(env.metric_base(qn) is not None for qn in sorted(set(self.index.imports.aliases.values())) if qn.split(".")[0] not in LIBRARY_ROOTS)
 
     def _project_class(self, qualname: str) -> MetricClass | None:
         """A metric class of another project module (`class WordErrorRate(ErrorRate)` with

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.index import is_none
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.values import ValueAnalysis
 from torchsync_lint.knowledge import logging_sinks as table
@@ -117,7 +118,7 @@ class SinkAnalysis:
                 return self._extend(self._origin(expr.func.value, depth + 1), expr.func.attr.value)
             return None
         if isinstance(expr, cst.IfExp):  # `SummaryWriter() if log else None`
-            sides = [s for s in (expr.body, expr.orelse) if not (isinstance(s, cst.Name) and s.value == "None")]
+            sides = [s for s in (expr.body, expr.orelse) if not is_none(s)]
             return self._origin(sides[0], depth + 1) if len(sides) == 1 else None
         if isinstance(expr, cst.Subscript):  # `run["train/loss"]`
             return self._extend(self._origin(expr.value, depth + 1), "[]")
@@ -125,7 +126,7 @@ class SinkAnalysis:
             defs = self.values.reaching_defs(expr)
             if defs and all(d.how == "assign" and d.value is not None for d in defs):
                 # `writer = SummaryWriter(...)` or `writer = None` (logging off): the writer
-                origins = {self._origin(d.value, depth + 1) for d in defs if not (isinstance(d.value, cst.Name) and d.value.value == "None")}
+                origins = {self._origin(d.value, depth + 1) for d in defs if not is_none(d.value)}
                 if len(origins) == 1:
                     return origins.pop()
                 return None

@@ -32,7 +32,7 @@ from torchsync_lint.analysis.evidence import Evidence
 from torchsync_lint.analysis.instances import InstanceKinds
 from torchsync_lint.analysis.params import ParameterKinds
 from torchsync_lint.analysis.imports import canonical, dotted_parts
-from torchsync_lint.analysis.index import Def, ModuleIndex, literal_element
+from torchsync_lint.analysis.index import Def, ModuleIndex, is_none, literal_element
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
 from torchsync_lint.knowledge import lightning
 from torchsync_lint.knowledge.libraries import LIBRARY_ROOTS
@@ -180,7 +180,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
                 return self.origin_qualname(func.value, depth + 1)  # `MultiBoxLoss(...).to(device)`
             return self.qualname(func)
         if isinstance(expr, cst.IfExp):  # `SummaryWriter() if log else None`: the object, when there is one
-            sides = [s for s in (expr.body, expr.orelse) if not _is_none(s)]
+            sides = [s for s in (expr.body, expr.orelse) if not is_none(s)]
             return self.origin_qualname(sides[0], depth + 1) if len(sides) == 1 else None
         if isinstance(expr, cst.Name):
             defs = self.reaching_defs(expr)
@@ -189,7 +189,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             # `writer = SummaryWriter(...) if log else None`: the object, when there is one;
             # `acc, lr = Meter(), Meter()`: each element's own maker
             values = [d.value if d.how == "assign" else literal_element(d) for d in defs if d.how in ("assign", "unpack")]
-            origins = {self.origin_qualname(v, depth + 1) for v in values if v is not None and not _is_none(v)}
+            origins = {self.origin_qualname(v, depth + 1) for v in values if v is not None and not is_none(v)}
             return origins.pop() if len(origins) == 1 else None
         parts = dotted_parts(expr)
         if parts and len(parts) == 2 and parts[0] == "self":
@@ -461,9 +461,6 @@ class _Asking:
         self.__dict__[name] = asking  # made once per question: the next lookup finds it here
         return asking
 
-
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
 
 # Methods of a module that return the same object (its maker stays its origin).
 _SAME_OBJECT_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_", "to_empty", "xpu"})
