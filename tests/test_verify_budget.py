@@ -228,6 +228,17 @@ def test_a_script_that_crashes_or_never_steps_exits_2_and_writes_nothing(tmp_pat
     assert "the budget was not written" in text and not (project / "syncs.toml").exists()
 
 
+def test_a_budget_that_cannot_be_written_exits_2_and_stays_as_it_was(base, tmp_path):
+    project = _copy(base, tmp_path)
+    budget = project / "syncs.toml"
+    budget.write_text(base[1] + "# a hand edit that --update-budget rewrites away\n")
+    budget.chmod(0o444)  # read-only: atomic.write_atomic refuses it, even for root
+    code, text, report = _verify(project, "--update-budget")
+    assert code == 2 and report["write_error"] == "cannot write: the file is read-only" and report["written"] is None
+    assert "ERROR: the budget could not be written (cannot write: the file is read-only); it is as it was (exit 2)" in text
+    assert budget.read_text() == base[1] + "# a hand edit that --update-budget rewrites away\n"
+
+
 def test_a_script_whose_requirement_is_missing_is_skipped_budgeted_or_not(tmp_path):
     """As in CI without torchvision: its fixtures are in no budget and are skipped, not errors."""
     project = _project(tmp_path)

@@ -399,9 +399,10 @@ class BudgetReport:
     update: bool
     results: list[ScriptResult]
     written: bool | None = None  # --update-budget: the file changed
+    write_error: str | None = None  # --update-budget: why the file could not be written
 
     @property
     def exit_code(self) -> int:
-        if any(r.status == ERROR for r in self.results):
+        if self.write_error is not None or any(r.status == ERROR for r in self.results):
             return 2
         return 1 if not self.update and any(r.status == ROSE for r in self.results) else 0

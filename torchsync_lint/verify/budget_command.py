@@ -16,6 +16,7 @@ import os
 import sys
 import traceback
 
+from torchsync_lint.atomic import WriteError
 from torchsync_lint.verify import budget_file, budget_report, runner, scripts as script_files
 from torchsync_lint.verify.budget import (
     ADDED,
@@ -81,7 +82,10 @@ def run_budget(args: argparse.Namespace) -> int:
     report = BudgetReport(args.budget, backend, bool(args.update_budget), ordered)
     if report.update and not interrupted and report.exit_code == 0:
         # All or nothing: a budget half-updated by a run with errors would hide them.
-        report.written = budget_file.write(_updated(budget, ordered))
+        try:
+            report.written = budget_file.write(_updated(budget, ordered))
+        except WriteError as exc:  # the budget is as it was; the report still says what ran
+            report.write_error = str(exc)
     _write_outputs(args, report)
     if interrupted:
         return 128 + interrupted[0]

@@ -26,12 +26,13 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
+
 try:  # Python 3.11+
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from torchsync_lint.atomic import write_atomic
 from torchsync_lint.verify.budget import KINDS, BudgetFile, LineCount, Period, ScriptBudget
 from torchsync_lint.verify.scripts import project_root
 
@@ -223,8 +224,9 @@ def _inline(line: LineCount) -> str:
 
 
 def write(budget: BudgetFile, path: str | None = None) -> bool:
-    """Write atomically (a crash never leaves half a file); False when the text is unchanged
-    (the file is then left untouched, its timestamp included)."""
+    """Write atomically (atomic.py: a crash never leaves half a file; WriteError when it
+    cannot be written); False when the text is unchanged (the file is then left untouched,
+    its timestamp included)."""
     path = path or budget.path
     text = dumps(budget)
     try:
@@ -233,21 +235,8 @@ def write(budget: BudgetFile, path: str | None = None) -> bool:
                 return False
     except (OSError, UnicodeDecodeError):
         pass
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".budget-", suffix=".toml", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_atomic(path, text.encode("utf-8"))  # WriteError: the file is as it was
     return True
 
 

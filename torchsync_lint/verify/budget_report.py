@@ -83,6 +83,8 @@ def summary_line(report: BudgetReport) -> str:
     prefix = f"sync budget {report.budget_path} ({report.backend}): {scripts} script(s), " + ", ".join(parts)
     if counts.get(ERROR):
         return prefix + "; ERROR: fix the scripts above (exit 2)" + ("; the budget was not written" if report.update else "")
+    if report.write_error is not None:
+        return prefix + f"; ERROR: the budget could not be written ({report.write_error}); it is as it was (exit 2)"
     if report.update:
         return prefix + ("; written" if report.written else "; the file is unchanged")
     if counts.get(ROSE):
@@ -139,7 +141,7 @@ def render_json(report: BudgetReport) -> str:
         else:
             entry["lines"] = []
         scripts.append(entry)
-    data = {"budget": report.budget_path, "backend": report.backend, "update": report.update, "written": report.written,
+    data = {"budget": report.budget_path, "backend": report.backend, "update": report.update, "written": report.written, "write_error": report.write_error,
             "exit_code": report.exit_code, "scripts": scripts}
     return json.dumps(data, indent=2) + "\n"
 
