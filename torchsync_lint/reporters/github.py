@@ -27,8 +27,13 @@ def annotation(finding) -> str:
     if finding.severity != "error":
         props.update(endLine=finding.end_line, endColumn=finding.end_column)
     props["title"] = f"{finding.code} {finding.name}" + (f" (cell {finding.cell})" if finding.cell is not None else "")
+    return workflow_command(level, props, finding.message)
+
+
+def workflow_command(level: str, props: dict, message: str) -> str:
+    """``::level key=value,...::message``, each part escaped as GitHub Actions reads it."""
     rendered = ",".join(f"{key}={escape_property(str(value))}" for key, value in props.items())
-    return f"::{level} {rendered}::{escape_data(finding.message)}"
+    return f"::{level} {rendered}::{escape_data(message)}"
 
 
 @register("github")

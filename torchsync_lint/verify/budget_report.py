@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from xml.etree import ElementTree as ET
 
-from torchsync_lint.reporters.github import escape_data, escape_property
+from torchsync_lint.reporters.github import workflow_command
 from torchsync_lint.reporters.junit import xml_safe
 from torchsync_lint.verify.budget import ERROR, FELL, KINDS, NOT_RUN, ROSE, SAME, SKIPPED, BudgetReport, LineCount, Row, ScriptResult
 from torchsync_lint.verify.budget_file import budget_root
@@ -222,8 +222,7 @@ def _calls(line: LineCount) -> str:
 def _annotation(level: str, path: str, line: int | None, title: str, message: str) -> str:
     props = {"file": path} if line is None else {"file": path, "line": line}
     props["title"] = title
-    rendered = ",".join(f"{key}={escape_property(str(value))}" for key, value in props.items())
-    return f"::{level} {rendered}::{escape_data(message)}"
+    return workflow_command(level, props, message)
 
 
 # --- SARIF -------------------------------------------------------------------------------------
