@@ -81,7 +81,7 @@ def adopted(zombies: bool = False) -> list[int]:
         stat = supervisor.proc_stat(pid)
         if pid in own or stat is None or stat[2] == mine:
             continue
-        if zombies or stat[0] not in ("Z", "X"):
+        if zombies or supervisor.alive(stat):
             found.append(pid)
     return found
 
@@ -103,7 +103,7 @@ def session_members(session: int) -> list[int]:
     found = []
     for pid in supervisor.all_pids():
         stat = supervisor.proc_stat(pid)
-        if stat is not None and stat[2] == session and stat[0] not in ("Z", "X"):
+        if supervisor.alive(stat) and stat[2] == session:
             found.append(pid)
     return found
 

@@ -113,6 +113,11 @@ def proc_stat(pid: int) -> tuple[str, int, int] | None:
         return None
 
 
+def alive(stat: tuple[str, int, int] | None) -> bool:
+    """A process (its ``proc_stat``) that is there and not a zombie or dead."""
+    return stat is not None and stat[0] not in ("Z", "X")
+
+
 def describe(pid: int) -> str:
     """``PID `command line``` (shortened), for a report of what was killed."""
     try:
@@ -158,7 +163,7 @@ def _live_tree(roots: list[int]) -> list[int]:
             continue
         seen.add(pid)
         stack += children_of(pid)
-    return sorted(pid for pid in seen if (proc_stat(pid) or ("Z",))[0] not in ("Z", "X"))
+    return sorted(pid for pid in seen if alive(proc_stat(pid)))
 
 
 class Supervisor:
