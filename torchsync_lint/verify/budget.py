@@ -232,7 +232,7 @@ def measure(events: list, event_sites: list, sites: list[dict], window, root: st
                 chain=_chain(site, root),
             )
         )
-    lines.sort(key=lambda item: (item.file, item.line, KINDS.index(item.kind), item.function, item.code))
+    lines.sort(key=line_order)
     return Measurement(lines, window.length, (first, last))
 
 
@@ -245,10 +245,18 @@ def period_of(steps: list[int], first: int, last: int) -> Period:
     return Period(max(only - first + 1, last - only), exact=False)
 
 
+def line_order(line: LineCount) -> tuple:
+    """The order of a script's lines, in a measurement and in the budget file."""
+    return (line.file, line.line, KINDS.index(line.kind) if line.kind in KINDS else len(KINDS), line.function, line.code)
+
+
+def script_key(path: str, root: str) -> str:
+    """``path`` relative to the budget's root, with forward slashes (a budget's script and file names)."""
+    return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+
+
 def _relative(path: str | None, root: str) -> str:
-    if not path:
-        return "<no project frame>"
-    return os.path.relpath(path, root).replace(os.sep, "/")
+    return script_key(path, root) if path else "<no project frame>"
 
 
 def _frame_text(frame: list | None) -> str | None:

@@ -34,14 +34,16 @@ from torchsync_lint.verify.budget import (
     ScriptResult,
     compare,
     measure,
+    script_key,
     total_of,
 )
-from torchsync_lint.verify.budget_file import BudgetError, budget_root, script_key
+from torchsync_lint.verify.budget_file import BudgetError, budget_root
 from torchsync_lint.verify.command import (
     BackendUnavailable,
     RunContext,
     _fixture_scale,
     _interrupt_handlers,
+    _jobs,
     _launcher,
     _replay,
     resolve_backend,
@@ -134,8 +136,7 @@ def _check_all(context: RunContext, budget: BudgetFile, root: str, runnable: dic
         context.progress.finished(path, result.status)
         results[path] = result
 
-    jobs = 1 if context.backend == "cuda" else max(1, getattr(context.args, "jobs", 1) or 1)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=_jobs(context)) as pool:
         list(pool.map(one, runnable))
 
 
@@ -145,7 +146,11 @@ def plan_script(args: argparse.Namespace, backend: str, path: str, key: str, ent
     another backend, a requirement missing."""
     update = bool(args.update_budget)
     given = list(getattr(args, "script_args", None) or [])
-    missing = script_files.load_script(path).missing_requirements
+    user_args = given or (entry.args if entry is not None else [])
+    steps = args.steps if args.steps is not None else (entry.steps if entry is not None else None)
+    warmup = args.warmup if args.warmup is not None else (entry.warmup if entry is not None else None)
+    script = script_files.load_script(path, steps, warmup, user_args, getattr(args, "cwd", None), getattr(args, "sys_path", None))
+    missing = script.missing_requirements
     if missing:  # first: a script this machine cannot run is skipped, budgeted or not
         return ScriptResult(key, SKIPPED, f"requires {', '.join(missing)} (not importable)", budget=entry)
     if entry is None and not update:
@@ -157,10 +162,7 @@ def plan_script(args: argparse.Namespace, backend: str, path: str, key: str, ent
         if entry.backend != backend:
             return ScriptResult(key, ERROR, f"the budget was written on the {entry.backend} backend, this run uses {backend} "
                                 f"(use --backend {entry.backend}, or a budget file per backend)", budget=entry)
-    user_args = given or (entry.args if entry is not None else [])
-    steps = args.steps if args.steps is not None else (entry.steps if entry is not None else None)
-    warmup = args.warmup if args.warmup is not None else (entry.warmup if entry is not None else None)
-    return script_files.load_script(path, steps, warmup, user_args, getattr(args, "cwd", None), getattr(args, "sys_path", None))
+    return script
 
 
 def run_script(context: RunContext, script: script_files.Script, key: str, entry: ScriptBudget | None, root: str) -> ScriptResult:

@@ -33,8 +33,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from torchsync_lint.atomic import write_atomic
-from torchsync_lint.verify.budget import KINDS, BudgetFile, LineCount, Period, ScriptBudget
-from torchsync_lint.verify.scripts import project_root
+from torchsync_lint.verify.budget import KINDS, BudgetFile, LineCount, Period, ScriptBudget, line_order
+from torchsync_lint.verify.scripts import project_directory
 
 VERSION = 1
 HEADER = (
@@ -52,11 +52,7 @@ def budget_root(budget_path: str) -> str:
     """Paths in the budget are relative to the project root of the budget file (the nearest
     directory above it with a pyproject.toml, setup.cfg or .git), else to its directory: the
     same keys wherever the checkout lives and wherever the file sits in it."""
-    return project_root(budget_path) or os.path.dirname(os.path.abspath(budget_path))
-
-
-def script_key(path: str, root: str) -> str:
-    return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+    return project_directory(budget_path)
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -202,10 +198,6 @@ def dumps(budget: BudgetFile) -> str:
             out.append(f"    {_inline(line)},\n")
         out.append("]\n")
     return "".join(out)
-
-
-def line_order(line: LineCount) -> tuple:
-    return (line.file, line.line, KINDS.index(line.kind) if line.kind in KINDS else len(KINDS), line.function, line.code)
 
 
 def _inline(line: LineCount) -> str:

@@ -111,6 +111,12 @@ def project_root(script: str) -> str | None:
     return str(root) if marked else None
 
 
+def project_directory(path: str) -> str:
+    """The project root of ``path`` (project_root), else its directory: what the budget's
+    script keys and the verifier's call sites are relative to."""
+    return project_root(path) or os.path.dirname(os.path.abspath(path))
+
+
 def _source_roots(root: str) -> list[str]:
     """Where `check` resolves the project's imports from (the root, `src/`, the `src`
     setting), plus a `src/` of plain modules, which Python would import from too."""

@@ -27,7 +27,7 @@ import tokenize
 from collections.abc import Callable
 from types import FrameType
 
-from torchsync_lint.verify.scripts import project_root
+from torchsync_lint.verify.scripts import project_directory
 
 PROJECT = "project"
 LIBRARY = "library"
@@ -69,16 +69,12 @@ def _installed_prefixes() -> tuple[str, ...]:
     return tuple(sorted(os.path.abspath(p) + os.sep for p in paths if p))
 
 
-def project_root_of(script: str) -> str:
-    return project_root(script) or os.path.dirname(os.path.abspath(script))
-
-
 class SiteFinder:
     """``locate()`` -> the index of the current call site in ``table``; see the module doc."""
 
     def __init__(self, script: str, root: str | None = None, construct: Callable[[], str | None] | None = None) -> None:
         self.script = os.path.abspath(script)
-        self.root = os.path.abspath(root or project_root_of(script)) + os.sep
+        self.root = os.path.abspath(root or project_directory(script)) + os.sep
         self.construct = construct or (lambda: None)  # the Python-level read running now (__bool__, item...)
         self.table: list[dict] = []
         self._index: dict[tuple, int] = {}
