@@ -66,8 +66,13 @@ class ClassQueries:
         return None
 
     def is_framework_trainer(self, cls: cst.ClassDef) -> bool:
+        return self._derives_from(cls, self.names_framework_trainer)
+
+    def names_framework_trainer(self, qn: str) -> bool:
+        """A trainer class of a framework that owns the loop (knowledge/trainer_frameworks.py),
+        or a project class derived from one."""
         bases = trainer_frameworks.TRAINER_BASES
-        return self._derives_from(cls, lambda qn: qn in bases or self.env.derives_from(qn, bases))
+        return qn in bases or self.env.derives_from(qn, bases)
 
     def is_lightning_callback(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, lambda qn: qn in lightning.CALLBACK_BASES)

@@ -21,7 +21,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.hotloops import ITER_WRAPPERS
 from torchsync_lint.analysis.imports import dotted_parts
-from torchsync_lint.analysis.kinds import LOADER_KINDS, MODEL_KINDS, Kind, join
+from torchsync_lint.analysis.kinds import Kind, join
 from torchsync_lint.analysis.loader_info import DATALOADER, POSITIONS, ArgValue, LoaderInfo, literal_value
 from torchsync_lint.analysis.values import HOST_RESULT_METHODS
 from torchsync_lint.knowledge import lightning, trainer_frameworks
@@ -454,9 +454,7 @@ class LoaderTracker:
             cls = self.index._instance_class(self.values.reaching_defs(expr))  # noqa: SLF001 - `trainer = MyTrainer(...)`
             if cls is not None:
                 return self.values.is_framework_trainer(cls.node)
-        qn = self.values.origin_qualname(expr) or ""
-        bases = trainer_frameworks.TRAINER_BASES
-        return qn in bases or self.analysis.env.derives_from(qn, bases)
+        return self.values.names_framework_trainer(self.values.origin_qualname(expr) or "")
 
     def dataset_calls(self, info: LoaderInfo) -> list[cst.Call]:
         """The dataset constructor and any it wraps (`Subset(ds, idx)`, `ConcatDataset([...])`)."""

@@ -28,7 +28,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import is_none
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.values import ValueAnalysis
-from torchsync_lint.knowledge import logging_sinks as table
+from torchsync_lint.knowledge import lightning, logging_sinks as table
 
 _MAX_DEPTH = 6
 _UNKNOWN = object()  # a keyword whose value is not a literal
@@ -196,7 +196,7 @@ class SinkAnalysis:
         `log_metrics` returns before converting anything when the trainer has no loggers. A
         Trainer built elsewhere (or none seen) keeps the default logger."""
         if self._no_logger is None:
-            trainers = [c for c in self.index.calls if self.values.qualname(c.func) in table.LIGHTNING_TRAINERS]
+            trainers = [c for c in self.index.calls if self.values.qualname(c.func) in lightning.TRAINERS]
             self._no_logger = bool(trainers) and all(
                 _literal(_keyword(c, "logger", None), default=True) is False for c in trainers
             )

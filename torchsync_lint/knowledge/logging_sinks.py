@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torchsync_lint.knowledge.lightning import TRAINERS as LIGHTNING_TRAINERS
-
 
 @dataclass(frozen=True)
 class Reads:

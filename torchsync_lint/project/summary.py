@@ -28,7 +28,7 @@ from torchsync_lint.analysis.loaders import loaders
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.project import absval
 from torchsync_lint.project.abstract import AbstractValues
-from torchsync_lint.project.callees import CalleeNames, local_qualname, param_index  # noqa: F401 - local_qualname re-exported
+from torchsync_lint.project.callees import CalleeNames, param_index
 from torchsync_lint.project.view import SUMMARY_VERSION
 
 _HANDOFF_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit", "validate", "test", "predict"})

@@ -23,10 +23,7 @@ fixed order, and lints each file against a ``fork()`` of it.
 from __future__ import annotations
 
 import copy
-import json
 
-from torchsync_lint.analysis.kinds import Kind
-from torchsync_lint.project import absval
 from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
 from torchsync_lint.project.objects import ObjectAnswers
