@@ -271,12 +271,14 @@ class Notebook:
         """TSL900 at the first cell that does not compile on its own (Python's message)."""
         from torchsync_lint.errors import file_error
 
-        flags = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+        from torchsync_lint.pytree import parse_tree
+
+        flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
         for c in self.cells:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    compile(c.python, path, "exec", flags, dont_inherit=True)
+                    parse_tree(c.python, path, flags)
             except SyntaxError as exc:
                 line = min(max(exc.lineno or 1, 1), max(c.python.count("\n"), 1))
                 error = file_error(path, "TSL900", f"cannot parse cell {c.index}: {exc.msg}", line, max(exc.offset or 1, 1))

@@ -27,6 +27,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from torchsync_lint.analysis.tree import Tree
+from torchsync_lint.pytree import parse_tree
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # libcst's own line-break rule (position_provider.py)
 _COMPOUND_STATEMENTS = (cst.BaseCompoundStatement, cst.ExceptHandler, cst.ExceptStarHandler)
@@ -214,7 +215,7 @@ class _StatementLines:
         self._tree = tree
         self._start: dict[cst.CSTNode, int] = {}
         try:
-            parsed = ast.parse(source)
+            parsed = parse_tree(source)
             self._block(list(module.body), parsed.body)
         except (SyntaxError, ValueError, RecursionError, MemoryError, _Mismatch):
             self._start = {}  # every statement unknown: positions come from libcst instead

@@ -9,13 +9,14 @@ from __future__ import annotations
 import ast
 
 from torchsync_lint.project.view import ProjectView
+from torchsync_lint.pytree import parse_tree
 
 
 def enclosing_function(text: str, line: int) -> str | None:
     """The qualified name the project view gives the function holding ``line`` (`f`,
     `Class.method`; a nested function counts as the top-level one around it)."""
     try:
-        tree = ast.parse(text)
+        tree = parse_tree(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for node in tree.body:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import ast
 
 from torchsync_lint.project.layout import Layout
+from torchsync_lint.pytree import parse_tree
 
 
 def import_names(source: str) -> list[str]:
     """The dotted names a module's import statements name (relative ones keep their dots);
     `from a import b` names both `a` and `a.b` (b may be a submodule)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_tree(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     names: list[str] = []

@@ -16,7 +16,6 @@ user types, and the rest of the project keeps seeing its last version that parse
 
 from __future__ import annotations
 
-import ast
 import os
 import warnings
 from contextlib import contextmanager
@@ -261,13 +260,14 @@ def _does_not_parse(path: str, source) -> Finding | None:
     """TSL900 for a module Python cannot parse (a notebook's: at its first such cell), found
     with Python's own parser, many times faster than the engine's."""
     from torchsync_lint.errors import file_error
+    from torchsync_lint.pytree import parse_tree
 
     if source.python is None:
         return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ast.parse(source.python)
+            parse_tree(source.python)
     except SyntaxError as exc:
         error = file_error(path, "TSL900", f"cannot parse: {exc.msg}", exc.lineno or 1, max(exc.offset or 1, 1))
         return source.file_errors([error], path)[0]
