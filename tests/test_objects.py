@@ -1051,3 +1051,66 @@ def test_the_forward_of_a_stored_device_model_stays_on_the_device_whatever_its_b
     """`self.model(x)` runs Net.forward, whose library result says nothing of its place: what
     train.py knew (a device model's output) is what show.py receives."""
     assert project(tmp_path, STORED_MODEL, capsys) == {("show.py", 2, "TSL101"): 1}
+
+
+# -- answers do not depend on the order of the questions -------------------------------------------
+CYCLES = {
+    "c.py": """\
+        def c(opt, loss):
+            loss.backward()
+            opt.step()
+    """,
+    "a.py": """\
+        from c import c
+
+
+        def a(opt, loss, n):
+            if n:
+                b(opt, loss, n - 1)
+            c(opt, loss)
+
+
+        def b(opt, loss, n):
+            a(opt, loss, n)
+
+
+        def f(x, n):
+            if n:
+                return g(x, n - 1)
+            return x
+
+
+        def g(y, n):
+            return f(y, n)
+    """,
+    "main.py": """\
+        import torch
+        from a import f
+
+
+        def main():
+            return f(torch.zeros(3).cuda(), 3)
+    """,
+}
+
+
+def _view(tmp_path: Path):
+    from torchsync_lint.project.sessions import Sessions
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in CYCLES.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    paths = [str(tmp_path / name) for name in CYCLES]
+    return Sessions.for_files(paths, use_cache=False).session_for(paths[0]).view("a.py")
+
+
+def test_answers_about_a_call_cycle_do_not_depend_on_which_was_asked_first(tmp_path):
+    """`a` and `b` call each other and `a` calls the stepping `c`: both run a step whichever is
+    asked first; `f` and `g` hand a device tensor round: both parameters hold it."""
+    view = _view(tmp_path)
+    first, second = view.fork(), view.fork()
+    assert [first.function_flag("a.py:a", "step"), first.function_flag("a.py:b", "step")] == [True, True]
+    assert [second.function_flag("a.py:b", "step"), second.function_flag("a.py:a", "step")] == [True, True]
+    one = [first.resolve({"k": "param", "fn": "a.py:f", "i": 0}, "a.py"), first.resolve({"k": "param", "fn": "a.py:g", "i": 0}, "a.py")]
+    other = [second.resolve({"k": "param", "fn": "a.py:g", "i": 0}, "a.py"), second.resolve({"k": "param", "fn": "a.py:f", "i": 0}, "a.py")]
+    assert one == other[::-1] and one[0].get("k") == "device"

@@ -103,7 +103,10 @@ class ValueAnswers:
             self.callers("")  # the call index first: no answer is computed on a partial one
         kind = value.get("k")
         if depth > _MAX_DEPTH:
-            return absval.UNKNOWN if kind in absval.SYMBOLIC else value
+            if kind in absval.SYMBOLIC:
+                self._resolved.truncated()
+                return absval.UNKNOWN
+            return value
         if kind in ("tuple", "dict", "item", "like", "elem", "any", "instance"):
             return self._resolve_parts(value, from_path, depth, bind)
         if kind == "to":
@@ -114,17 +117,7 @@ class ValueAnswers:
         if kind not in ("param", "call", "sym", "attr", "member", "vcall"):
             return value
         key = json.dumps([value, from_path, bind], sort_keys=True)
-        if key in self._resolved:
-            return self._resolved[key]
-        if key in self._open:
-            return absval.UNKNOWN
-        self._open.add(key)
-        try:
-            result = self._resolve_symbolic(value, from_path, depth, bind)
-        finally:
-            self._open.discard(key)
-        self._resolved[key] = result
-        return result
+        return self._resolved.solve(key, lambda: self._resolve_symbolic(value, from_path, depth, bind), absval.UNKNOWN)
 
     def _resolve_parts(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
         kind = value["k"]

@@ -26,6 +26,7 @@ import copy
 
 from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
+from torchsync_lint.project.memo import CycleMemo
 from torchsync_lint.project.objects import ObjectAnswers
 from torchsync_lint.project.values import ValueAnswers
 
@@ -43,10 +44,10 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         self.summaries = summaries  # relpath -> summary
         self._names: dict[tuple[str, str], tuple | None] = {}
         self._callers: dict[str, list[tuple[str, dict, int]]] | None = None
-        self._resolved: dict[str, dict] = {}
-        self._open: set[str] = set()
-        self._hot: dict[str, tuple[str, bool] | None] = {}
-        self._flags: dict[tuple[str, str], bool] = {}
+        # Answers that read the callers table; each cycle-safe (memo.py: never order-dependent).
+        self._resolved = CycleMemo()  # json key of (value, path, bind) -> resolved value
+        self._hot = CycleMemo()  # ref -> (where, gated) | None
+        self._flags = CycleMemo()  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
         self._children: dict[str, list[str]] | None = None  # class ref -> direct project subclasses
@@ -228,7 +229,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
 
     def _forget_answers(self) -> None:
         """Drop every memo that reads the callers table."""
-        self._resolved, self._open, self._hot, self._flags = {}, set(), {}, {}
+        self._resolved, self._hot, self._flags = CycleMemo(), CycleMemo(), CycleMemo()
         self._fed_sites = self._fed_datasets = None
 
     def settle(self) -> ProjectView:
@@ -240,8 +241,8 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
     def fork(self) -> ProjectView:
         """The settled view with memos of its own: one file's questions never change another's answers."""
         other = copy.copy(self)
-        other._names, other._resolved, other._open = dict(self._names), dict(self._resolved), set()
-        other._hot, other._flags = dict(self._hot), dict(self._flags)
+        other._names, other._resolved = dict(self._names), self._resolved.fork()
+        other._hot, other._flags = self._hot.fork(), self._flags.fork()
         return other
 
     def call_target_of(self, callee: str, from_path: str, bound: bool, value: dict | None = None) -> tuple[str, int] | None:
@@ -315,9 +316,9 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         calls ``ref`` (directly, or through functions that are per step themselves)."""
         if self._callers is None:
             self.callers("")
-        if ref in self._hot:
-            return self._hot[ref]
-        self._hot[ref] = None  # a call cycle
+        return self._hot.solve(ref, lambda: self._find_hot(ref), None)  # (a call cycle: not per step through itself)
+
+    def _find_hot(self, ref: str) -> tuple[str, bool] | None:
         found = None
         for caller_path, call, _ in self.callers(ref):
             if call.get("needs") and self._never_passed(*call["needs"]):
@@ -331,7 +332,6 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
                     found = (f"{caller_path}:{call['line']}", outer[1] or call["gated"])
             if found is not None and not found[1]:
                 break
-        self._hot[ref] = found
         return found
 
     def _never_passed(self, ref: str, index: int) -> bool:
@@ -347,27 +347,26 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         """Does the loop ``loop`` (its seq) of ``path`` run a training step through the project
         code it calls (`policy.train(buffer)` runs backward and an optimizer step), without
         calling a function that runs a whole pass over a loader (an epoch loop)?"""
-        key = (f"{path}@{loop}", "loop")
-        if key not in self._flags:
-            self._flags[key] = False
-            calls = [c for c in self.summaries[path]["calls"] if c.get("loop") == loop]
-            refs = [t[0] for c in calls for t in self.call_targets_of(c["callee"], path, c["bound"], c.get("value"))]
-            refs += [o for c in calls for o in self.overrides(c.get("dispatch"))]
-            steps = any(self.function_flag(r, "step") for r in refs) and not any(self.function_flag(r, "epoch") for r in refs)
-            self._flags[key] = steps
-        return self._flags[key]
+        return self._flags.solve((f"{path}@{loop}", "loop"), lambda: self._loop_steps(path, loop), False)
+
+    def _loop_steps(self, path: str, loop: int) -> bool:
+        calls = [c for c in self.summaries[path]["calls"] if c.get("loop") == loop]
+        refs = [t[0] for c in calls for t in self.call_targets_of(c["callee"], path, c["bound"], c.get("value"))]
+        refs += [o for c in calls for o in self.overrides(c.get("dispatch"))]
+        return any(self.function_flag(r, "step") for r in refs) and not any(self.function_flag(r, "epoch") for r in refs)
 
     def function_flag(self, ref: str, flag: str, depth: int = 0) -> bool:
         """A function's "step" / "epoch" flag, through the project functions it calls."""
         if self._callers is None:
             self.callers("")
-        key = (ref, flag)
-        if key in self._flags:
-            return self._flags[key]
-        self._flags[key] = False  # recursion
+        return self._flags.solve((ref, flag), lambda: self._function_flag(ref, flag, depth), False)  # (recursion: not through itself)
+
+    def _function_flag(self, ref: str, flag: str, depth: int) -> bool:
         path, qual = ref.split(":", 1)
         record = self.function(path, qual)
         result = bool(record and record[flag])
+        if record and not result and depth >= _MAX_DEPTH and record["callees"]:
+            self._flags.truncated()
         if record and not result and depth < _MAX_DEPTH:
             for callee in record["callees"]:
                 target = self.call_target(callee, path)
@@ -376,7 +375,6 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
                     if self.function_flag(callee_ref, flag, depth + 1):
                         result = True
                         break
-        self._flags[key] = result
         return result
 
     def _qual_of(self, target: tuple[str, dict]) -> str:
