@@ -125,8 +125,7 @@ class ModuleIndex:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value == param.name.value:
                     return arg.value
-        positional_params = [*params.posonly_params, *params.params]
-        position = next((i for i, p in enumerate(positional_params) if p is param), None)
+        position = param_index(func, param)
         if position is not None:
             position -= self._bound_arguments(call, func)
             positional = [a for a in call.args if a.keyword is None]
@@ -308,6 +307,12 @@ class ModuleIndex:
 
             self._binding_resolver = Bindings(self)
         return self._binding_resolver
+
+
+def param_index(func: cst.FunctionDef, param: cst.Param) -> int | None:
+    """The position of a positional parameter (`self` counts); None for a keyword-only one."""
+    params = [*func.params.posonly_params, *func.params.params]
+    return next((i for i, p in enumerate(params) if p is param), None)
 
 
 def is_none(node: cst.BaseExpression | None) -> bool:

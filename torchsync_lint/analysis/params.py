@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchsync_lint.analysis.index import Def
+from torchsync_lint.analysis.index import Def, param_index
 from torchsync_lint.analysis.kinds import Kind, join
 from torchsync_lint.knowledge import lightning
 
@@ -40,8 +40,7 @@ class ParameterKinds:
         func, param = d.func, d.param
         assert func is not None and param is not None
         info = self.index.class_of_method.get(func)
-        params = [*func.params.posonly_params, *func.params.params]
-        position = next((i for i, p in enumerate(params) if p is param), None)
+        position = param_index(func, param)
         if info is not None and position == 0 and self.is_module_class(info.node):
             return Kind.MODEL  # `self` of an nn.Module: `self(x)` is a forward
         if info is not None and position is not None and self.is_lightning_class(info.node):

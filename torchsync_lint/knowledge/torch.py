@@ -124,6 +124,9 @@ MODULE_METHODS = frozenset(
 SHARED_METHODS = TENSOR_METHODS & MODULE_METHODS
 # Module methods returning the module itself.
 MODEL_METHODS_RETURNING_MODEL = frozenset("to cuda cpu train eval half float double bfloat16 requires_grad_ share_memory xpu to_empty".split())
+# ...and of those, the ones the project view follows as the same module, placed or not (`.cpu()`
+# takes it off the device: not followed).
+MODEL_METHODS_KEEPING_MODEL = MODEL_METHODS_RETURNING_MODEL - {"cpu"}
 # A module's tensors live where the module does: `parameters()` is a container of them;
 # `named_parameters()` yields (host name, tensor) pairs.
 MODEL_TENSOR_ITERATORS = frozenset({"parameters", "buffers"})

@@ -14,15 +14,14 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
-from torchsync_lint.project.callees import CalleeNames, param_index
+from torchsync_lint.analysis.index import param_index
+from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.describe import describe_metric
 
 MAX_DEPTH = 10
 # Values a call may run project code through.
 _CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param"})
 _WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "itertools.islice", "islice"})
-# Module methods returning the module itself (placed on the device by `to`/`cuda`).
-_PLACING_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16"})
 # Tensor methods whose result is a tensor where the receiver is.
 _TENSOR_METHODS = tk.TENSOR_METHODS - tk.HOST_RESULT_METHODS - tk.SHARED_METHODS
 
@@ -268,7 +267,7 @@ class AbstractValues:
 
     def _call(self, expr: cst.Call, depth: int) -> dict:
         func = expr.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _PLACING_METHODS and self.values.qualname(func) is None:
+        if isinstance(func, cst.Attribute) and func.attr.value in tk.MODEL_METHODS_KEEPING_MODEL and self.values.qualname(func) is None:
             receiver = self.abs_of(func.value, depth + 1)
             if receiver.get("k") == "instance":
                 return {**receiver, "placed": receiver.get("placed") or func.attr.value in ("to", "cuda")}  # `model.to(device)`

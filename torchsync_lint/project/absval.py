@@ -45,7 +45,6 @@ from torchsync_lint.analysis.kinds import Kind, join
 
 UNKNOWN = {"k": "unknown"}
 SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall", "to")  # resolved by the view
-_STRUCTURED = ("tuple", "dict", "loader", "metric", "object", "instance", "devspec", "func", "class", "module")
 # Joined without losing what they are: a value that may be one of these is an "any".
 _KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object", "class", "module", "tuple", "loader"}
 _MAX_ALTERNATIVES = 12
@@ -148,6 +147,3 @@ def element(value: dict, position: int) -> dict:
     kind = kind_of(value)
     return of_kind(kind if kind in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN)
 
-
-def is_structured(value: dict) -> bool:
-    return value.get("k") in _STRUCTURED

@@ -23,6 +23,7 @@ import builtins
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.index import param_index
 from torchsync_lint.knowledge import libraries
 
 # Imports of these never name a project module: their calls are not recorded.
@@ -49,12 +50,6 @@ def local_qualname(index, node: cst.CSTNode) -> str | None:
             if owner is not None and sum(1 for d in index.defs.get(outer, {}).get(node.name.value, []) if d.stmt is not node and isinstance(d.stmt, cst.FunctionDef)) == 0:
                 return f"{owner}.<locals>.{node.name.value}"
     return None
-
-
-def param_index(func: cst.FunctionDef, param: cst.Param) -> int | None:
-    """The position of a positional parameter (`self` counts)."""
-    params = [*func.params.posonly_params, *func.params.params]
-    return next((i for i, p in enumerate(params) if p is param), None)
 
 
 class CalleeNames:

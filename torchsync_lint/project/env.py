@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.env import Env
+from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.kinds import Kind, join
 from torchsync_lint.project import absval
 from torchsync_lint.project.describe import remote_site
@@ -32,8 +33,7 @@ class ModuleEnv(Env):
         ref = self._ref(func)
         if ref is None:
             return None
-        params = [*func.params.posonly_params, *func.params.params]
-        index = next((i for i, p in enumerate(params) if p is param), None)
+        index = param_index(func, param)
         if index is None:
             return None
         return self.view.param_value(ref, index)
@@ -103,7 +103,7 @@ class ModuleEnv(Env):
             origin = values.origin_qualname(call.func.value)
             qualname, bound = (f"{origin}.{call.func.attr.value}", 1) if origin else (None, 0)
         target = self._call_target(qualname) if qualname else None
-        if target is None or target[1] is None or target[1]["yields"] is None:
+        if target is None or target[1]["yields"] is None:
             return None
         index = target[1]["yields"] - (target[1]["bound"] if bound else 0)
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
@@ -125,7 +125,7 @@ class ModuleEnv(Env):
         ref = self._ref(func)
         if ref is None:
             return None
-        index = next((i for i, p in enumerate([*func.params.posonly_params, *func.params.params]) if p is param), None)
+        index = param_index(func, param)
         name = param.name.value
         for caller_path, call, shift in self.view.callers(ref):
             if call["star"]:
@@ -315,9 +315,9 @@ class ModuleEnv(Env):
 
     def is_step_like(self, qualname: str) -> bool:
         target = self._call_target(qualname)
-        return bool(target and target[1] is not None and self.view.function_flag(f"{target[0]}:{self.view._qual_of(target)}", "step"))  # noqa: SLF001
+        return bool(target and self.view.function_flag(target[0], "step"))
 
     def runs_epoch(self, call: cst.Call, values) -> bool:
         qualname = values.qualname(call.func)
         target = self._call_target(qualname) if qualname else None
-        return bool(target and target[1] is not None and self.view.function_flag(f"{target[0]}:{self.view._qual_of(target)}", "epoch"))  # noqa: SLF001
+        return bool(target and self.view.function_flag(target[0], "epoch"))

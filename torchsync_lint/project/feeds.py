@@ -3,7 +3,7 @@ some module copies their batches there, or hands them to accelerate / Lightning 
 back from those loaders, the dataset classes they read, the functions those classes'
 `__getitem__` calls, and the arguments of calls that become their datasets or transforms.
 A mixin of ProjectView (view.py), which provides ``summaries``, ``resolve``, ``callers``,
-``resolve_name``, ``class_of``, ``function``, ``call_target`` and ``_qual_of``.
+``resolve_name``, ``class_of``, ``function`` and ``call_target``.
 """
 
 from __future__ import annotations
@@ -95,13 +95,13 @@ class FeedAnswers:
         """Project functions a dataset's `__getitem__` calls (two levels down)."""
         for callee in record["callees"]:
             target = self.call_target(callee, path)
-            if target is None or target[1] is None:
+            if target is None:
                 continue
-            ref = f"{target[0]}:{self._qual_of(target)}"
+            ref, callee_record = target
             if ref not in fed.functions:
                 fed.functions.add(ref)
                 if depth < 1:
-                    self._mark_callees(target[0], target[1], fed, depth + 1)
+                    self._mark_callees(ref.split(":", 1)[0], callee_record, fed, depth + 1)
 
     def class_converts(self, path: str, cls: str, depth: int = 0) -> bool:
         """Does the class's `__getitem__` (its own, else a project base's) make float images?"""

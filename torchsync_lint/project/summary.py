@@ -24,11 +24,12 @@ import libcst as cst
 
 from torchsync_lint.analysis.images import host_float_sites
 from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.loaders import loaders
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.project import absval
 from torchsync_lint.project.abstract import AbstractValues
-from torchsync_lint.project.callees import CalleeNames, param_index
+from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.view import SUMMARY_VERSION
 
 _HANDOFF_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit", "validate", "test", "predict"})

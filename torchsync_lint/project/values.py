@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 
 from torchsync_lint.analysis.kinds import Kind
+from torchsync_lint.knowledge.torch import MODEL_METHODS_KEEPING_MODEL
 from torchsync_lint.project import absval
 
 _MAX_DEPTH = 12
-# nn.Module methods that return the module (`.to()` moves it).
-_MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_"})
 
 
 def _moved(value: dict) -> dict:
@@ -235,7 +234,7 @@ class ValueAnswers:
                 return {"k": value["kind"]}  # what the calling module knew (a device model's forward)
             return returned
         owner, _, method = callee.rpartition(".")
-        cls = self.resolve_name(owner, from_path) if method in _MODULE_SELF_METHODS and found is None else None
+        cls = self.resolve_name(owner, from_path) if method in MODEL_METHODS_KEEPING_MODEL and found is None else None
         if cls is not None and cls[0] == "class" and self.class_flag(cls[1], cls[2], "module"):
             # `ConvNet().to(device)`: the module itself, placed
             return {"k": "instance", "cls": f"{cls[1]}:{cls[2]}", "module": True, "placed": True}

@@ -34,8 +34,6 @@ from torchsync_lint.project.values import ValueAnswers
 # cache key, so it lives here, where no parser is imported).
 SUMMARY_VERSION = 4
 _MAX_DEPTH = 12
-# nn.Module methods that return the module (`.to()` moves it).
-_MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_"})
 
 
 class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
@@ -302,13 +300,12 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         return [(f"{fpath}:{qual}", (record["bound"] if bound else 0))]
 
     def call_target(self, callee: str, from_path: str) -> tuple[str, dict] | None:
-        """(path, record) of the project function a callee names (see call_target_of)."""
+        """("path:Qual", record) of the project function a callee names (see call_target_of)."""
         found = self.call_target_of(callee, from_path, True)
         if found is None:
             return None
-        path, qual = found[0].split(":", 1)
-        record = self.function(path, qual)
-        return (path, record) if record is not None else None
+        record = self.function(*found[0].split(":", 1))
+        return (found[0], record) if record is not None else None
 
     # -- per-step code ----------------------------------------------------------------------------
     def hot(self, ref: str) -> tuple[str, bool] | None:
@@ -370,16 +367,11 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         if record and not result and depth < _MAX_DEPTH:
             for callee in record["callees"]:
                 target = self.call_target(callee, path)
-                if target is not None and target[1] is not None:
-                    callee_ref = f"{target[0]}:{self._qual_of(target)}"
-                    if self.function_flag(callee_ref, flag, depth + 1):
+                if target is not None:
+                    if self.function_flag(target[0], flag, depth + 1):
                         result = True
                         break
         return result
-
-    def _qual_of(self, target: tuple[str, dict]) -> str:
-        path, record = target
-        return next(q for q, r in self.summaries[path]["functions"].items() if r is record)
 
 
 def _strip(table: dict[str, list[tuple]]) -> dict[str, list[tuple[str, dict, int]]]:
