@@ -17,7 +17,7 @@ import sys
 from lsprotocol import types as lsp
 
 from torchsync_lint.server import actions, text
-from torchsync_lint.server.protocol import SOURCE, TorchsyncServer, path_of
+from torchsync_lint.server.protocol import SOURCE, LspLinesWorkspace, TorchsyncServer, path_of
 
 logger = logging.getLogger(__name__)
 _WATCHED = ("**/pyproject.toml", "**/*.py", "**/.gitignore", "**/.ignore")
@@ -26,6 +26,8 @@ _WATCHED = ("**/pyproject.toml", "**/*.py", "**/.gitignore", "**/.ignore")
 def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure per method
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: TorchsyncServer, params: lsp.InitializeParams) -> None:
+        # pygls made its workspace just before calling this, and holds no document yet
+        ls.workspace.__class__ = LspLinesWorkspace
         options = params.initialization_options
         if isinstance(options, dict) and isinstance(options.get("debounce"), (int, float)) and options["debounce"] >= 0:
             ls.debounce = options["debounce"] / 1000

@@ -20,6 +20,8 @@ from urllib.parse import unquote
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument
+from pygls.workspace import Workspace as PyglsWorkspace
 
 from torchsync_lint import __version__
 from torchsync_lint.server import text
@@ -29,6 +31,24 @@ from torchsync_lint.server.workspace import LintOutcome, Workspace
 SOURCE = "torchsync-lint"
 _REMOTE = re.compile(r"is called every step from ([^\s:()`]+):(\d+)")
 logger = logging.getLogger(__name__)
+
+
+class LspLinesDocument(TextDocument):
+    """pygls's text document with its lines broken as LSP breaks them (text.lines). pygls
+    splits with str.splitlines, which also breaks at form feeds and Unicode separators: an
+    incremental edit below one would land a line above where the editor made it."""
+
+    @property
+    def lines(self):
+        return tuple(text.lines(self.source))
+
+
+class LspLinesWorkspace(PyglsWorkspace):
+    """pygls's workspace, its text documents (files and notebook cells) LspLinesDocuments."""
+
+    def _create_text_document(self, doc_uri, source=None, version=None, language_id=None):
+        return LspLinesDocument(doc_uri, source=source, version=version, language_id=language_id,
+                                sync_kind=self._sync_kind, position_codec=self.position_codec)
 
 
 class TorchsyncServer(LanguageServer):
