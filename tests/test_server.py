@@ -277,6 +277,10 @@ async def _edits_of(client: LanguageClient, action: lsp.CodeAction, target: str)
     if action.edit is None:  # listed without its edit: the client resolves the one it applies
         action = await client.code_action_resolve_async(action)
     assert action.edit is not None, action.title
+    if action.edit.document_changes is not None:  # the client takes versioned edits
+        [change] = action.edit.document_changes
+        assert change.text_document.uri == target and change.text_document.version is not None
+        return list(change.edits)
     assert set(action.edit.changes) == {target}
     return list(action.edit.changes[target])
 

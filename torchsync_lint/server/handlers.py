@@ -114,19 +114,19 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         found = await _document(ls, params.text_document.uri)
         if found is None:
             return None
-        path, cell, doc = found
-        at = actions.covering(_findings(doc, cell), *_range(doc, cell, params.range, ls.encoding))
+        path, cell, outcome = found
+        at = actions.covering(_findings(outcome, cell), *_range(outcome, cell, params.range, ls.encoding))
         only = params.context.only
-        offered = [a for a in actions.offered(at, doc.outcome.findings) if not only or any(a.lsp_kind == k or a.lsp_kind.startswith(f"{k}.") for k in only)]
+        offered = [a for a in actions.offered(at, outcome.findings) if not only or any(a.lsp_kind == k or a.lsp_kind.startswith(f"{k}.") for k in only)]
         lazy = _resolves_edits(ls)
         out = []
         for action in offered:
-            diagnostics = _diagnostics_for(ls, doc, action.finding, cell)
+            diagnostics = [ls.diagnostic(action.finding, _rows(outcome, cell), outcome.root)] if action.finding is not None else None
             item = lsp.CodeAction(action.title, kind=action.lsp_kind, diagnostics=diagnostics, is_preferred=action.preferred or None)
             if lazy:
                 item.data = {"path": path, "kind": action.kind, "finding": _key(action.finding)}
             else:
-                item.edit = await ls.work(_edit, ls, path, action)
+                item.edit = await _edit_now(ls, path, action)
                 if item.edit is None:
                     continue
             out.append(item)
@@ -136,17 +136,14 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
     async def resolve(ls: TorchsyncServer, item: lsp.CodeAction) -> lsp.CodeAction:
         data = item.data if isinstance(item.data, dict) else {}
         path = data.get("path")
-        if path not in ls.uris:
+        outcome = await _linted(ls, path) if isinstance(path, str) else None
+        if outcome is None:
             return item
-        doc, outcomes = await ls.work(_current, ls, path)
-        ls.publish(outcomes)
-        if doc is None or doc.outcome is None:
-            return item
-        finding = next((f for f in doc.outcome.findings if _key(f) == data.get("finding")), None)
+        finding = next((f for f in outcome.findings if _key(f) == data.get("finding")), None)
         if data.get("kind") != actions.FIX_ALL and finding is None:
             return item  # edited since the actions were listed
         action = actions.Action(data.get("kind", ""), item.title, finding)
-        item.edit = await ls.work(_edit, ls, path, action)
+        item.edit = await _edit_now(ls, path, action)
         return item
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -154,8 +151,8 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         found = await _document(ls, params.text_document.uri)
         if found is None:
             return None
-        _, cell, doc = found
-        under = actions.covering(_findings(doc, cell), *_range(doc, cell, lsp.Range(params.position, params.position), ls.encoding))
+        _, cell, outcome = found
+        under = actions.covering(_findings(outcome, cell), *_range(outcome, cell, lsp.Range(params.position, params.position), ls.encoding))
         under = [f for f in under if f.severity != "error"]
         markdown = await ls.work(actions.hover, under)
         if markdown is None:
@@ -171,45 +168,58 @@ async def _close(ls: TorchsyncServer, path: str) -> None:
     ls.publish(await ls.work(ls.ws.close, path))
 
 
-def _current(ls: TorchsyncServer, path: str, snap=None):
-    """(the document with findings for the client's current text, outcomes to publish)."""
-    if snap is not None:
-        ls.ws.update(path, *snap)
-    return ls.ws.current(path)
+def _current(ls: TorchsyncServer, path: str, snap):
+    """(the outcome for the client's text ``snap``, the outcomes its lint produced, to publish)
+    (worker thread). The outcome is never changed afterwards: the protocol thread reads it
+    while the worker goes on with later edits."""
+    ls.ws.update(path, *snap)
+    doc, outcomes = ls.ws.current(path)
+    return (doc.outcome if doc is not None else None), outcomes
+
+
+async def _linted(ls: TorchsyncServer, path: str):
+    """The outcome for the open document at ``path`` as the client has it now (linted now
+    when its findings are stale); None when it is not open or was not linted."""
+    snap = ls.snapshot(path) if path in ls.uris else None
+    if snap is None:
+        return None
+    outcome, outcomes = await ls.work(_current, ls, path, snap)
+    ls.publish(outcomes)
+    return outcome
 
 
 async def _document(ls: TorchsyncServer, uri: str):
-    """(path, cell URI or None, linted document) for a request on ``uri``."""
+    """(path, cell URI or None, outcome) for a request on ``uri``: one linted version of the
+    document, the one the client had when it asked."""
     notebook = ls.workspace.get_notebook_document(cell_uri=uri)
     if notebook is not None:
         path, cell = path_of(notebook.uri) or notebook.uri, uri
     else:
         path, cell = path_of(uri), None
-    if path not in ls.uris:
+    outcome = await _linted(ls, path)
+    if outcome is None or (cell is not None and (outcome.notebook is None or cell not in outcome.notebook.numbers)):
         return None
-    snap = ls.snapshot(path)
-    if snap is None:
-        return None
-    doc, outcomes = await ls.work(_current, ls, path, snap)
-    ls.publish(outcomes)
-    if doc is None or doc.outcome is None:
-        return None
-    return path, cell, doc
+    return path, cell, outcome
 
 
-def _range(doc, cell: str | None, rng: lsp.Range, encoding: str) -> tuple[tuple[int, int], tuple[int, int]]:
+def _rows(outcome, cell: str | None) -> list[str]:
+    """The lines of the outcome's text (a notebook's: of ``cell``), as LSP counts them."""
+    return text.lines(outcome.notebook.text_of(cell) if cell is not None else outcome.text)
+
+
+def _range(outcome, cell: str | None, rng: lsp.Range, encoding: str) -> tuple[tuple[int, int], tuple[int, int]]:
     """A client range -> 1-based (line, column) pairs in the document (or in the cell)."""
-    rows = text.lines(doc.notebook.text_of(cell) if cell is not None else doc.text)
+    rows = _rows(outcome, cell)
     return (text.from_client(rows, text.Position(rng.start.line, rng.start.character), encoding),
             text.from_client(rows, text.Position(rng.end.line, rng.end.character), encoding))
 
 
-def _findings(doc, cell: str | None) -> list:
+def _findings(outcome, cell: str | None) -> list:
     """The document's findings (a notebook's: those in ``cell``)."""
     if cell is None:
-        return doc.outcome.findings
-    number = doc.notebook.numbers.get(cell)
-    return [f for f in doc.outcome.findings if f.cell == number]
+        return outcome.findings
+    number = outcome.notebook.numbers.get(cell)
+    return [f for f in outcome.findings if f.cell == number]
 
 
 def _key(finding) -> list | None:
@@ -224,15 +234,21 @@ def _resolves_edits(ls: TorchsyncServer) -> bool:
     return bool(support and "edit" in support.properties)
 
 
-def _diagnostics_for(ls: TorchsyncServer, doc, finding, cell: str | None):
-    if finding is None:
-        return None
-    rows = text.lines(doc.notebook.text_of(cell) if cell is not None else doc.text)
-    return [ls.diagnostic(finding, rows, doc.outcome.root)]
+def _versioned_edits(ls: TorchsyncServer) -> bool:
+    """Whether the client takes `documentChanges`: edits that say which version they are for
+    (the client refuses them when the document has changed since)."""
+    workspace = ls.client_capabilities.workspace
+    return bool(workspace and workspace.workspace_edit and workspace.workspace_edit.document_changes)
 
 
-def _edit(ls: TorchsyncServer, path: str, action: actions.Action) -> lsp.WorkspaceEdit | None:
-    """The WorkspaceEdit of ``action`` on the document's current text (worker thread)."""
+async def _edit_now(ls: TorchsyncServer, path: str, action: actions.Action) -> lsp.WorkspaceEdit | None:
+    uri = ls.uris.get(path)  # None: closed meanwhile
+    return await ls.work(_edit, ls, path, uri, action, _versioned_edits(ls)) if uri is not None else None
+
+
+def _edit(ls: TorchsyncServer, path: str, uri: str, action: actions.Action, versioned: bool) -> lsp.WorkspaceEdit | None:
+    """The WorkspaceEdit of ``action`` on the document's current text (worker thread: the
+    document and its text do not change while it runs). ``uri``: the document's."""
     doc = ls.ws.documents.get(path)
     try:
         texts = ls.ws.perform(path, action)
@@ -241,13 +257,18 @@ def _edit(ls: TorchsyncServer, path: str, action: actions.Action) -> lsp.Workspa
         return None
     if not texts or doc is None:
         return None
-    changes = {}
+    edits = {}  # URI -> (the version edited, its edits)
     for target, new in texts.items():
         if target == path:
-            changes[ls.uris[path]] = [_text_edit(doc.text, new, ls.encoding)]
+            edits[uri] = doc.version, [_text_edit(doc.text, new, ls.encoding)]
         else:  # a notebook cell
-            changes[target] = [_text_edit(doc.notebook.text_of(target), new, ls.encoding)]
-    return lsp.WorkspaceEdit(changes=changes)
+            cell = doc.notebook.cells[doc.notebook.numbers[target] - 1]
+            edits[target] = cell.version, [_text_edit(cell.text, new, ls.encoding)]
+    if versioned:
+        return lsp.WorkspaceEdit(document_changes=[
+            lsp.TextDocumentEdit(lsp.OptionalVersionedTextDocumentIdentifier(target, version), changes)
+            for target, (version, changes) in edits.items()])
+    return lsp.WorkspaceEdit(changes={target: changes for target, (_, changes) in edits.items()})
 
 
 def _text_edit(old: str, new: str, encoding: str) -> lsp.TextEdit:

@@ -118,7 +118,11 @@ class TorchsyncServer(LanguageServer):
             cells = []
             for cell in notebook.cells:
                 doc = self.workspace.text_documents.get(unquote(cell.document))  # pygls keys them unquoted
-                cells.append(CellDocument(cell.document, doc.source if doc else "", cell.kind == lsp.NotebookCellKind.Code, doc.language_id or "python" if doc else "python"))
+                code = cell.kind == lsp.NotebookCellKind.Code
+                if doc is None:
+                    cells.append(CellDocument(cell.document, "", code))
+                else:
+                    cells.append(CellDocument(cell.document, doc.source, code, doc.language_id or "python", doc.version))
             buffer = NotebookBuffer(cells)
             return buffer.json(), notebook.version, buffer
         doc = self.workspace.text_documents.get(unquote(uri))

@@ -40,13 +40,14 @@ class LintOutcome:
     config_line: int = 1  # where in it (1-based), when the TOML parser says
     excluded: bool = False  # an `exclude` pattern matches the file
     root: str | None = None  # the project root its messages' paths are relative to
+    notebook: NotebookBuffer | None = None  # a notebook's cells, as ``text`` was made from them
 
 
 @dataclass
 class Document:
     path: str  # absolute
     text: str  # a .py buffer, or a notebook's cells as notebooks.py writes them
-    version: int | None = None
+    version: int | None = None  # the editor's version of ``text`` (a notebook's: its cells')
     notebook: NotebookBuffer | None = None
     outcome: LintOutcome | None = None
     given: str | None = None  # the text its Session holds for it (its last version that parsed)
@@ -189,7 +190,8 @@ class Workspace:
                 outcome, changed = self._run(doc, config)
             except ConfigError as exc:  # a per-file-ignores selector that names no rule
                 outcome, changed = _config_outcome(doc, str(exc)), set()
-        doc.outcome = outcome
+        outcome.notebook = doc.notebook
+        doc.outcome = outcome  # never changed after this: the server's handlers read it while the worker goes on
         return outcome, changed
 
     def _run(self, doc: Document, config: Config) -> tuple[LintOutcome, set[str]]:
