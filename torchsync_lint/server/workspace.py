@@ -82,10 +82,11 @@ class Workspace:
         doc = self.documents.pop(path, None)
         if doc is None or doc.given is None:
             return []
-        session = self._session_holding(doc)
-        if session is None:
-            return []
-        return self.relint(sorted(str(session.root / rel) for rel in session.clear_source(path)))
+        again: set[str] = set()
+        for session in self._sessions.values():  # any may hold it: each took the open buffers when made
+            if session.layout.contains(path):
+                again |= {str(session.root / rel) for rel in session.clear_source(path)}
+        return self.relint(sorted(again))
 
     def lint(self, path: str) -> list[LintOutcome]:
         """Lint the document at ``path``, then the open documents its edit changed."""
@@ -170,12 +171,6 @@ class Workspace:
                 if other.given is not None and (other is doc or (marked and project_root(other.path)[0] == root)):
                     session.set_source(other.path, other.given)
         return session
-
-    def _session_holding(self, doc: Document):
-        config, key = self.config(doc.path)
-        if isinstance(config, ConfigError) or key != doc.config_key:
-            return None
-        return self._session(doc, config)
 
     # -- linting ------------------------------------------------------------------------------
     def _lint(self, doc: Document) -> tuple[LintOutcome, set[str]]:

@@ -1,0 +1,45 @@
+"""The language server's Workspace (server/workspace.py) and its project Sessions over time:
+which sessions hold a buffer, which exist at all, when settings are re-read, and which texts
+are linted (once)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests._server_project import HELPERS, TRAIN, make_project
+from torchsync_lint.server.workspace import Workspace
+
+
+def _codes(outcome) -> list[tuple[str, int]]:
+    return sorted((f.code, f.line) for f in outcome.findings)
+
+
+def _touch_settings(pyproject, text: str) -> None:
+    """Rewrite a pyproject.toml so that its stamp (size, mtime) surely changes."""
+    before = os.stat(pyproject).st_mtime_ns
+    pyproject.write_text(text)
+    os.utime(pyproject, ns=(before + 10**9, before + 10**9))
+
+
+@pytest.fixture()
+def project(tmp_path):
+    return make_project(tmp_path / "demo")
+
+
+def test_closing_a_buffer_clears_it_from_the_session_of_new_settings(project):
+    """train.py is edited (not saved) to stop calling the helper every step; the settings change;
+    helpers.py is linted under the new ones (a new Session, given train.py's buffer); train.py
+    is closed: the file on disk counts again, and helpers.py gets its TSL101 back."""
+    ws = Workspace(use_cache=False)
+    train, helpers = str(project / "train.py"), str(project / "helpers.py")
+    ws.open(train, TRAIN.replace("        log_loss(loss)\n", "    log_loss(loss)\n"), 1)
+    ws.open(helpers, HELPERS, 1)
+    assert ("TSL101", 2) not in _codes(ws.documents[helpers].outcome)
+    _touch_settings(project / "pyproject.toml", '[project]\nname = "demo"\n\n[tool.torchsync-lint]\nignore = ["TSL303"]\n')
+    ws.update(helpers, HELPERS + "# typed\n", 2)
+    assert ("TSL101", 2) not in _codes(ws.lint(helpers)[0])
+    outcomes = {o.path: o for o in ws.close(train)}
+    assert ("TSL101", 2) in _codes(outcomes[helpers])
