@@ -43,3 +43,20 @@ def test_closing_a_buffer_clears_it_from_the_session_of_new_settings(project):
     assert ("TSL101", 2) not in _codes(ws.lint(helpers)[0])
     outcomes = {o.path: o for o in ws.close(train)}
     assert ("TSL101", 2) in _codes(outcomes[helpers])
+
+
+def test_settings_above_a_symlinked_directory_are_watched(tmp_path):
+    """The settings are those of the real directory's pyproject.toml (as `check` finds it);
+    editing that file re-lints the document opened through the link."""
+    project = make_project(tmp_path / "real")
+    (project / "pkg").mkdir()
+    (project / "pkg" / "train.py").write_text(TRAIN)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "pkg").symlink_to(project / "pkg", target_is_directory=True)
+    ws = Workspace(use_cache=False)
+    train = str(tmp_path / "elsewhere" / "pkg" / "train.py")
+    ws.open(train, TRAIN, 1)
+    assert ("TSL301", 12) in _codes(ws.documents[train].outcome)
+    _touch_settings(project / "pyproject.toml", '[project]\nname = "demo"\n\n[tool.torchsync-lint]\nignore = ["TSL301"]\n')
+    outcomes = {o.path: o for o in ws.files_changed()}
+    assert train in outcomes and not any(code == "TSL301" for code, _ in _codes(outcomes[train]))

@@ -278,10 +278,12 @@ def _same(a: Finding, b: Finding) -> bool:
 
 
 def _pyproject_stamps(directory: Path) -> tuple:
-    """(path, size, mtime) of every pyproject.toml from ``directory`` up: the settings are
-    re-read when one of them is created, edited or deleted."""
+    """(path, size, mtime) of every pyproject.toml from ``directory`` up, and from its resolved
+    path up (config.find_pyproject walks that one): the settings are re-read when one of them
+    is created, edited or deleted."""
     out = []
-    for d in (directory, *directory.parents):
+    resolved = directory.resolve()
+    for d in dict.fromkeys((directory, *directory.parents, resolved, *resolved.parents)):
         candidate = d / "pyproject.toml"
         try:
             st = os.stat(candidate)
