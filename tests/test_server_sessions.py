@@ -60,3 +60,22 @@ def test_settings_above_a_symlinked_directory_are_watched(tmp_path):
     _touch_settings(project / "pyproject.toml", '[project]\nname = "demo"\n\n[tool.torchsync-lint]\nignore = ["TSL301"]\n')
     outcomes = {o.path: o for o in ws.files_changed()}
     assert train in outcomes and not any(code == "TSL301" for code, _ in _codes(outcomes[train]))
+
+
+def test_only_the_sessions_of_open_documents_are_kept_and_refreshed(tmp_path, monkeypatch):
+    from torchsync_lint.project.session import Session
+
+    a, b = make_project(tmp_path / "a"), make_project(tmp_path / "b")
+    ws = Workspace(use_cache=False)
+    ws.open(str(a / "train.py"), TRAIN, 1)
+    ws.open(str(b / "train.py"), TRAIN, 1)
+    ws.close(str(b / "train.py"))
+    refreshed = []
+    real = Session.refresh
+    monkeypatch.setattr(Session, "refresh", lambda self: refreshed.append(self.root) or real(self))
+    (b / "other.py").write_text("x = 1\n")
+    assert ws.files_changed() == []
+    assert refreshed == [a]
+    ws.close(str(a / "train.py"))
+    refreshed.clear()
+    assert ws.files_changed() == [] and refreshed == []

@@ -52,6 +52,7 @@ class Document:
     outcome: LintOutcome | None = None
     given: str | None = None  # the text its Session holds for it (its last version that parsed)
     config_key: tuple | None = None
+    session_key: tuple | None = None  # the Session it was last linted in (Workspace._sessions)
 
 
 class Workspace:
@@ -86,6 +87,7 @@ class Workspace:
         for session in self._sessions.values():  # any may hold it: each took the open buffers when made
             if session.layout.contains(path):
                 again |= {str(session.root / rel) for rel in session.clear_source(path)}
+        self._drop_unused_sessions()
         return self.relint(sorted(again))
 
     def lint(self, path: str) -> list[LintOutcome]:
@@ -124,6 +126,7 @@ class Workspace:
         for doc in self.documents.values():
             if self.config(doc.path)[1] != doc.config_key:
                 again.add(doc.path)
+        self._drop_unused_sessions()  # re-walking a project no open document is in is waste
         for session in list(self._sessions.values()):
             again |= {str(session.root / rel) for rel in session.refresh()}
         return self.relint(sorted(p for p in again if p in self.documents))
@@ -158,6 +161,7 @@ class Workspace:
 
         root, marked = project_root(doc.path)
         key = (str(root) if marked else doc.path, marked, doc.config_key)
+        doc.session_key = key
         session = self._sessions.get(key)
         if session is None:
             for old in [k for k in self._sessions if k[:2] == key[:2]]:  # the settings changed
@@ -171,6 +175,11 @@ class Workspace:
                 if other.given is not None and (other is doc or (marked and project_root(other.path)[0] == root)):
                     session.set_source(other.path, other.given)
         return session
+
+    def _drop_unused_sessions(self) -> None:
+        used = {doc.session_key for doc in self.documents.values()}
+        for key in [k for k in self._sessions if k not in used]:
+            del self._sessions[key]
 
     # -- linting ------------------------------------------------------------------------------
     def _lint(self, doc: Document) -> tuple[LintOutcome, set[str]]:
