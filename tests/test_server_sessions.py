@@ -79,3 +79,23 @@ def test_only_the_sessions_of_open_documents_are_kept_and_refreshed(tmp_path, mo
     ws.close(str(a / "train.py"))
     refreshed.clear()
     assert ws.files_changed() == [] and refreshed == []
+
+
+def test_the_same_text_is_linted_once(project, monkeypatch):
+    """A hover in the debounce lints the text; the debounced lint and a save of that text then
+    give the same outcome without linting it again; new settings do lint it again."""
+    ws = Workspace(use_cache=False)
+    runs = []
+    real = Workspace._run
+    monkeypatch.setattr(Workspace, "_run", lambda self, doc, config: runs.append(doc.text) or real(self, doc, config))
+    train = str(project / "train.py")
+    ws.update(train, TRAIN, 1)
+    doc, outcomes = ws.current(train)
+    assert len(runs) == 1 and ("TSL301", 12) in _codes(doc.outcome)
+    for _ in range(2):  # the debounced lint, then a save
+        ws.update(train, TRAIN, 1)
+        [outcome], others = ws.lint_document(train)
+        assert outcome is doc.outcome and others == [] and len(runs) == 1
+    _touch_settings(project / "pyproject.toml", '[project]\nname = "demo"\n\n[tool.torchsync-lint]\nignore = ["TSL301"]\n')
+    [outcome], _ = ws.lint_document(train)
+    assert len(runs) == 2 and not any(code == "TSL301" for code, _ in _codes(outcome))

@@ -101,6 +101,8 @@ class Workspace:
         doc = self.documents.get(path)
         if doc is None:
             return [], []
+        if self._fresh(doc):  # linted already (a hover in the debounce, a save of that text)
+            return [doc.outcome], []
         outcome, changed = self._lint(doc)
         return [outcome], sorted(p for p in changed if p != path and p in self.documents)
 
@@ -111,9 +113,19 @@ class Workspace:
         """The document with findings for its current text (linting it now if they are stale),
         and the outcomes that lint produced (to publish)."""
         doc = self.documents.get(path)
-        if doc is None or (doc.outcome is not None and doc.outcome.text == doc.text):
+        if doc is None or self._fresh(doc):
             return doc, []
         return doc, self.lint(path)
+
+    def _fresh(self, doc: Document) -> bool:
+        """Whether ``doc``'s outcome is for its text (and cells) under its settings as they are
+        now. The other causes of change (an open document's edit, files on disk) re-lint it."""
+        outcome = doc.outcome
+        if outcome is None or outcome.text != doc.text:
+            return False
+        if (outcome.notebook and outcome.notebook.uris) != (doc.notebook and doc.notebook.uris):
+            return False
+        return self.config(doc.path)[1] == doc.config_key
 
     def files_changed(self) -> list[LintOutcome]:
         """Files were created, deleted or changed on disk (or a pyproject.toml or an ignore
