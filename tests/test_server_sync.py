@@ -101,3 +101,19 @@ async def test_a_hover_is_answered_from_one_linted_version_of_a_notebook(vscode:
             structure=lsp.NotebookDocumentCellChangeStructure(lsp.NotebookCellArrayChange(1, 1), did_close=[lsp.TextDocumentIdentifier(cells[1])])))))
     answer = await hover
     assert answer is not None and "TSL301" in answer.contents.value
+
+
+@pytest.mark.asyncio
+async def test_an_untitled_notebook_is_not_linted_as_part_of_another_project(vscode: LanguageClient, project):
+    """An untitled notebook has no path, hence no project and no settings: like an untitled
+    .py file it is left alone (it used to become a module of the server's working directory)."""
+    client = vscode
+    notebook_uri = "untitled:Untitled-1.ipynb"
+    cells = [f"vscode-notebook-cell:Untitled-1.ipynb#cell{n}" for n in range(2)]
+    client.notebook_document_did_open(lsp.DidOpenNotebookDocumentParams(
+        lsp.NotebookDocument(notebook_uri, "jupyter-notebook", 1, [lsp.NotebookCell(kind, u) for (kind, _), u in zip(NOTEBOOK_CELLS, cells)]),
+        [lsp.TextDocumentItem(u, "python", 1, text) for (_, text), u in zip(NOTEBOOK_CELLS, cells)]))
+    hover = await client.text_document_hover_async(lsp.HoverParams(lsp.TextDocumentIdentifier(cells[1]), lsp.Position(1, 10)))
+    train = open_doc(client, project / "train.py")  # linted after the notebook would have been
+    await until(lambda: ("TSL301", 12) in codes(client, train), what="train.py's findings")
+    assert hover is None and not any(published(client, u) for u in cells)

@@ -78,25 +78,26 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
     # -- notebooks --------------------------------------------------------------------------------
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_open(ls: TorchsyncServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
-        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
-        ls.uris[path] = params.notebook_document.uri
-        ls.schedule(path, 0)
+        path = path_of(params.notebook_document.uri)
+        if path is not None:  # an untitled notebook has no project and no settings: left alone, as an untitled .py
+            ls.uris[path] = params.notebook_document.uri
+            ls.schedule(path, 0)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def notebook_change(ls: TorchsyncServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
-        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        path = path_of(params.notebook_document.uri)
         if path in ls.uris:
             ls.schedule(path, ls.debounce)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
     def notebook_save(ls: TorchsyncServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
-        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        path = path_of(params.notebook_document.uri)
         if path in ls.uris:
             ls.schedule(path, 0)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
     async def notebook_close(ls: TorchsyncServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
-        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        path = path_of(params.notebook_document.uri)
         if path in ls.uris:
             await _close(ls, path)
         for uri in sorted(ls.cell_diagnostics.pop(path, set())):
@@ -193,7 +194,7 @@ async def _document(ls: TorchsyncServer, uri: str):
     document, the one the client had when it asked."""
     notebook = ls.workspace.get_notebook_document(cell_uri=uri)
     if notebook is not None:
-        path, cell = path_of(notebook.uri) or notebook.uri, uri
+        path, cell = path_of(notebook.uri), uri
     else:
         path, cell = path_of(uri), None
     outcome = await _linted(ls, path)
