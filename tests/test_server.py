@@ -36,8 +36,9 @@ def _recording_client() -> LanguageClient:
 
     def register_capability(c: LanguageClient, params: lsp.RegistrationParams) -> None:
         c.registrations += [r.method for r in params.registrations]  # as editors do: accept
+        c.registered += params.registrations
 
-    client.registrations = []
+    client.registrations, client.registered = [], []
     register_lsp_features(client, {
         **DEFAULT_CLIENT_FEATURES,
         lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish,

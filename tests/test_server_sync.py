@@ -117,3 +117,21 @@ async def test_an_untitled_notebook_is_not_linted_as_part_of_another_project(vsc
     train = open_doc(client, project / "train.py")  # linted after the notebook would have been
     await until(lambda: ("TSL301", 12) in codes(client, train), what="train.py's findings")
     assert hover is None and not any(published(client, u) for u in cells)
+
+
+@pytest.mark.asyncio
+async def test_setup_cfg_is_a_settings_file_watched_and_re_read_on_save(vscode: LanguageClient, project):
+    """setup.cfg marks a project root as pyproject.toml does: the server asks the client to
+    watch it (with pyproject.toml and the ignore files), and saving it re-reads the project."""
+    client = vscode
+    await until(lambda: client.registered, what="the watched-files registration")
+    [registration] = client.registered
+    globs = {w["globPattern"] for w in registration.register_options["watchers"]}
+    assert {"**/pyproject.toml", "**/setup.cfg", "**/.gitignore", "**/.ignore", "**/*.py"} <= globs
+
+    helpers = open_doc(client, project / "helpers.py")
+    await until(lambda: ("TSL101", 2) in codes(client, helpers), what="the helper's TSL101")
+    (project / "train.py").write_text(TRAIN.replace("        log_loss(loss)\n", "    log_loss(loss)\n"))  # not open, no watcher event
+    (project / "setup.cfg").write_text("[metadata]\nname = demo\n")
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri(project / "setup.cfg"))))
+    await until(lambda: ("TSL101", 2) not in codes(client, helpers), what="the project re-read")

@@ -16,11 +16,15 @@ import sys
 
 from lsprotocol import types as lsp
 
+from torchsync_lint.gitignore import IGNORE_FILES
 from torchsync_lint.server import actions, text
 from torchsync_lint.server.protocol import SOURCE, LspLinesWorkspace, TorchsyncServer, path_of
 
 logger = logging.getLogger(__name__)
-_WATCHED = ("**/pyproject.toml", "**/*.py", "**/.gitignore", "**/.ignore")
+# Files whose change re-reads settings and projects: the settings, a project root's other
+# marker (project/layout.py; setup.py is a *.py), and the ignore files of a project's walk.
+_SETTINGS_FILES = ("pyproject.toml", "setup.cfg", *IGNORE_FILES)
+_WATCHED = ("**/*.py", *(f"**/{name}" for name in _SETTINGS_FILES))
 
 
 def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure per method
@@ -65,8 +69,8 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         path = path_of(params.text_document.uri)
         if path in ls.uris:
             ls.schedule(path, 0)
-        elif path is not None and os.path.basename(path) in ("pyproject.toml", ".gitignore", ".ignore"):
-            ls.publish(await ls.work(ls.ws.files_changed))
+        elif path is not None and os.path.basename(path) in _SETTINGS_FILES:
+            await _files_changed(ls)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: TorchsyncServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -105,7 +109,7 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def watched_files(ls: TorchsyncServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-        ls.publish(await ls.work(ls.ws.files_changed))
+        await _files_changed(ls)
 
     # -- requests ---------------------------------------------------------------------------------
     kinds = [lsp.CodeActionKind.QuickFix, actions.FIX_ALL_KIND]
@@ -159,6 +163,10 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         if markdown is None:
             return None
         return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown))
+
+
+async def _files_changed(ls: TorchsyncServer) -> None:
+    ls.publish(await ls.work(ls.ws.files_changed))
 
 
 async def _close(ls: TorchsyncServer, path: str) -> None:
