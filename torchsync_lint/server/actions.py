@@ -77,6 +77,12 @@ def perform(action: Action, text: str, path: str, findings: list[Finding], lint:
     return new if new is not None and new != text else None
 
 
+def finding_key(finding: Finding) -> list:
+    """What tells a finding from the others of its text, as JSON keeps it (a code action's
+    data carries it to codeAction/resolve)."""
+    return [finding.code, finding.line, finding.column, finding.end_line, finding.end_column, finding.cell]
+
+
 def covering(findings: list[Finding], start: tuple[int, int], end: tuple[int, int]) -> list[Finding]:
     """The findings whose range meets [start, end] (1-based (line, column) pairs)."""
     out = []

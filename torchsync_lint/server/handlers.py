@@ -129,7 +129,7 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
             diagnostics = [ls.diagnostic(action.finding, _rows(outcome, cell), outcome.root)] if action.finding is not None else None
             item = lsp.CodeAction(action.title, kind=action.lsp_kind, diagnostics=diagnostics, is_preferred=action.preferred or None)
             if lazy:
-                item.data = {"path": path, "kind": action.kind, "finding": _key(action.finding)}
+                item.data = {"path": path, "kind": action.kind, "finding": actions.finding_key(action.finding) if action.finding else None}
             else:
                 item.edit = await _edit_now(ls, path, action)
                 if item.edit is None:
@@ -144,7 +144,7 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         outcome = await _linted(ls, path) if isinstance(path, str) else None
         if outcome is None:
             return item
-        finding = next((f for f in outcome.findings if _key(f) == data.get("finding")), None)
+        finding = next((f for f in outcome.findings if actions.finding_key(f) == data.get("finding")), None)
         if data.get("kind") != actions.FIX_ALL and finding is None:
             return item  # edited since the actions were listed
         action = actions.Action(data.get("kind", ""), item.title, finding)
@@ -229,12 +229,6 @@ def _findings(outcome, cell: str | None) -> list:
         return outcome.findings
     number = outcome.notebook.numbers.get(cell)
     return [f for f in outcome.findings if f.cell == number]
-
-
-def _key(finding) -> list | None:
-    if finding is None:
-        return None
-    return [finding.code, finding.line, finding.column, finding.end_line, finding.end_column, finding.cell]
 
 
 def _resolves_edits(ls: TorchsyncServer) -> bool:

@@ -260,7 +260,8 @@ class Workspace:
         with self.editing(path) as (module, findings, lint, source):
             target = None
             if action.finding is not None:
-                target = next((f for f in findings if _same(source.to_file(f), action.finding)), None)
+                key = actions.finding_key(action.finding)
+                target = next((f for f in findings if actions.finding_key(source.to_file(f)) == key), None)
                 if target is None:
                     return None
             new = actions.perform(replace(action, finding=target), module, path, findings, lint)
@@ -292,10 +293,6 @@ def _does_not_parse(path: str, source) -> Finding | None:
     except (ValueError, RecursionError, MemoryError) as exc:
         return file_error(path, "TSL900", f"cannot parse: {type(exc).__name__}")
     return None
-
-
-def _same(a: Finding, b: Finding) -> bool:
-    return (a.code, a.line, a.column, a.end_line, a.end_column, a.cell) == (b.code, b.line, b.column, b.end_line, b.end_column, b.cell)
 
 
 def _pyproject_stamps(directory: Path) -> tuple:
