@@ -111,7 +111,7 @@ def test_settings_per_file_and_excludes(tmp_path):
     [train] = ws.open(str(root / "train.py"), TRAIN, 1)
     assert "TSL301" not in {f.code for f in train.findings} and "TSL302" in {f.code for f in train.findings}
     [skipped] = ws.open(str(root / "skipped" / "t.py"), TRAIN, 1)
-    assert skipped.excluded and skipped.findings == []
+    assert skipped.findings == [] and skipped.syntax_error is None and skipped.config_error is None  # the same text, excluded
 
 
 def test_buffers_never_reach_the_disk_cache(project):

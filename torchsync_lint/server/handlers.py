@@ -281,14 +281,14 @@ def _text_edit(old: str, new: str, encoding: str) -> lsp.TextEdit:
     return lsp.TextEdit(lsp.Range(lsp.Position(*a), lsp.Position(*b)), content)
 
 
-def build(debounce: float = 0.1, use_cache: bool = True) -> TorchsyncServer:
+def build(*, debounce: float, use_cache: bool) -> TorchsyncServer:
     ls = TorchsyncServer(debounce=debounce, use_cache=use_cache)
     register(ls)
     return ls
 
 
-def serve(debounce: float = 0.1, use_cache: bool = True) -> int:
+def serve(*, debounce: float, use_cache: bool) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout carries the protocol: a stray print must not corrupt it
-    build(debounce, use_cache).start_io(stdin, stdout)
+    build(debounce=debounce, use_cache=use_cache).start_io(stdin, stdout)
     return 0

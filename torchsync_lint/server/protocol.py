@@ -52,7 +52,7 @@ class LspLinesWorkspace(PyglsWorkspace):
 
 
 class TorchsyncServer(LanguageServer):
-    def __init__(self, *, debounce: float = 0.1, use_cache: bool = True) -> None:
+    def __init__(self, *, debounce: float, use_cache: bool) -> None:
         super().__init__(
             SOURCE, __version__,
             text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
@@ -192,7 +192,6 @@ class TorchsyncServer(LanguageServer):
             code_description=lsp.CodeDescription(rule.docs_url()) if rule is not None else None,
             source=SOURCE,
             related_information=related,
-            data={"fix": finding.fix.applicability.value if finding.fix else None},
         )
 
     def _config_report(self, outcome: LintOutcome) -> None:

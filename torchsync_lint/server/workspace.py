@@ -1,6 +1,7 @@
 """What the language server lints and re-lints: the open documents, the settings and project
 of each, and which open documents an edit changes. No protocol here (server/protocol.py is
-the pygls glue); every method returns the outcomes to publish.
+the pygls glue). The methods that lint return the outcomes to publish; the server calls them
+all on one worker thread.
 
 It is a thin adapter over the pipeline every entry point shares (project/session.py): one
 long-lived Session per project root, as `check` builds it, with each open buffer given to it
@@ -38,7 +39,6 @@ class LintOutcome:
     config_error: str | None = None  # the settings could not be read: nothing was linted
     config_file: str | None = None  # the pyproject.toml at fault, when known
     config_line: int = 1  # where in it (1-based), when the TOML parser says
-    excluded: bool = False  # an `exclude` pattern matches the file
     root: str | None = None  # the project root its messages' paths are relative to
     notebook: NotebookBuffer | None = None  # a notebook's cells, as ``text`` was made from them
 
@@ -200,7 +200,7 @@ class Workspace:
         if isinstance(config, ConfigError):
             outcome, changed = _config_outcome(doc, str(config)), set()
         elif config.is_excluded(doc.path) or not doc.path.endswith(_LINTED):
-            outcome, changed = LintOutcome(doc.path, doc.text, excluded=True), set()
+            outcome, changed = LintOutcome(doc.path, doc.text), set()  # no findings, as `check` skips it
         else:
             try:
                 outcome, changed = self._run(doc, config)
