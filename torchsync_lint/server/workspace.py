@@ -169,7 +169,7 @@ class Workspace:
         open buffers under its root). Outside any project, a Session of the file alone, as
         `check <file>` makes."""
         from torchsync_lint.project.layout import project_root
-        from torchsync_lint.project.session import Session
+        from torchsync_lint.project.sessions import new_session
 
         root, marked = project_root(doc.path)
         key = (str(root) if marked else doc.path, marked, doc.config_key)
@@ -178,11 +178,7 @@ class Workspace:
         if session is None:
             for old in [k for k in self._sessions if k[:2] == key[:2]]:  # the settings changed
                 del self._sessions[old]
-            if marked:
-                session = Session(root, config, use_cache=self.use_cache)
-            else:
-                session = Session(root, config, marked=False, use_cache=False, files=[doc.path])
-            self._sessions[key] = session
+            session = self._sessions[key] = new_session(doc.path, config, use_cache=self.use_cache)
             for other in self.documents.values():  # the buffers of its files stand for them
                 if other.given is not None and (other is doc or (marked and project_root(other.path)[0] == root)):
                     session.set_source(other.path, other.given)
