@@ -5,7 +5,6 @@ are linted (once)."""
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 

@@ -14,7 +14,7 @@ from lsprotocol import types as lsp  # noqa: E402
 from pytest_lsp import LanguageClient, client_capabilities  # noqa: E402
 
 from tests._server_project import TRAIN, line_of  # noqa: E402
-from tests.test_server import CONFIG, apply_edits, codes, open_doc, project, published, settle, until, uri, vscode  # noqa: E402,F401
+from tests.test_server import CONFIG, apply_edits, codes, open_doc, project, published, until, uri, vscode  # noqa: E402,F401 (fixtures)
 
 
 @pytest.mark.asyncio
