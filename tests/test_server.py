@@ -36,8 +36,9 @@ def _recording_client() -> LanguageClient:
 
     def register_capability(c: LanguageClient, params: lsp.RegistrationParams) -> None:
         c.registrations += [r.method for r in params.registrations]  # as editors do: accept
+        c.registered += params.registrations
 
-    client.registrations = []
+    client.registrations, client.registered = [], []
     register_lsp_features(client, {
         **DEFAULT_CLIENT_FEATURES,
         lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish,
@@ -277,6 +278,10 @@ async def _edits_of(client: LanguageClient, action: lsp.CodeAction, target: str)
     if action.edit is None:  # listed without its edit: the client resolves the one it applies
         action = await client.code_action_resolve_async(action)
     assert action.edit is not None, action.title
+    if action.edit.document_changes is not None:  # the client takes versioned edits
+        [change] = action.edit.document_changes
+        assert change.text_document.uri == target and change.text_document.version is not None
+        return list(change.edits)
     assert set(action.edit.changes) == {target}
     return list(action.edit.changes[target])
 

@@ -45,12 +45,12 @@ class Sessions:
         root, marked = project_root(path)
         if marked:
             if root not in self.by_root:
-                self.by_root[root] = Session(root, self.config, use_cache=self.use_cache, files=[path])
+                self.by_root[root] = new_session(path, self.config, use_cache=self.use_cache)
             return self.by_root[root]
         loose = self.loose
         if loose is not None and loose.layout.contains(path) and loose.layout.relpath(path) in loose.modules():
             return loose
-        return Session(os.path.dirname(os.path.abspath(path)), self.config, marked=False, use_cache=False, files=[path])
+        return new_session(path, self.config, use_cache=self.use_cache)
 
     def prepare(self, jobs: int | None) -> None:
         for root in sorted(self.by_root):
@@ -60,3 +60,12 @@ class Sessions:
 
     def lint(self, path: str, **kwargs) -> FileResult:
         return self.session_for(path).lint(path, **kwargs)
+
+
+def new_session(path: str, config: Config, *, use_cache: bool) -> Session:
+    """A Session for linting ``path`` as `check <path>` does: of its project when a marker
+    says where that is, else of the file alone (its directory's, nothing cached)."""
+    root, marked = project_root(path)
+    if marked:
+        return Session(root, config, use_cache=use_cache, files=[path])
+    return Session(os.path.dirname(os.path.abspath(path)), config, marked=False, use_cache=False, files=[path])

@@ -3,17 +3,20 @@ leaves, made by the fixer (`--fix`) and `--add-noqa`'s directive writer. No prot
 
 Every action goes through the code that validates it on the command line: the fix loop
 re-parses (and re-compiles) what it produces and refuses a fix that would break the code; a
-`# noqa` edit is re-parsed too. An action whose result would not parse is not offered.
+`# noqa` edit is re-parsed too. An action whose result would not parse gets no edit: it is
+not listed, or, for a client that resolves edits only for the action picked, it resolves to
+none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from torchsync_lint.types import Applicability, Finding
 
-Lint = Callable[[str], list[Finding]]
+if TYPE_CHECKING:  # fixing.loop loads libcst: the server imports it when an action is performed
+    from torchsync_lint.fixing.loop import Lint
 
 FIX, UNSAFE_FIX, NOQA, FIX_ALL = "fix", "unsafe-fix", "noqa", "fix-all"
 FIX_ALL_KIND = "source.fixAll.torchsync-lint"
@@ -42,7 +45,7 @@ def offered(at: list[Finding], everything: list[Finding]) -> list[Action]:
         if f.severity == "error":
             continue
         fix = f.fix
-        if fix is not None and fix.edits and fix.applicability is Applicability.SAFE:
+        if _safe(f):
             actions.append(Action(FIX, f"Fix {f.code}: {fix.title}", f))
         elif fix is not None and fix.edits and fix.applicability is Applicability.UNSAFE:
             actions.append(Action(UNSAFE_FIX, f"Fix {f.code} (unsafe fix: may change behaviour): {fix.title}", f))
@@ -75,6 +78,12 @@ def perform(action: Action, text: str, path: str, findings: list[Finding], lint:
         if not added or validate(new, path, must_compile=False) is not None:
             return None
     return new if new is not None and new != text else None
+
+
+def finding_key(finding: Finding) -> list:
+    """What tells a finding from the others of its text, as JSON keeps it (a code action's
+    data carries it to codeAction/resolve)."""
+    return [finding.code, finding.line, finding.column, finding.end_line, finding.end_column, finding.cell]
 
 
 def covering(findings: list[Finding], start: tuple[int, int], end: tuple[int, int]) -> list[Finding]:

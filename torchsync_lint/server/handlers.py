@@ -16,16 +16,22 @@ import sys
 
 from lsprotocol import types as lsp
 
+from torchsync_lint.gitignore import IGNORE_FILES
 from torchsync_lint.server import actions, text
-from torchsync_lint.server.protocol import SOURCE, TorchsyncServer, path_of
+from torchsync_lint.server.protocol import SOURCE, LspLinesWorkspace, TorchsyncServer, path_of
 
 logger = logging.getLogger(__name__)
-_WATCHED = ("**/pyproject.toml", "**/*.py", "**/.gitignore", "**/.ignore")
+# Files whose change re-reads settings and projects: the settings, a project root's other
+# marker (project/layout.py; setup.py is a *.py), and the ignore files of a project's walk.
+_SETTINGS_FILES = ("pyproject.toml", "setup.cfg", *IGNORE_FILES)
+_WATCHED = ("**/*.py", *(f"**/{name}" for name in _SETTINGS_FILES))
 
 
 def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure per method
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: TorchsyncServer, params: lsp.InitializeParams) -> None:
+        # pygls made its workspace just before calling this, and holds no document yet
+        ls.workspace.__class__ = LspLinesWorkspace
         options = params.initialization_options
         if isinstance(options, dict) and isinstance(options.get("debounce"), (int, float)) and options["debounce"] >= 0:
             ls.debounce = options["debounce"] / 1000
@@ -63,8 +69,8 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         path = path_of(params.text_document.uri)
         if path in ls.uris:
             ls.schedule(path, 0)
-        elif path is not None and os.path.basename(path) in ("pyproject.toml", ".gitignore", ".ignore"):
-            ls.publish(await ls.work(ls.ws.files_changed))
+        elif path is not None and os.path.basename(path) in _SETTINGS_FILES:
+            await _files_changed(ls)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: TorchsyncServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -76,25 +82,26 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
     # -- notebooks --------------------------------------------------------------------------------
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_open(ls: TorchsyncServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
-        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
-        ls.uris[path] = params.notebook_document.uri
-        ls.schedule(path, 0)
+        path = path_of(params.notebook_document.uri)
+        if path is not None:  # an untitled notebook has no project and no settings: left alone, as an untitled .py
+            ls.uris[path] = params.notebook_document.uri
+            ls.schedule(path, 0)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def notebook_change(ls: TorchsyncServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
-        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        path = path_of(params.notebook_document.uri)
         if path in ls.uris:
             ls.schedule(path, ls.debounce)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
     def notebook_save(ls: TorchsyncServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
-        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        path = path_of(params.notebook_document.uri)
         if path in ls.uris:
             ls.schedule(path, 0)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
     async def notebook_close(ls: TorchsyncServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
-        path = path_of(params.notebook_document.uri) or params.notebook_document.uri
+        path = path_of(params.notebook_document.uri)
         if path in ls.uris:
             await _close(ls, path)
         for uri in sorted(ls.cell_diagnostics.pop(path, set())):
@@ -102,7 +109,7 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def watched_files(ls: TorchsyncServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-        ls.publish(await ls.work(ls.ws.files_changed))
+        await _files_changed(ls)
 
     # -- requests ---------------------------------------------------------------------------------
     kinds = [lsp.CodeActionKind.QuickFix, actions.FIX_ALL_KIND]
@@ -112,19 +119,19 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         found = await _document(ls, params.text_document.uri)
         if found is None:
             return None
-        path, cell, doc = found
-        at = actions.covering(_findings(doc, cell), *_range(doc, cell, params.range, ls.encoding))
+        path, cell, outcome = found
+        at = actions.covering(_findings(outcome, cell), *_range(outcome, cell, params.range, ls.encoding))
         only = params.context.only
-        offered = [a for a in actions.offered(at, doc.outcome.findings) if not only or any(a.lsp_kind == k or a.lsp_kind.startswith(f"{k}.") for k in only)]
+        offered = [a for a in actions.offered(at, outcome.findings) if not only or any(a.lsp_kind == k or a.lsp_kind.startswith(f"{k}.") for k in only)]
         lazy = _resolves_edits(ls)
         out = []
         for action in offered:
-            diagnostics = _diagnostics_for(ls, doc, action.finding, cell)
+            diagnostics = [ls.diagnostic(action.finding, _rows(outcome, cell), outcome.root)] if action.finding is not None else None
             item = lsp.CodeAction(action.title, kind=action.lsp_kind, diagnostics=diagnostics, is_preferred=action.preferred or None)
             if lazy:
-                item.data = {"path": path, "kind": action.kind, "finding": _key(action.finding)}
+                item.data = {"path": path, "kind": action.kind, "finding": actions.finding_key(action.finding) if action.finding else None}
             else:
-                item.edit = await ls.work(_edit, ls, path, action)
+                item.edit = await _edit_now(ls, path, action)
                 if item.edit is None:
                     continue
             out.append(item)
@@ -134,17 +141,14 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
     async def resolve(ls: TorchsyncServer, item: lsp.CodeAction) -> lsp.CodeAction:
         data = item.data if isinstance(item.data, dict) else {}
         path = data.get("path")
-        if path not in ls.uris:
+        outcome = await _linted(ls, path) if isinstance(path, str) else None
+        if outcome is None:
             return item
-        doc, outcomes = await ls.work(_current, ls, path)
-        ls.publish(outcomes)
-        if doc is None or doc.outcome is None:
-            return item
-        finding = next((f for f in doc.outcome.findings if _key(f) == data.get("finding")), None)
+        finding = next((f for f in outcome.findings if actions.finding_key(f) == data.get("finding")), None)
         if data.get("kind") != actions.FIX_ALL and finding is None:
             return item  # edited since the actions were listed
         action = actions.Action(data.get("kind", ""), item.title, finding)
-        item.edit = await ls.work(_edit, ls, path, action)
+        item.edit = await _edit_now(ls, path, action)
         return item
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -152,13 +156,17 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
         found = await _document(ls, params.text_document.uri)
         if found is None:
             return None
-        _, cell, doc = found
-        under = actions.covering(_findings(doc, cell), *_range(doc, cell, lsp.Range(params.position, params.position), ls.encoding))
+        _, cell, outcome = found
+        under = actions.covering(_findings(outcome, cell), *_range(outcome, cell, lsp.Range(params.position, params.position), ls.encoding))
         under = [f for f in under if f.severity != "error"]
         markdown = await ls.work(actions.hover, under)
         if markdown is None:
             return None
         return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown))
+
+
+async def _files_changed(ls: TorchsyncServer) -> None:
+    ls.publish(await ls.work(ls.ws.files_changed))
 
 
 async def _close(ls: TorchsyncServer, path: str) -> None:
@@ -169,51 +177,58 @@ async def _close(ls: TorchsyncServer, path: str) -> None:
     ls.publish(await ls.work(ls.ws.close, path))
 
 
-def _current(ls: TorchsyncServer, path: str, snap=None):
-    """(the document with findings for the client's current text, outcomes to publish)."""
-    if snap is not None:
-        ls.ws.update(path, *snap)
-    return ls.ws.current(path)
+def _current(ls: TorchsyncServer, path: str, snap):
+    """(the outcome for the client's text ``snap``, the outcomes its lint produced, to publish)
+    (worker thread). The outcome is never changed afterwards: the protocol thread reads it
+    while the worker goes on with later edits."""
+    ls.ws.update(path, *snap)
+    doc, outcomes = ls.ws.current(path)
+    return (doc.outcome if doc is not None else None), outcomes
+
+
+async def _linted(ls: TorchsyncServer, path: str):
+    """The outcome for the open document at ``path`` as the client has it now (linted now
+    when its findings are stale); None when it is not open or was not linted."""
+    snap = ls.snapshot(path) if path in ls.uris else None
+    if snap is None:
+        return None
+    outcome, outcomes = await ls.work(_current, ls, path, snap)
+    ls.publish(outcomes)
+    return outcome
 
 
 async def _document(ls: TorchsyncServer, uri: str):
-    """(path, cell URI or None, linted document) for a request on ``uri``."""
+    """(path, cell URI or None, outcome) for a request on ``uri``: one linted version of the
+    document, the one the client had when it asked."""
     notebook = ls.workspace.get_notebook_document(cell_uri=uri)
     if notebook is not None:
-        path, cell = path_of(notebook.uri) or notebook.uri, uri
+        path, cell = path_of(notebook.uri), uri
     else:
         path, cell = path_of(uri), None
-    if path not in ls.uris:
+    outcome = await _linted(ls, path)
+    if outcome is None or (cell is not None and (outcome.notebook is None or cell not in outcome.notebook.numbers)):
         return None
-    snap = ls.snapshot(path)
-    if snap is None:
-        return None
-    doc, outcomes = await ls.work(_current, ls, path, snap)
-    ls.publish(outcomes)
-    if doc is None or doc.outcome is None:
-        return None
-    return path, cell, doc
+    return path, cell, outcome
 
 
-def _range(doc, cell: str | None, rng: lsp.Range, encoding: str) -> tuple[tuple[int, int], tuple[int, int]]:
+def _rows(outcome, cell: str | None) -> list[str]:
+    """The lines of the outcome's text (a notebook's: of ``cell``), as LSP counts them."""
+    return text.lines(outcome.notebook.text_of(cell) if cell is not None else outcome.text)
+
+
+def _range(outcome, cell: str | None, rng: lsp.Range, encoding: str) -> tuple[tuple[int, int], tuple[int, int]]:
     """A client range -> 1-based (line, column) pairs in the document (or in the cell)."""
-    rows = text.lines(doc.notebook.text_of(cell) if cell is not None else doc.text)
+    rows = _rows(outcome, cell)
     return (text.from_client(rows, text.Position(rng.start.line, rng.start.character), encoding),
             text.from_client(rows, text.Position(rng.end.line, rng.end.character), encoding))
 
 
-def _findings(doc, cell: str | None) -> list:
+def _findings(outcome, cell: str | None) -> list:
     """The document's findings (a notebook's: those in ``cell``)."""
     if cell is None:
-        return doc.outcome.findings
-    number = doc.notebook.numbers.get(cell)
-    return [f for f in doc.outcome.findings if f.cell == number]
-
-
-def _key(finding) -> list | None:
-    if finding is None:
-        return None
-    return [finding.code, finding.line, finding.column, finding.end_line, finding.end_column, finding.cell]
+        return outcome.findings
+    number = outcome.notebook.numbers.get(cell)
+    return [f for f in outcome.findings if f.cell == number]
 
 
 def _resolves_edits(ls: TorchsyncServer) -> bool:
@@ -222,15 +237,21 @@ def _resolves_edits(ls: TorchsyncServer) -> bool:
     return bool(support and "edit" in support.properties)
 
 
-def _diagnostics_for(ls: TorchsyncServer, doc, finding, cell: str | None):
-    if finding is None:
-        return None
-    rows = text.lines(doc.notebook.text_of(cell) if cell is not None else doc.text)
-    return [ls.diagnostic(finding, rows, doc.outcome.root)]
+def _versioned_edits(ls: TorchsyncServer) -> bool:
+    """Whether the client takes `documentChanges`: edits that say which version they are for
+    (the client refuses them when the document has changed since)."""
+    workspace = ls.client_capabilities.workspace
+    return bool(workspace and workspace.workspace_edit and workspace.workspace_edit.document_changes)
 
 
-def _edit(ls: TorchsyncServer, path: str, action: actions.Action) -> lsp.WorkspaceEdit | None:
-    """The WorkspaceEdit of ``action`` on the document's current text (worker thread)."""
+async def _edit_now(ls: TorchsyncServer, path: str, action: actions.Action) -> lsp.WorkspaceEdit | None:
+    uri = ls.uris.get(path)  # None: closed meanwhile
+    return await ls.work(_edit, ls, path, uri, action, _versioned_edits(ls)) if uri is not None else None
+
+
+def _edit(ls: TorchsyncServer, path: str, uri: str, action: actions.Action, versioned: bool) -> lsp.WorkspaceEdit | None:
+    """The WorkspaceEdit of ``action`` on the document's current text (worker thread: the
+    document and its text do not change while it runs). ``uri``: the document's."""
     doc = ls.ws.documents.get(path)
     try:
         texts = ls.ws.perform(path, action)
@@ -239,13 +260,18 @@ def _edit(ls: TorchsyncServer, path: str, action: actions.Action) -> lsp.Workspa
         return None
     if not texts or doc is None:
         return None
-    changes = {}
+    edits = {}  # URI -> (the version edited, its edits)
     for target, new in texts.items():
         if target == path:
-            changes[ls.uris[path]] = [_text_edit(doc.text, new, ls.encoding)]
+            edits[uri] = doc.version, [_text_edit(doc.text, new, ls.encoding)]
         else:  # a notebook cell
-            changes[target] = [_text_edit(doc.notebook.text_of(target), new, ls.encoding)]
-    return lsp.WorkspaceEdit(changes=changes)
+            cell = doc.notebook.cells[doc.notebook.numbers[target] - 1]
+            edits[target] = cell.version, [_text_edit(cell.text, new, ls.encoding)]
+    if versioned:
+        return lsp.WorkspaceEdit(document_changes=[
+            lsp.TextDocumentEdit(lsp.OptionalVersionedTextDocumentIdentifier(target, version), changes)
+            for target, (version, changes) in edits.items()])
+    return lsp.WorkspaceEdit(changes={target: changes for target, (_, changes) in edits.items()})
 
 
 def _text_edit(old: str, new: str, encoding: str) -> lsp.TextEdit:
@@ -255,14 +281,14 @@ def _text_edit(old: str, new: str, encoding: str) -> lsp.TextEdit:
     return lsp.TextEdit(lsp.Range(lsp.Position(*a), lsp.Position(*b)), content)
 
 
-def build(debounce: float = 0.1, use_cache: bool = True) -> TorchsyncServer:
+def build(*, debounce: float, use_cache: bool) -> TorchsyncServer:
     ls = TorchsyncServer(debounce=debounce, use_cache=use_cache)
     register(ls)
     return ls
 
 
-def serve(debounce: float = 0.1, use_cache: bool = True) -> int:
+def serve(*, debounce: float, use_cache: bool) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout carries the protocol: a stray print must not corrupt it
-    build(debounce, use_cache).start_io(stdin, stdout)
+    build(debounce=debounce, use_cache=use_cache).start_io(stdin, stdout)
     return 0

@@ -18,6 +18,7 @@ class CellDocument:
     text: str
     code: bool  # a code cell (markdown cells count in the numbering only)
     language: str = "python"
+    version: int | None = None  # the editor's version of the cell's text (for versioned edits)
 
 
 class NotebookBuffer:

@@ -20,6 +20,8 @@ from urllib.parse import unquote
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument
+from pygls.workspace import Workspace as PyglsWorkspace
 
 from torchsync_lint import __version__
 from torchsync_lint.server import text
@@ -31,8 +33,26 @@ _REMOTE = re.compile(r"is called every step from ([^\s:()`]+):(\d+)")
 logger = logging.getLogger(__name__)
 
 
+class LspLinesDocument(TextDocument):
+    """pygls's text document with its lines broken as LSP breaks them (text.lines). pygls
+    splits with str.splitlines, which also breaks at form feeds and Unicode separators: an
+    incremental edit below one would land a line above where the editor made it."""
+
+    @property
+    def lines(self):
+        return tuple(text.lines(self.source))
+
+
+class LspLinesWorkspace(PyglsWorkspace):
+    """pygls's workspace, its text documents (files and notebook cells) LspLinesDocuments."""
+
+    def _create_text_document(self, doc_uri, source=None, version=None, language_id=None):
+        return LspLinesDocument(doc_uri, source=source, version=version, language_id=language_id,
+                                sync_kind=self._sync_kind, position_codec=self.position_codec)
+
+
 class TorchsyncServer(LanguageServer):
-    def __init__(self, *, debounce: float = 0.1, use_cache: bool = True) -> None:
+    def __init__(self, *, debounce: float, use_cache: bool) -> None:
         super().__init__(
             SOURCE, __version__,
             text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
@@ -98,7 +118,11 @@ class TorchsyncServer(LanguageServer):
             cells = []
             for cell in notebook.cells:
                 doc = self.workspace.text_documents.get(unquote(cell.document))  # pygls keys them unquoted
-                cells.append(CellDocument(cell.document, doc.source if doc else "", cell.kind == lsp.NotebookCellKind.Code, doc.language_id or "python" if doc else "python"))
+                code = cell.kind == lsp.NotebookCellKind.Code
+                if doc is None:
+                    cells.append(CellDocument(cell.document, "", code))
+                else:
+                    cells.append(CellDocument(cell.document, doc.source, code, doc.language_id or "python", doc.version))
             buffer = NotebookBuffer(cells)
             return buffer.json(), notebook.version, buffer
         doc = self.workspace.text_documents.get(unquote(uri))
@@ -168,7 +192,6 @@ class TorchsyncServer(LanguageServer):
             code_description=lsp.CodeDescription(rule.docs_url()) if rule is not None else None,
             source=SOURCE,
             related_information=related,
-            data={"fix": finding.fix.applicability.value if finding.fix else None},
         )
 
     def _config_report(self, outcome: LintOutcome) -> None:

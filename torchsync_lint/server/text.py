@@ -8,10 +8,7 @@ break at form feeds and Unicode separators and shift every line below them.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class Position(NamedTuple):
@@ -20,8 +17,11 @@ class Position(NamedTuple):
 
 
 def lines(text: str) -> list[str]:
-    """``text``'s lines with their endings, as LSP counts them."""
-    return _LINE.findall(text)
+    """``text``'s lines with their endings, as LSP counts them (and Python's tokenizer, and
+    the fixer's edits)."""
+    from torchsync_lint.fixing.edits import split_lines  # here: edits.py loads libcst, which answering `initialize` does not need
+
+    return split_lines(text)
 
 
 def _units(chars: str, encoding: str) -> int:
@@ -64,11 +64,12 @@ def offset_to_point(text: str, offset: int) -> tuple[int, int]:
     """Character offset -> 1-based (line, code-point column)."""
     line = 1
     start = 0
-    for m in _LINE.finditer(text):
-        if m.end() > offset or m.end() == len(text) and not text.endswith(("\n", "\r")):
+    for row in lines(text):
+        end = start + len(row)
+        if end > offset or end == len(text) and not text.endswith(("\n", "\r")):
             break
         line += 1
-        start = m.end()
+        start = end
     return line, offset - start + 1
 
 
@@ -93,16 +94,3 @@ def replacement(old: str, new: str) -> tuple[tuple[int, int], tuple[int, int], s
         end += 1
     return offset_to_point(old, head), offset_to_point(old, end), new[head : len(new) - tail]
 
-
-def apply(old: str, start: tuple[int, int], end: tuple[int, int], content: str) -> str:
-    """The inverse of ``replacement`` (tests, and the benchmark's client)."""
-    return old[: point_to_offset(old, *start)] + content + old[point_to_offset(old, *end) :]
-
-
-def point_to_offset(text: str, line: int, column: int) -> int:
-    offset = 0
-    for number, row in enumerate(lines(text), 1):
-        if number == line:
-            return offset + min(column - 1, len(_body(row)))
-        offset += len(row)
-    return len(text)

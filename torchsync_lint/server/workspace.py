@@ -1,6 +1,7 @@
 """What the language server lints and re-lints: the open documents, the settings and project
 of each, and which open documents an edit changes. No protocol here (server/protocol.py is
-the pygls glue); every method returns the outcomes to publish.
+the pygls glue). The methods that lint return the outcomes to publish; the server calls them
+all on one worker thread.
 
 It is a thin adapter over the pipeline every entry point shares (project/session.py): one
 long-lived Session per project root, as `check` builds it, with each open buffer given to it
@@ -38,19 +39,20 @@ class LintOutcome:
     config_error: str | None = None  # the settings could not be read: nothing was linted
     config_file: str | None = None  # the pyproject.toml at fault, when known
     config_line: int = 1  # where in it (1-based), when the TOML parser says
-    excluded: bool = False  # an `exclude` pattern matches the file
     root: str | None = None  # the project root its messages' paths are relative to
+    notebook: NotebookBuffer | None = None  # a notebook's cells, as ``text`` was made from them
 
 
 @dataclass
 class Document:
     path: str  # absolute
     text: str  # a .py buffer, or a notebook's cells as notebooks.py writes them
-    version: int | None = None
+    version: int | None = None  # the editor's version of ``text`` (a notebook's: its cells')
     notebook: NotebookBuffer | None = None
     outcome: LintOutcome | None = None
     given: str | None = None  # the text its Session holds for it (its last version that parsed)
     config_key: tuple | None = None
+    session_key: tuple | None = None  # the Session it was last linted in (Workspace._sessions)
 
 
 class Workspace:
@@ -81,10 +83,12 @@ class Workspace:
         doc = self.documents.pop(path, None)
         if doc is None or doc.given is None:
             return []
-        session = self._session_holding(doc)
-        if session is None:
-            return []
-        return self.relint(sorted(str(session.root / rel) for rel in session.clear_source(path)))
+        again: set[str] = set()
+        for session in self._sessions.values():  # any may hold it: each took the open buffers when made
+            if session.layout.contains(path):
+                again |= {str(session.root / rel) for rel in session.clear_source(path)}
+        self._drop_unused_sessions()
+        return self.relint(sorted(again))
 
     def lint(self, path: str) -> list[LintOutcome]:
         """Lint the document at ``path``, then the open documents its edit changed."""
@@ -97,6 +101,8 @@ class Workspace:
         doc = self.documents.get(path)
         if doc is None:
             return [], []
+        if self._fresh(doc):  # linted already (a hover in the debounce, a save of that text)
+            return [doc.outcome], []
         outcome, changed = self._lint(doc)
         return [outcome], sorted(p for p in changed if p != path and p in self.documents)
 
@@ -107,9 +113,19 @@ class Workspace:
         """The document with findings for its current text (linting it now if they are stale),
         and the outcomes that lint produced (to publish)."""
         doc = self.documents.get(path)
-        if doc is None or (doc.outcome is not None and doc.outcome.text == doc.text):
+        if doc is None or self._fresh(doc):
             return doc, []
         return doc, self.lint(path)
+
+    def _fresh(self, doc: Document) -> bool:
+        """Whether ``doc``'s outcome is for its text (and cells) under its settings as they are
+        now. The other causes of change (an open document's edit, files on disk) re-lint it."""
+        outcome = doc.outcome
+        if outcome is None or outcome.text != doc.text:
+            return False
+        if (outcome.notebook and outcome.notebook.uris) != (doc.notebook and doc.notebook.uris):
+            return False
+        return self.config(doc.path)[1] == doc.config_key
 
     def files_changed(self) -> list[LintOutcome]:
         """Files were created, deleted or changed on disk (or a pyproject.toml or an ignore
@@ -122,6 +138,7 @@ class Workspace:
         for doc in self.documents.values():
             if self.config(doc.path)[1] != doc.config_key:
                 again.add(doc.path)
+        self._drop_unused_sessions()  # re-walking a project no open document is in is waste
         for session in list(self._sessions.values()):
             again |= {str(session.root / rel) for rel in session.refresh()}
         return self.relint(sorted(p for p in again if p in self.documents))
@@ -152,29 +169,25 @@ class Workspace:
         open buffers under its root). Outside any project, a Session of the file alone, as
         `check <file>` makes."""
         from torchsync_lint.project.layout import project_root
-        from torchsync_lint.project.session import Session
+        from torchsync_lint.project.sessions import new_session
 
         root, marked = project_root(doc.path)
         key = (str(root) if marked else doc.path, marked, doc.config_key)
+        doc.session_key = key
         session = self._sessions.get(key)
         if session is None:
             for old in [k for k in self._sessions if k[:2] == key[:2]]:  # the settings changed
                 del self._sessions[old]
-            if marked:
-                session = Session(root, config, use_cache=self.use_cache)
-            else:
-                session = Session(root, config, marked=False, use_cache=False, files=[doc.path])
-            self._sessions[key] = session
+            session = self._sessions[key] = new_session(doc.path, config, use_cache=self.use_cache)
             for other in self.documents.values():  # the buffers of its files stand for them
                 if other.given is not None and (other is doc or (marked and project_root(other.path)[0] == root)):
                     session.set_source(other.path, other.given)
         return session
 
-    def _session_holding(self, doc: Document):
-        config, key = self.config(doc.path)
-        if isinstance(config, ConfigError) or key != doc.config_key:
-            return None
-        return self._session(doc, config)
+    def _drop_unused_sessions(self) -> None:
+        used = {doc.session_key for doc in self.documents.values()}
+        for key in [k for k in self._sessions if k not in used]:
+            del self._sessions[key]
 
     # -- linting ------------------------------------------------------------------------------
     def _lint(self, doc: Document) -> tuple[LintOutcome, set[str]]:
@@ -183,13 +196,14 @@ class Workspace:
         if isinstance(config, ConfigError):
             outcome, changed = _config_outcome(doc, str(config)), set()
         elif config.is_excluded(doc.path) or not doc.path.endswith(_LINTED):
-            outcome, changed = LintOutcome(doc.path, doc.text, excluded=True), set()
+            outcome, changed = LintOutcome(doc.path, doc.text), set()  # no findings, as `check` skips it
         else:
             try:
                 outcome, changed = self._run(doc, config)
             except ConfigError as exc:  # a per-file-ignores selector that names no rule
                 outcome, changed = _config_outcome(doc, str(exc)), set()
-        doc.outcome = outcome
+        outcome.notebook = doc.notebook
+        doc.outcome = outcome  # never changed after this: the server's handlers read it while the worker goes on
         return outcome, changed
 
     def _run(self, doc: Document, config: Config) -> tuple[LintOutcome, set[str]]:
@@ -242,7 +256,8 @@ class Workspace:
         with self.editing(path) as (module, findings, lint, source):
             target = None
             if action.finding is not None:
-                target = next((f for f in findings if _same(source.to_file(f), action.finding)), None)
+                key = actions.finding_key(action.finding)
+                target = next((f for f in findings if actions.finding_key(source.to_file(f)) == key), None)
                 if target is None:
                     return None
             new = actions.perform(replace(action, finding=target), module, path, findings, lint)
@@ -276,15 +291,13 @@ def _does_not_parse(path: str, source) -> Finding | None:
     return None
 
 
-def _same(a: Finding, b: Finding) -> bool:
-    return (a.code, a.line, a.column, a.end_line, a.end_column, a.cell) == (b.code, b.line, b.column, b.end_line, b.end_column, b.cell)
-
-
 def _pyproject_stamps(directory: Path) -> tuple:
-    """(path, size, mtime) of every pyproject.toml from ``directory`` up: the settings are
-    re-read when one of them is created, edited or deleted."""
+    """(path, size, mtime) of every pyproject.toml from ``directory`` up, and from its resolved
+    path up (config.find_pyproject walks that one): the settings are re-read when one of them
+    is created, edited or deleted."""
     out = []
-    for d in (directory, *directory.parents):
+    resolved = directory.resolve()
+    for d in dict.fromkeys((directory, *directory.parents, resolved, *resolved.parents)):
         candidate = d / "pyproject.toml"
         try:
             st = os.stat(candidate)
