@@ -1114,3 +1114,58 @@ def test_answers_about_a_call_cycle_do_not_depend_on_which_was_asked_first(tmp_p
     one = [first.resolve({"k": "param", "fn": "a.py:f", "i": 0}, "a.py"), first.resolve({"k": "param", "fn": "a.py:g", "i": 0}, "a.py")]
     other = [second.resolve({"k": "param", "fn": "a.py:g", "i": 0}, "a.py"), second.resolve({"k": "param", "fn": "a.py:f", "i": 0}, "a.py")]
     assert one == other[::-1] and one[0].get("k") == "device"
+
+
+# -- fields a base class of this module stores ------------------------------------------------------
+INHERITED_FIELDS = """\
+import torch
+
+class A:
+    def __init__(self):
+        self.t = torch.zeros(3).cuda()
+        self.n = 0
+
+class B(A):
+    def run(self, model, loader, opt):
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+            print(self.t.sum().item())
+            print(float(self.n))
+"""
+
+
+def test_a_field_a_base_class_of_the_module_stores_keeps_its_kind_in_the_subclass():
+    """B reads `self.t` and `self.n` that A stores: the device tensor is read every step, the
+    counter is a host number (silent)."""
+    assert findings(INHERITED_FIELDS) == [(at(INHERITED_FIELDS, "self.t.sum().item()"), "TSL101")]
+
+
+def test_a_field_stored_by_an_imported_base_of_a_local_base_keeps_its_kind(tmp_path, capsys):
+    files = {
+        "base.py": """\
+            import torch
+
+            class Imp:
+                def __init__(self):
+                    self.u = torch.zeros(3).cuda()
+                    self.k = 3
+        """,
+        "train.py": """\
+            from base import Imp
+
+            class Mid(Imp):
+                pass
+
+            class C(Mid):
+                def run(self, model, loader, opt):
+                    for x, y in loader:
+                        loss = model(x).sum()
+                        loss.backward()
+                        opt.step()
+                        print(self.u.sum().item())
+                        print(float(self.k))
+        """,
+    }
+    assert project(tmp_path, files, capsys) == {("train.py", 12, "TSL101"): 1}

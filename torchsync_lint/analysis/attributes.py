@@ -90,6 +90,18 @@ class AttributeKinds:
             return Kind.HOST
         kinds = self.field_kinds(info, attr)
         if not kinds:
-            inherited = self.env.inherited_attribute_kind(info.node, attr)
+            inherited = self._inherited_field(info, attr)
             return inherited if inherited is not None else Kind.UNKNOWN
         return join(kinds)
+
+    def _inherited_field(self, info, attr: str, depth: int = 0) -> Kind | None:
+        """`self.attr` that a base class stores: a class of this module (its own stores, else
+        its bases'), or a project class it imports (the project's answer)."""
+        for base in info.bases:
+            local = self.index.classes.get(base.value) if isinstance(base, cst.Name) and depth < 5 else None
+            if local is not None and local is not info:
+                kinds = self.field_kinds(local, attr)
+                found = join(kinds) if kinds else self._inherited_field(local, attr, depth + 1)
+                if found is not None:
+                    return found
+        return self.env.inherited_attribute_kind(info.node, attr)
