@@ -34,9 +34,8 @@ other modules' summaries. The forms:
                                                 from a dict or a module by the config)
 A ``ref`` is "<file>:<Qual.name>" (a function or class of the summarised file); a ``dotted`` is
 an import name as written (`proj.data.make_loader`, `.engine.f`), resolved by the view. A
-``callee`` is a dotted name, `:Qual` (this module's own), `^<ref>#<i>.<method>` (a method of
-what callers pass for parameter i) or `~<ref of a class>.<attr>[.<method>]` (the object or
-function a method stored on `self.<attr>`, called, or one of its methods).
+``callee`` is one of the forms project/callees.py lists (a dotted name, `:Qual`, `^`, `~`, `@`,
+`!`, `*`), or `%` for a call of a value picked by the config (the record's ``value``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ linting (which of its calls run a training step elsewhere), so both name a call 
 - `@<ref of a class>.<method>` for `self.<method>(...)` that the class inherits from a project
   base (and, like every call on `self`, that a subclass may override: see ``dispatch``);
 - `!<ref of a class>.<method>` for `super().<method>(...)`: the method its bases define;
-- `*Name` for a name that may come from one of the module's `from m import *`.
+- `*Name` for a name that may come from one of the module's `from m import *`;
+- `%` (written by summary.py, not here) for a call of a value picked by the config
+  (`ARCHS[name](cfg)`, `getattr(losses, name)()`), the value on the call record.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 abstract value (absval.py) with its symbolic parts resolved against the other modules'
 summaries. A call followed for its result binds its callee's parameters to its own arguments
 (``bind``), so a helper's result is read per call. A mixin of ProjectView (view.py), which
-provides ``summaries``, ``callers``, ``resolve_name``, ``function``, ``call_targets_of``,
-``class_flag``, ``class_attr``, ``methods_of_value`` and ``members_of_module``.
+provides ``summaries``, ``callers``, ``resolve_name``, ``function``, ``call_target_of``,
+``call_targets_of``, ``class_flag``, ``class_attr``, ``attribute_value``, ``items_of``,
+``methods_of_value`` and ``members_of_module``.
 """
 
 from __future__ import annotations

@@ -13,11 +13,12 @@ along the project's imports, with no pass over any module's source:
   they read, the functions those classes' `__getitem__` calls, and the arguments of calls that
   become their datasets or their datasets' transforms.
 
-Every answer is memoised, cycles answer "unknown" while they are open, and chains are cut at a
-fixed depth: unknown stays silent. A view holds one connected component of the import graph
-(project/session.py). So that no answer depends on the order in which questions are asked
-(which file is linted first, in which process), the session ``settle()``s a view once, in a
-fixed order, and lints each file against a ``fork()`` of it.
+Every answer is memoised, cycles answer "unknown" (or "not per step") while they are open, and
+chains are cut at a fixed depth: unknown stays silent. An answer that leaned on a question still
+open, or was cut by the depth limit, is not kept (memo.py), so an answer never depends on which
+question came first. A view holds one connected component of the import graph
+(project/session.py); the session ``settle()``s it once, in a fixed order, and lints each file
+against a ``fork()`` of it (so which file is linted first, in which process, changes nothing).
 """
 
 from __future__ import annotations
