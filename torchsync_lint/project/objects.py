@@ -51,17 +51,11 @@ class ObjectAnswers:
                     return value
         return None
 
-    def method_refs(self, path: str, cls: str, depth: int = 0) -> dict[str, str]:
+    def method_refs(self, path: str, cls: str) -> dict[str, str]:
         """Method name -> "path:Qual" of the function an instance of ``cls`` runs for it."""
-        record = self.summaries[path]["classes"].get(cls)
-        if record is None or depth > _MAX_BASES:
-            return {}
         out: dict[str, str] = {}
-        for base in reversed(record["bases"]):
-            found = self.class_of(base, path)
-            if found is not None:
-                out.update(self.method_refs(*found, depth + 1))
-        out.update({m: f"{path}:{cls}.{m}" for m in record["methods"] if f"{cls}.{m}" in self.summaries[path]["functions"]})
+        for p, c, record in reversed(self.lineage(path, cls)):  # a subclass's method wins
+            out.update({m: f"{p}:{c}.{m}" for m in record["methods"] if f"{c}.{m}" in self.summaries[p]["functions"]})
         return out
 
     def _init_bindings(self, path: str, cls: str, instance: dict) -> dict | None:

@@ -35,6 +35,7 @@ from torchsync_lint.project.values import ValueAnswers
 # cache key, so it lives here, where no parser is imported).
 SUMMARY_VERSION = 4
 _MAX_DEPTH = 12
+_MAX_BASES = 6  # levels of project base classes followed
 
 
 class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
@@ -156,26 +157,34 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
             out += self.library_bases(*found, depth + 1) if found is not None else [] if base.startswith(":") else [base]
         return out
 
-    def class_list(self, path: str, cls: str, field: str, depth: int = 0) -> list:
-        """A class's list ``field``, with those of its project bases."""
-        record = self.summaries[path]["classes"].get(cls)
-        if record is None or depth > 6:
-            return []
-        out = list(record.get(field, ()))
-        for base in record["bases"]:
-            found = self.class_of(base, path)
-            if found is not None:
-                out += self.class_list(*found, field, depth + 1)
-        return sorted(set(out))
+    def lineage(self, path: str, cls: str) -> list[tuple[str, str, dict]]:
+        """(path, class, record) of ``cls`` and of its project base classes, depth first and
+        left to right (each once, at most _MAX_BASES levels up): the order Python looks
+        attributes up in, for hierarchies without diamonds."""
+        out: list[tuple[str, str, dict]] = []
+        seen: set[tuple[str, str]] = set()
 
-    def class_flag(self, path: str, cls: str, flag: str, depth: int = 0) -> bool:
+        def visit(p: str, c: str, depth: int) -> None:
+            record = self.summaries[p]["classes"].get(c)
+            if record is None or depth > _MAX_BASES or (p, c) in seen:
+                return
+            seen.add((p, c))
+            out.append((p, c, record))
+            for base in record["bases"]:
+                found = self.class_of(base, p)
+                if found is not None:
+                    visit(*found, depth + 1)
+
+        visit(path, cls, 0)
+        return out
+
+    def class_list(self, path: str, cls: str, field: str) -> list:
+        """A class's list ``field``, with those of its project bases."""
+        return sorted({item for _, _, record in self.lineage(path, cls) for item in record.get(field, ())})
+
+    def class_flag(self, path: str, cls: str, flag: str) -> bool:
         """A class's "module"/"lightning" flag, through project base classes."""
-        record = self.summaries[path]["classes"].get(cls)
-        if record is None or depth > 6:
-            return False
-        if record.get(flag):
-            return True
-        return any(self.class_flag(*found, flag, depth + 1) for base in record["bases"] if (found := self.class_of(base, path)))
+        return any(record.get(flag) for _, _, record in self.lineage(path, cls))
 
     # -- callers ------------------------------------------------------------------------------
     def callers(self, ref: str) -> list[tuple[str, dict, int]]:
