@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from torchsync_lint.project.values import passed_slot
+
 _MAX_DEPTH = 12
 
 
@@ -55,15 +57,10 @@ class FeedAnswers:
             record = self.function(*ref.split(":", 1))
             name = record["params"][index] if record and index < len(record["params"]) else None
             for caller_path, call, shift in self.callers(ref):
-                position = index - shift
-                if position < 0 or call["star"]:
+                found = passed_slot(call, index, name, shift) if not call["star"] else None
+                if found is None:
                     continue
-                if position < len(call["args"]):
-                    slot, passed = position, call["args"][position]
-                elif name in call["kwargs"]:
-                    slot, passed = name, call["kwargs"][name]
-                else:
-                    continue
+                slot, passed = found
                 fed.arguments.setdefault((caller_path, call["seq"]), set()).add(slot)
                 self._mark_source(passed, caller_path, fed, depth + 1)
         elif kind == "instance":

@@ -44,6 +44,21 @@ def call_bindings(ref: str, record: dict, shift: int, args: list[dict], kwargs: 
     return bind
 
 
+def passed_slot(call: dict, index: int, name: str | None, shift: int) -> tuple[int | str, dict] | None:
+    """What one call record passes for parameter ``index`` (named ``name``) of its callee, of
+    which the call fills ``shift`` leading parameters itself (`self`): (the position or the
+    keyword it is passed at, the value), or None when it passes nothing there. A starred call
+    and `self` itself are the caller's to check."""
+    position = index - shift
+    if position < 0:
+        return None
+    if position < len(call["args"]):
+        return position, call["args"][position]
+    if name is not None and name in call["kwargs"]:
+        return name, call["kwargs"][name]
+    return None
+
+
 class ValueAnswers:
     def param_value(self, ref: str, index: int, bind: dict | None = None) -> dict | None:
         """What the project's call sites of ``ref`` pass for parameter ``index`` (None: no call
@@ -64,13 +79,11 @@ class ValueAnswers:
         for caller_path, call, shift in self.callers(ref):
             if call["star"]:
                 return absval.UNKNOWN
-            position = index - shift
-            if position < 0:
+            if index < shift:
                 return None  # `self`
-            if position < len(call["args"]):
-                passed.append(self.resolve(call["args"][position], caller_path))
-            elif name in call["kwargs"]:
-                passed.append(self.resolve(call["kwargs"][name], caller_path))
+            slot = passed_slot(call, index, name, shift)
+            if slot is not None:
+                passed.append(self.resolve(slot[1], caller_path))
         return absval.join_abs(passed) if passed else None
 
     def star_value(self, ref: str, keyword: bool) -> dict | None:

@@ -29,7 +29,7 @@ from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
 from torchsync_lint.project.memo import CycleMemo
 from torchsync_lint.project.objects import ObjectAnswers
-from torchsync_lint.project.values import ValueAnswers
+from torchsync_lint.project.values import ValueAnswers, passed_slot
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
@@ -348,7 +348,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         if record is None or not callers or index >= len(record["params"]):
             return False
         name = record["params"][index]
-        return not any(call["star"] or name in call["kwargs"] or 0 <= index - shift < len(call["args"]) for _, call, shift in callers)
+        return not any(call["star"] or passed_slot(call, index, name, shift) is not None for _, call, shift in callers)
 
     def loop_steps(self, path: str, loop: int) -> bool:
         """Does the loop ``loop`` (its seq) of ``path`` run a training step through the project
