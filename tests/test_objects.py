@@ -1169,3 +1169,15 @@ def test_a_field_stored_by_an_imported_base_of_a_local_base_keeps_its_kind(tmp_p
         """,
     }
     assert project(tmp_path, files, capsys) == {("train.py", 12, "TSL101"): 1}
+
+
+def test_a_parameter_named_like_a_class_of_the_module_hides_it(tmp_path):
+    """`def g(Model): return Model(3)` calls what it is given, not the module's Model (the
+    summary and the module analysis read a constructor call the same way)."""
+    from torchsync_lint.project.sessions import Sessions
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "a.py").write_text("class Model:\n    def __init__(self, n):\n        self.n = n\n\n\ndef f():\n    return Model(3)\n\n\ndef g(Model):\n    return Model(3)\n")
+    summary = Sessions.for_files([str(tmp_path / "a.py")], use_cache=False).session_for(str(tmp_path / "a.py")).summary("a.py")
+    assert summary["functions"]["f"]["returns"]["k"] == "instance"
+    assert summary["functions"]["g"]["returns"]["k"] == "call" and summary["functions"]["g"]["returns"]["fn"] == "^a.py:g#0.__call__"

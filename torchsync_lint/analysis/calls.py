@@ -61,8 +61,8 @@ class CallKinds:
                 return combine(*kinds) if call.args else Kind.UNKNOWN
             if name in _FUNCTIONAL_BUILTINS and not self.index.binds_locally(name, func):
                 return Kind.UNKNOWN  # `map(lambda t: t.item(), ts)`: what the function makes of them
-            cls = self.index.classes.get(name)
-            if cls is not None and not self._shadowed(func):
+            cls = self.index.local_class(func)
+            if cls is not None:
                 return self._class_instance(cls.node)
         target = self.index.target_of(call)
         if target is not None and not (target.name.value in ("forward", "__call__") and not isinstance(func, cst.Attribute) and self._eval(func) in CALLABLE_MODELS):
@@ -97,10 +97,6 @@ class CallKinds:
         if callee in (None, Kind.UNKNOWN) and Kind.DEVICE in args:
             return Kind.DEVICE  # `criterion(out, y)`: an opaque function of device tensors
         return Kind.UNKNOWN
-
-    def _shadowed(self, name: cst.Name) -> bool:
-        """A local binding hides the module-level class of the same name."""
-        return any(d.how != "opaque" for d in self.reaching_defs(name))
 
     def _function_result(self, func: cst.FunctionDef, call: cst.Call | None = None) -> Kind | None:
         """What ``func`` returns. A return of a bare parameter (`def default(val, d): ...

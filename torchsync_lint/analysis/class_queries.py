@@ -31,8 +31,8 @@ class ClassQueries:
         qn = self.qualname(call.func) or ""
         if qn in loader_knowledge.LOADER_CLASSES:
             return frozenset()
-        if isinstance(call.func, cst.Name) and call.func.value in self.index.classes and not self.reaching_defs(call.func):
-            info = self.index.classes[call.func.value]
+        info = self.index.local_class(call.func)
+        if info is not None:
             return self.loader_keywords_set(info) if self.is_loader_class(info.node) else None
         if qn:
             return self.env.loader_class_settings(qn)

@@ -243,13 +243,20 @@ class ModuleIndex:
                 return anc
         return None
 
+    def local_class(self, func: cst.BaseExpression) -> ClassInfo | None:
+        """The class of this module that a call's callee names (`Trainer(...)`), unless a
+        binding in the call's scope hides the name (`def build(Model): return Model(3)`)."""
+        if not isinstance(func, cst.Name) or func.value not in self.classes or self._bindings().reaching_defs(func):
+            return None
+        return self.classes[func.value]
+
     def resolve_function(self, func: cst.BaseExpression, at: cst.CSTNode) -> cst.FunctionDef | None:
         """The same-module function a call's callee names: `f(...)`, `self.f(...)`, or an
         instance of a class of this module called like a function (its `__call__`, or the
         `forward` that `nn.Module.__call__` runs)."""
         if isinstance(func, cst.Name):
             found = self._nested_function(func.value, at) or self.functions.get(func.value)
-            if found is None and func.value in self.classes:
+            if found is None and self.local_class(func) is not None:
                 found = self.classes[func.value].methods.get("__init__")  # `Trainer(model, ...)`
             if found is None:
                 found = self._instance_call(self._bindings().reaching_defs(func))
@@ -288,7 +295,7 @@ class ModuleIndex:
         for d in defs:
             made = d.value if d.how == "assign" else literal_element(d) if d.how == "unpack" else None
             value = made.func if isinstance(made, cst.Call) else None
-            if not isinstance(value, cst.Name) or value.value not in self.classes:
+            if value is None or self.local_class(value) is None:
                 return None
             classes.add(value.value)
         return self.classes[classes.pop()] if len(classes) == 1 else None

@@ -448,8 +448,9 @@ class LoaderTracker:
         return out
 
     def _is_framework_trainer(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in self.index.classes:
-            return self.values.is_framework_trainer(self.index.classes[expr.func.value].node)  # `MyTrainer(...).train(...)`
+        cls = self.index.local_class(expr.func) if isinstance(expr, cst.Call) else None
+        if cls is not None:
+            return self.values.is_framework_trainer(cls.node)  # `MyTrainer(...).train(...)`
         if isinstance(expr, cst.Name):
             cls = self.index._instance_class(self.values.reaching_defs(expr))  # noqa: SLF001 - `trainer = MyTrainer(...)`
             if cls is not None:

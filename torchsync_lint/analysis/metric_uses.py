@@ -76,7 +76,7 @@ class MetricUses:
         if depth > 4:
             return None
         if isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Name) and expr.func.value in self.index.classes:
+            if self.index.local_class(expr.func) is not None:
                 return expr.func.value
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_OBJECT_METHODS:
                 return self._instance_class(expr.func.value, depth + 1)

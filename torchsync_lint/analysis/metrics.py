@@ -89,7 +89,7 @@ class MetricTracker(MetricUses, MetricParameters):
             if qn.split(".")[0] != "torchmetrics":
                 return self._project_class(qn)
             return KNOWN_CLASSES.get(qn.rsplit(".", 1)[-1])
-        if isinstance(func, cst.Name) and func.value in self.index.classes:
+        if self.index.local_class(func) is not None:
             return self._local_class(func.value)
         if isinstance(func, cst.Name):
             return self._factory_class(func)

@@ -314,8 +314,8 @@ class AbstractValues:
                     "site": self.names.site(expr),
                 }
             return inlined
-        if isinstance(expr.func, cst.Name) and expr.func.value in self.index.classes:
-            info = self.index.classes[expr.func.value]
+        info = self.index.local_class(expr.func)
+        if info is not None:
             return {
                 "k": "instance",
                 "cls": f"{self.names.relpath}:{expr.func.value}",
