@@ -98,21 +98,14 @@ def run_add_noqa(args, config, paths: list[str]) -> int:
     from torchsync_lint import api
     from torchsync_lint.errors import file_error
     from torchsync_lint.files import discover
-    from torchsync_lint.parallel import map_files, relaxed_gc
-    from torchsync_lint.project.sessions import Sessions
 
     if paths == ["-"]:
         print("torchsync-lint: error: --add-noqa edits files in place; it cannot read stdin", file=sys.stderr)
         return 2
     files, bad = discover(paths, config)
     outcomes = [NoqaOutcome(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
-    run = Sessions.for_files(files, config, use_cache=not getattr(args, "no_cache", False))
-    with relaxed_gc():
-        run.prepare(getattr(args, "jobs", None))
-    try:
-        outcomes += map_files(partial(_add_noqa_file, config=config), files, getattr(args, "jobs", None), initializer=api.set_run_sessions, initargs=(run,))
-    finally:
-        api.set_run_sessions(None)
+    work = partial(_add_noqa_file, config=config)
+    outcomes += api.map_in_sessions(work, files, config, getattr(args, "jobs", None), use_cache=not getattr(args, "no_cache", False))
     for o in outcomes:
         for e in o.errors:
             print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TypeVar
 from functools import partial
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from torchsync_lint.parallel import map_files, relaxed_gc
 from torchsync_lint.project.sessions import Sessions
 from torchsync_lint.types import FileResult, Finding
 
-__all__ = ["FileResult", "config_for", "lint_file", "lint_paths", "lint_text", "lint_with_callers", "linter_for", "session_for"]
+T = TypeVar("T")
+
+__all__ = ["FileResult", "config_for", "lint_file", "lint_paths", "lint_text", "lint_with_callers", "linter_for", "map_in_sessions", "session_for"]
 
 
 def config_for(paths: list[str], config_path: str | None = None, isolated: bool = False) -> Config:
@@ -85,12 +88,22 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 1, *, use_cache: bo
     same order either way."""
     files, bad = discover(paths, config)
     results = [FileResult(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
+    return results + map_in_sessions(partial(lint_file, config=config), files, config, jobs, use_cache=use_cache)
+
+
+def map_in_sessions(work: Callable[[str], T], files: list[str], config: Config, jobs: int | None, *, use_cache: bool = True) -> list[T]:
+    """``work(path)`` for each file (in ``jobs`` processes, see parallel.py), with the run's
+    Sessions installed (set_run_sessions) while it runs: ``work`` lints each file in its
+    project session. The sessions are uninstalled whatever happens (an exception, a
+    KeyboardInterrupt): the work runs in this process when there is one job, and a later
+    lint must not read this run's texts."""
     run = Sessions.for_files(files, config, use_cache=use_cache)
     with relaxed_gc():  # summarising parses and analyses modules, as linting does
         run.prepare(jobs)
-    results += map_files(partial(lint_file, config=config), files, jobs, initializer=set_run_sessions, initargs=(run,))
-    set_run_sessions(None)
-    return results
+    try:
+        return map_files(work, files, jobs, initializer=set_run_sessions, initargs=(run,))
+    finally:
+        set_run_sessions(None)
 
 
 def lint_with_callers(path: str, config: Config | None = None) -> tuple[FileResult, list[tuple[Finding, list[int]]]]:

@@ -33,7 +33,6 @@ from torchsync_lint.files import ReadError, SourceFile, decode_source, discover,
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
 from torchsync_lint.notebook import NotebookError, is_notebook, load as load_notebook
 from torchsync_lint.output import write_report
-from torchsync_lint.parallel import map_files
 from torchsync_lint.types import Applicability, FileResult, Finding
 
 
@@ -82,17 +81,9 @@ def _fix_files(files: list[str], config, unsafe: bool, diff_mode: bool, lint_fac
     if lint_factory is not None:  # a test's closure, which cannot be sent to a worker
         return [_fix_file(path, config, unsafe, diff_mode, lint_factory(path, config)) for path in files]
     from torchsync_lint import api
-    from torchsync_lint.parallel import relaxed_gc
-    from torchsync_lint.project.sessions import Sessions
 
-    run = Sessions.for_files(files, config, use_cache=use_cache)
-    with relaxed_gc():
-        run.prepare(jobs)
     work = partial(_fix_in_session, config=config, unsafe=unsafe, diff_mode=diff_mode)
-    try:
-        return map_files(work, files, jobs, initializer=api.set_run_sessions, initargs=(run,))
-    finally:
-        api.set_run_sessions(None)
+    return api.map_in_sessions(work, files, config, jobs, use_cache=use_cache)
 
 
 def _fix_in_session(path: str, config, unsafe: bool, diff_mode: bool) -> FileOutcome:
