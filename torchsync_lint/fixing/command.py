@@ -10,8 +10,9 @@
   `--show-suggestions` lists them as text. Exit 1 when there is a diff, else 0.
 
 A file is rewritten only when its text changes, in its own encoding (a BOM is kept), newline
-style and permission bits, atomically (atomic.py: a crash or a full disk leaves the old bytes
-or the new ones, never a mix, and a file edited since it was read is left alone). A
+style and permission bits, atomically (atomic.py: a full disk, an error or Ctrl-C leaves the
+old bytes or the new ones, never a mix, and so does a crash, except during the in-place
+rewrite of a file with hard links; a file edited since it was read is left alone). A
 read-only file or an unwritable directory is reported on one line and skipped; the other
 files are still fixed.
 """
