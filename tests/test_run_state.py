@@ -59,3 +59,63 @@ def test_an_interrupted_run_leaves_no_sessions_installed(tmp_path, monkeypatch, 
     assert _codes(api.lint_file(train, Config(), use_cache=False)) == ["TSL101"]
     (root / "train.py").write_text(COLD)  # a later lint sees the file as it is now
     assert _codes(api.lint_file(train, Config(), use_cache=False)) == []
+
+
+# -- verify lints with the project's configuration, as check and --fix do ------------------------
+
+LOADER = (
+    "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
+    "loader = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in loader:\n"
+    "    x = x.to(device)\n    model(x).sum().backward()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "table, expected",
+    [
+        ("", ["TSL101"]),  # a near miss: the table changes nothing
+        ('select = ["TSL3"]\n', []),
+        ('[tool.torchsync-lint.per-file-ignores]\n"train.py" = ["TSL101"]\n', []),
+    ],
+)
+def test_verify_expects_what_check_reports_under_the_projects_configuration(tmp_path, monkeypatch, table, expected):
+    from torchsync_lint.verify.command import static_expectations
+
+    root = _project(tmp_path)
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n\n[tool.torchsync-lint]\n" + table)
+    monkeypatch.chdir(root)
+    checked = api.lint_paths(["train.py"], api.config_for(["train.py"]), jobs=1, use_cache=False)
+    assert _codes(checked[0]) == expected
+    expectations, error = static_expectations("train.py", {})
+    assert error is None
+    assert [e.code for e in expectations if e.static] == expected
+
+
+@pytest.mark.parametrize("table, fixed", [("", True), ('ignore = ["TSL301"]\n', False)])
+def test_verify_fixes_the_script_as_fix_unsafe_fixes_would(tmp_path, table, fixed):
+    """The fixed variant the verifier compares is what `--fix --unsafe-fixes` writes: with
+    the rule turned off in the project's configuration there is nothing to fix."""
+    from torchsync_lint.verify.fixed_variant import fixed_variant
+    from torchsync_lint.verify.scripts import Script
+
+    root = _project(tmp_path, LOADER)
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n\n[tool.torchsync-lint]\n" + table)
+    with fixed_variant(Script(str(root / "train.py"))) as variant:
+        if fixed:
+            assert "x = x.to(device, non_blocking=True)" in open(variant[0]).read()
+        else:
+            assert variant is None
+
+
+def test_a_broken_configuration_is_a_lint_error_for_verify_and_leaves_no_fixed_variant(tmp_path, monkeypatch):
+    from torchsync_lint.verify.command import static_expectations
+    from torchsync_lint.verify.fixed_variant import fixed_variant
+    from torchsync_lint.verify.scripts import Script
+
+    root = _project(tmp_path, LOADER)
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n\n[tool.torchsync-lint]\nselect = 3\n")
+    monkeypatch.chdir(root)
+    _, error = static_expectations("train.py", {})
+    assert error is not None and "ConfigError" in error
+    with fixed_variant(Script("train.py")) as variant:
+        assert variant is None

@@ -109,7 +109,9 @@ def map_in_sessions(work: Callable[[str], T], files: list[str], config: Config, 
 def lint_with_callers(path: str, config: Config | None = None) -> tuple[FileResult, list[tuple[Finding, list[int]]]]:
     """``path``'s own findings, and the findings of the other modules of its project that
     ``path`` reaches, each with the lines of ``path`` on a call chain to it (the verifier
-    attributes a runtime sync to the innermost line of the script it runs)."""
+    attributes a runtime sync to the innermost line of the script it runs). ``config``: by
+    default the project's, as `check` would load it for ``path``."""
+    config = config or config_for([path])
     session = Sessions.for_files([path], config).session_for(path)
     result = session.lint(path)
     own = session.layout.relpath(path) if session.layout.contains(path) else None
