@@ -119,3 +119,30 @@ def test_a_broken_configuration_is_a_lint_error_for_verify_and_leaves_no_fixed_v
     assert error is not None and "ConfigError" in error
     with fixed_variant(Script("train.py")) as variant:
         assert variant is None
+
+
+# -- the cache's keys ---------------------------------------------------------------------------
+
+def test_cache_keys_change_with_the_python_minor_version_and_the_libcst_release(monkeypatch):
+    """Import names come from the running interpreter's parser and summaries from libcst's:
+    a 3.12-only module read as importing nothing under 3.11 must not be reused by 3.12."""
+    import sys
+
+    from torchsync_lint import installed
+    from torchsync_lint.project import cache
+
+    def fingerprint() -> str:
+        monkeypatch.setattr(cache, "_CODE", None)
+        return cache.code_fingerprint()
+
+    here = fingerprint()
+    assert fingerprint() == here  # nothing else changes it
+    with monkeypatch.context() as m:
+        m.setattr(sys, "version_info", (sys.version_info[0], sys.version_info[1] + 1, 0, "final", 0))
+        other_python = fingerprint()
+    with monkeypatch.context() as m:
+        real = installed.installed_version
+        m.setattr(installed, "installed_version", lambda name: "0.0.1" if name == "libcst" else real(name))
+        other_libcst = fingerprint()
+    assert len({here, other_python, other_libcst}) == 3
+    assert fingerprint() == here

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,10 +37,15 @@ _CODE: str | None = None
 
 
 def code_fingerprint() -> str:
-    """The tool's own code: its version, and the size and mtime of each of its source files
-    (an editable install changes code without changing the version)."""
+    """The code that computes every entry: the tool's version, the size and mtime of each of
+    its source files (an editable install changes code without changing the version), the
+    Python minor version (import names come from its parser: a module using 3.12-only syntax
+    imports nothing under 3.11) and the libcst release (summaries and findings come from its
+    parse)."""
     global _CODE
     if _CODE is None:
+        from torchsync_lint.installed import installed_version
+
         package = Path(__file__).resolve().parent.parent
         stats = []
         for directory, _, names in sorted(os.walk(package)):
@@ -47,7 +53,8 @@ def code_fingerprint() -> str:
                 if name.endswith(".py"):
                     st = os.stat(os.path.join(directory, name))
                     stats.append((os.path.relpath(os.path.join(directory, name), package), st.st_size, st.st_mtime_ns))
-        _CODE = hashlib.sha256(json.dumps([__version__, stats]).encode()).hexdigest()
+        runtime = [list(sys.version_info[:2]), installed_version("libcst")]
+        _CODE = hashlib.sha256(json.dumps([__version__, stats, runtime]).encode()).hexdigest()
     return _CODE
 
 

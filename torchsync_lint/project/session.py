@@ -35,9 +35,9 @@ A module connected to no other is linted alone.
 - ``prepare(jobs)``: the import graph, and in ``jobs`` processes the summaries the cache
   lacks for the components of the files to lint.
 
-**Cache keys** (.torchsync_cache/, project/cache.py; each also holds the tool's code
-fingerprint; no key holds a timestamp, and nothing is cut off at a size the whole-tree view
-does not also have):
+**Cache keys** (.torchsync_cache/, project/cache.py; each also holds the code fingerprint:
+the tool's code, the Python minor version and the libcst release; no key holds a timestamp,
+and nothing is cut off at a size the whole-tree view does not also have):
 
 - a module's import names: its text (SHA-256);
 - the import graph: the project's files, its source roots, every file's text;
