@@ -146,3 +146,31 @@ def test_cache_keys_change_with_the_python_minor_version_and_the_libcst_release(
         other_libcst = fingerprint()
     assert len({here, other_python, other_libcst}) == 3
     assert fingerprint() == here
+
+
+# -- flake8: each run sees the project as it is then ----------------------------------------------
+
+def test_a_second_flake8_run_in_the_same_process_sees_the_project_as_it_is_now(tmp_path):
+    """flake8 calls parse_options once per run: the sessions of an earlier run (an editor or
+    a test driving flake8 in one process) must not answer for the next."""
+    import ast
+    import shutil
+    from argparse import Namespace
+
+    from torchsync_lint.flake8 import Plugin
+
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).parent / "data" / "entry_points" / "helper-item" / "project", root)
+    utils, train = root / "utils.py", root / "train.py"
+
+    def flake8_run() -> list[str]:
+        Plugin.parse_options(Namespace(torchmetrics_version=None, isolated=True))
+        lines = utils.read_text().splitlines(keepends=True)
+        return [message.split()[0] for _, _, message, _ in Plugin(ast.parse("".join(lines)), lines, str(utils)).run()]
+
+    try:
+        assert flake8_run() == ["TSL101"]  # to_scalar's `.item()` runs per step in train.py
+        train.write_text(train.read_text().replace("v = to_scalar(loss)", "v = loss"))
+        assert flake8_run() == []
+    finally:
+        Plugin.codes, Plugin.settings, Plugin.isolated = None, {}, False
