@@ -174,3 +174,30 @@ def test_a_second_flake8_run_in_the_same_process_sees_the_project_as_it_is_now(t
         assert flake8_run() == []
     finally:
         Plugin.codes, Plugin.settings, Plugin.isolated = None, {}, False
+
+
+def test_a_fifo_under_an_entry_removed_by_another_thread_first_keeps_the_cache_on(tmp_path, monkeypatch):
+    """Two threads (the verifier's two lint threads) find the same FIFO under an entry's name;
+    the other removes it between our look and our unlink: the entry is still written."""
+    import os
+
+    from torchsync_lint.project import cache
+
+    store = cache.Cache(tmp_path)
+    key = "ab" + "0" * 62
+    entry = store._path("summaries", key)
+    entry.parent.mkdir(parents=True)
+    os.mkfifo(entry)
+    real_lstat = os.lstat
+
+    def lstat_then_the_other_thread_unlinks(path, *args, **kwargs):
+        st = real_lstat(path, *args, **kwargs)
+        if Path(path) == entry and entry.exists():
+            os.unlink(entry)
+        return st
+
+    monkeypatch.setattr(cache.os, "lstat", lstat_then_the_other_thread_unlinks)
+    store.put("summaries", key, {"x": 1})
+    monkeypatch.undo()
+    assert store.enabled
+    assert store.get("summaries", key) == {"x": 1}

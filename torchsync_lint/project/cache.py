@@ -140,7 +140,10 @@ def _make_room(path: Path) -> bool:
     if stat.S_ISDIR(mode):
         return False
     if not stat.S_ISREG(mode):
-        os.unlink(path)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass  # another thread or process removed it first: the room is made all the same
     return True
 
 
