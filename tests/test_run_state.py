@@ -201,3 +201,36 @@ def test_a_fifo_under_an_entry_removed_by_another_thread_first_keeps_the_cache_o
     monkeypatch.undo()
     assert store.enabled
     assert store.get("summaries", key) == {"x": 1}
+
+
+# -- summaries computed in a worker ----------------------------------------------------------------
+
+def test_a_module_changed_while_the_workers_summarise_it_is_not_cached_under_its_old_text(tmp_path, monkeypatch):
+    """prepare keys a summary by the text this process read; the worker reads the file again.
+    A file saved in between must not have its new summary stored under the old text's hash
+    (a later run over the old text would take it)."""
+    import shutil
+
+    from torchsync_lint import parallel
+    from torchsync_lint.project import session as session_module
+
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).parent / "data" / "entry_points" / "helper-item" / "project", root)
+    utils = root / "utils.py"
+    old_text = utils.read_text()
+    new_text = "\n\n" + old_text  # every line of to_scalar moves: another summary
+    session = session_module.Session(root, Config(), files=[str(root / "train.py"), str(utils)])
+    real_map_files = parallel.map_files
+
+    def saved_meanwhile(work, files, jobs=None, **kwargs):
+        utils.write_text(new_text)  # the user saves after this process read the project
+        return real_map_files(work, files, jobs, **kwargs)
+
+    monkeypatch.setattr(parallel, "map_files", saved_meanwhile)
+    session.prepare(2)
+    monkeypatch.undo()
+    expected = session_module._analyse_and_summarize("utils.py", old_text)[0]
+    assert expected != session_module._analyse_and_summarize("utils.py", new_text)[0]
+    assert session.summary("utils.py") == expected  # the session's own text, its own summary
+    cached = session.cache.get("summaries", session._summary_key("utils.py"))
+    assert cached in (None, expected)

@@ -150,7 +150,7 @@ class Session:
     def _sha(self, rel: str) -> str | None:
         if rel not in self._shas:
             text = self._text(rel)
-            self._shas[rel] = None if text is None else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            self._shas[rel] = None if text is None else _text_sha(text)
         return self._shas[rel]
 
     def _in_memory(self, rel: str) -> bool:
@@ -297,7 +297,9 @@ class Session:
                     missing.append(rel)
         if len(missing) > 1 and jobs != 1:
             work = partial(_summarize_file, str(self.root))
-            for rel, result in zip(missing, map_files(work, missing, jobs)):
+            for rel, (sha, result) in zip(missing, map_files(work, missing, jobs)):
+                if sha != self._sha(rel):
+                    continue  # the worker read another text (saved meanwhile): summary() does ours
                 self._summaries[rel] = result
                 if result is not None:
                     self.cache.put("summaries", self._summary_key(rel), result)
@@ -380,7 +382,7 @@ class Session:
             return None
         from torchsync_lint.installed import installed_torchmetrics_version
 
-        sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        sha = _text_sha(text)
         deps = self.dependencies(rel) if rel is not None else ""
         return digest("results", shown, sha, sorted(codes), sorted(self.settings.items()), installed_torchmetrics_version(), noqa, deps)
 
@@ -485,14 +487,23 @@ def _analyse_and_summarize(rel: str, text: str):
         return None, None
 
 
-def _summarize_file(root: str, rel: str) -> dict | None:
-    """A worker's summary of one module (parsed there, nothing kept): just the file, not a
-    whole Session (whose layout would re-read pyproject.toml for every module)."""
+def _summarize_file(root: str, rel: str) -> tuple[str | None, dict | None]:
+    """A worker's (hash of the text it read, summary) of one module (parsed there, nothing
+    kept): just the file, not a whole Session (whose layout would re-read pyproject.toml for
+    every module). The hash says which text the summary is of: the file may have been saved
+    since the session read it."""
     import os
 
     try:
         source = sources.read(os.path.join(root, rel))
     except ReadError:
-        return None
-    return _analyse_and_summarize(rel, source.python)[0] if source.python is not None else None
+        return None, None
+    if source.python is None:
+        return None, None
+    return _text_sha(source.python), _analyse_and_summarize(rel, source.python)[0]
+
+
+def _text_sha(text: str) -> str:
+    """The SHA-256 of a module's text, as every key names it (lone surrogates kept)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
