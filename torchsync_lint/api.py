@@ -79,7 +79,7 @@ def _lint_stdin(config: Config, stdin_filename: str | None, use_cache: bool) -> 
     except ReadError as exc:
         return FileResult(shown, errors=[file_error(shown, exc.code, exc.message)])
     findings = lint_text(source.python, shown, config)
-    return FileResult(shown, [f for f in findings if f.severity != "error"], [f for f in findings if f.severity == "error"], source.file)
+    return FileResult.of(shown, findings, source.file)
 
 
 def lint_paths(paths: list[str], config: Config, jobs: int = 1, *, use_cache: bool = True) -> list[FileResult]:

@@ -97,8 +97,10 @@ def write_atomic(path: str, data: bytes, *, expected: tuple | None = None, durab
 
     ``expected``: the fingerprint of the file as read; a file that no longer matches it is
     left alone (ChangedOnDisk, whose message ends with ``retry``). A symlink is written
-    through (the link stays a link); an existing file keeps its permission bits, owner and
-    hard links. ``durable``: fsync the data and the directory (not for a cache entry).
+    through (the link stays a link); an existing file keeps its permission bits and hard
+    links, and its owner and group where this process may set them (only root may give a
+    file away: a file of another owner rewritten by a user becomes that user's).
+    ``durable``: fsync the data and the directory (not for a cache entry).
     """
     real = os.path.realpath(path)
     try:

@@ -3,15 +3,17 @@
 Entries are named by a hash of everything they depend on (see project/session.py for what
 each kind's key holds) and written atomically (atomic.py: a temp file, then a rename) so that
 concurrent runs and worker processes never read half an entry, and a full disk leaves no
-partial file behind (a write that fails turns the cache off for the rest of the run). The
-directory gets its own `.gitignore` (`*`) and a CACHEDIR.TAG, as ruff's does.
+partial file behind (a write that fails turns that Cache object off: one session's cache, in
+one process, for the rest of its life). The directory gets its own `.gitignore` (`*`) and a
+CACHEDIR.TAG, as ruff's does.
 
 An entry is trusted only when it is exactly what this tool wrote under that key: its first
 line names the key and the SHA-256 of the rest, and the rest must pass the reader's shape
 check. Anything else (not JSON, the wrong shape, another key's entry, a truncated write) is a
 miss, and the recomputed value replaces it. Entries are opened without blocking or following
 a link and read only when they are regular files (a FIFO under an entry's name would otherwise
-hang the run); whatever else sits under an entry's name is removed before the entry is written.
+hang the run); anything else but a directory under an entry's name (a FIFO, a socket, a
+link) is removed before the entry is written, and a directory leaves that entry a miss.
 """
 
 from __future__ import annotations

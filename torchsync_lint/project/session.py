@@ -48,7 +48,9 @@ and nothing is cut off at a size the whole-tree view does not also have):
   settings, the installed torchmetrics release, whether `# noqa` is applied here, and when it
   is connected to other modules, its component's digest.
 
-In-memory sources (``set_source``, ``editing``) are read from the cache but never written.
+In-memory sources (``set_source``, ``editing``) are never written to the cache: their import
+names, summaries, graph and component digests are worked out afresh; only their findings are
+looked up there, by content (the same text saved to disk has the same key).
 """
 
 from __future__ import annotations
@@ -355,8 +357,7 @@ class Session:
             findings = [source.to_file(f) for f in self._lint_module(source.python, shown, rel, codes, noqa)]
             if key is not None and not (rel is not None and self._in_memory(rel)):
                 self.cache.put("results", key, [f.to_dict() for f in findings])
-        errors = source.file_errors([f for f in findings if f.severity == "error"], shown)
-        return FileResult(shown, [f for f in findings if f.severity != "error"], errors, source.file)
+        return FileResult.of(shown, findings, source.file, file_errors=lambda errors: source.file_errors(errors, shown))
 
     def _rel(self, path: str) -> str | None:
         return self.layout.relpath(path) if path != "-" and self.layout.contains(path) else None
