@@ -55,15 +55,15 @@ def linter_for(path: str, config: Config | None = None) -> Callable[[str], list[
     return lint
 
 
-def lint_file(path: str, config: Config | None = None, *, stdin_filename: str | None = None, session=None, use_cache: bool = True) -> FileResult:
+def lint_file(path: str, config: Config | None = None, *, stdin_filename: str | None = None, use_cache: bool = True) -> FileResult:
     """Lint one file as a part of its project. ``-`` reads stdin, linted (and reported) as
     ``stdin_filename`` when given: in that file's project, its text replacing the file's, with
-    its per-file settings. ``session``: the run's Sessions (or one Session) to lint in; by
-    default the run's own in a worker, else one made for this file."""
+    its per-file settings. The file is linted in the run's Sessions (set_run_sessions) when a
+    run is under way in this process, else in one made for it."""
     config = config or Config()
     if path == "-":
         return _lint_stdin(config, stdin_filename, use_cache)
-    run = session if session is not None else _RUN_SESSIONS
+    run = _RUN_SESSIONS
     if run is None:
         run = Sessions.for_files([path], config, use_cache=use_cache)
     return run.lint(path)

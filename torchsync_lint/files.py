@@ -78,12 +78,6 @@ def write_source(path: str, text: str, source: SourceFile, retry: str = "run --f
     write_atomic(path, data, expected=source.fingerprint, retry=retry)
 
 
-def read_stdin() -> SourceFile:
-    """Standard input as a SourceFile, decoded like a file: bytes that are not valid in the
-    declared encoding are a TSL901 ReadError, not a crash."""
-    return decode_source(read_stdin_bytes())
-
-
 def read_stdin_bytes() -> bytes:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # a text stream (tests replace sys.stdin with a StringIO)
