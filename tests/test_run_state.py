@@ -234,3 +234,23 @@ def test_a_module_changed_while_the_workers_summarise_it_is_not_cached_under_its
     assert session.summary("utils.py") == expected  # the session's own text, its own summary
     cached = session.cache.get("summaries", session._summary_key("utils.py"))
     assert cached in (None, expected)
+
+
+def test_a_cache_entry_is_read_only_from_a_regular_file_not_a_link_or_a_fifo(tmp_path):
+    import os
+
+    from torchsync_lint.project import cache
+
+    store = cache.Cache(tmp_path)
+    good, link, fifo = "aa" + "1" * 62, "aa" + "2" * 62, "aa" + "3" * 62
+    store.put("results", good, [1])
+    assert store.get("results", good) == [1]
+    store.put("results", link, [2])
+    elsewhere = tmp_path / "elsewhere.json"
+    os.replace(store._path("results", link), elsewhere)  # a valid entry for that key, behind a link
+    os.symlink(elsewhere, store._path("results", link))
+    os.mkfifo(store._path("results", fifo))
+    assert store.get("results", link) is None
+    assert store.get("results", fifo) is None  # and does not wait for a writer
+    store.put("results", fifo, [3])  # the FIFO makes room for the entry
+    assert store.get("results", fifo) == [3] and store.enabled

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from torchsync_lint import __version__
 from torchsync_lint.atomic import WriteError, write_atomic
+from torchsync_lint.files import read_regular
 
 CACHE_DIR = ".torchsync_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by torchsync-lint.\n"
@@ -82,7 +83,7 @@ class Cache:
         ill-shaped entry (``valid(value)`` false) is a miss."""
         if not self.enabled:
             return None
-        data = _read_regular(self._path(kind, key))
+        data = _read_entry(self._path(kind, key))
         if data is None or not data.startswith(_HEADER):
             return None
         header, _, body = data.partition(b"\n")
@@ -149,19 +150,10 @@ def _make_room(path: Path) -> bool:
     return True
 
 
-def _read_regular(path: Path) -> bytes | None:
-    """The bytes of ``path`` when it is a regular file (not a link), opened without blocking."""
+def _read_entry(path: Path) -> bytes | None:
+    """The bytes of the entry at ``path`` when it is a regular file (not a link) of a size an
+    entry can have, else None (files.read_regular: opened without blocking)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        return read_regular(path, _MAX_ENTRY_BYTES, follow=False)[0]
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(_MAX_ENTRY_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
