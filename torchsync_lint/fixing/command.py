@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import sys
 from collections import Counter
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from torchsync_lint.atomic import WriteError
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError, SourceFile, decode_source, discover, read_source, read_stdin_bytes, write_source
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
+from torchsync_lint.lines import split_lf
 from torchsync_lint.notebook import NotebookError, is_notebook, load as load_notebook
 from torchsync_lint.output import write_report
 from torchsync_lint.types import Applicability, FileResult, Finding
@@ -158,9 +158,6 @@ class DiffError(ValueError):
     """The change cannot be shown as a diff that `patch` would apply."""
 
 
-_PATCH_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
-
-
 def unified_diff(old: str, new: str, path: str, encoding: str = "utf-8") -> bytes:
     """A unified diff that `patch -p0` and `git apply -p0` turn into exactly the bytes
     `--fix` writes: the lines are the file's lines as those tools read them (split at `\\n`
@@ -172,7 +169,7 @@ def unified_diff(old: str, new: str, path: str, encoding: str = "utf-8") -> byte
     if codec != encoding:
         old, new = "\ufeff" + old, "\ufeff" + new
     out = []
-    for n, line in enumerate(difflib.unified_diff(_PATCH_LINE.findall(old), _PATCH_LINE.findall(new), fromfile=path, tofile=path)):
+    for n, line in enumerate(difflib.unified_diff(split_lf(old), split_lf(new), fromfile=path, tofile=path)):
         try:
             data = os.fsencode(line) if n < 2 else line.encode(codec)  # `--- path`, `+++ path`
         except (UnicodeEncodeError, LookupError) as exc:
