@@ -493,15 +493,11 @@ def _summarize_file(root: str, rel: str) -> tuple[str | None, dict | None]:
     kept): just the file, not a whole Session (whose layout would re-read pyproject.toml for
     every module). The hash says which text the summary is of: the file may have been saved
     since the session read it."""
-    import os
-
     try:
-        source = sources.read(os.path.join(root, rel))
+        text = sources.read(str(Path(root) / rel)).python
     except ReadError:
-        return None, None
-    if source.python is None:
-        return None, None
-    return _text_sha(source.python), _analyse_and_summarize(rel, source.python)[0]
+        text = None
+    return (_text_sha(text), _analyse_and_summarize(rel, text)[0]) if text is not None else (None, None)
 
 
 def _text_sha(text: str) -> str:
