@@ -116,7 +116,7 @@ def test_deeply_nested_expression_does_not_crash(tree, capsys):
 
 
 def test_rule_crash_is_isolated(tree, capsys, monkeypatch):
-    from torchsync_lint.rules.host_sync import TensorFormatInLoop
+    from torchsync_lint.rules.host_sync_ops import TensorFormatInLoop
 
     def visit_Call(self, node):  # libcst dispatches on the function's __name__
         raise RuntimeError("kaboom")

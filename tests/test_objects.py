@@ -905,3 +905,149 @@ def test_abstract_values_of_a_long_reassignment_chain_stay_linear(monkeypatch):
     summary.summarize(ModuleAnalysis(cst.parse_module(src), src), "run.py")
     assert computed and max(computed.values()) == 1
     assert sum(computed.values()) < 2000
+
+
+STORED_CRITERION = {
+    "crit.py": """\
+        class Crit:
+            def __init__(self, opt):
+                self.opt = opt
+
+            def __call__(self, out, y):
+                loss = (out - y).pow(2).mean()
+                loss.backward()
+                self.opt.step()
+                return loss
+    """,
+    "trainer.py": """\
+        class Trainer:
+            def __init__(self, criterion):
+                self.criterion = criterion
+
+            def step(self, out, y):
+                return self.criterion(out, y)
+    """,
+    "main.py": """\
+        import torch
+        from crit import Crit
+        from trainer import Trainer
+
+        def main(x, y, opt):
+            trainer = Trainer(Crit(opt))
+            seen = torch.zeros((), device="cuda")
+            for i in range(1000):
+                trainer.step(x, y)
+                print(seen.item())
+    """,
+}
+
+
+def test_a_method_that_calls_what_its_object_stores_runs_that_callee_across_modules(tmp_path, capsys):
+    """`self.criterion(out, y)` in trainer.py runs Crit.__call__ (crit.py), which steps: the loop
+    calling `trainer.step` is per step."""
+    assert project(tmp_path, STORED_CRITERION, capsys) == {("main.py", 10, "TSL101"): 1}
+
+
+def test_a_stored_callee_that_only_computes_does_not_make_its_callers_loop_per_step(tmp_path, capsys):
+    files = dict(STORED_CRITERION)
+    files["crit.py"] = files["crit.py"].replace("                loss.backward()\n", "").replace("                self.opt.step()\n", "")
+    assert project(tmp_path, files, capsys) == {}
+
+
+INHERITED_INIT = {
+    "fields.py": """\
+        import torch
+
+
+        class Base:
+            def __init__(self, x):
+                self.x = x
+
+
+        class Sub(Base):
+            pass
+
+
+        def host_fields():
+            return Sub(5)
+
+
+        def device_fields():
+            return Sub(torch.zeros(3, device="cuda"))
+    """,
+    "values.py": """\
+        from fields import device_fields, host_fields
+
+        def host_value():
+            return host_fields().x
+
+        def device_value():
+            return device_fields().x
+    """,
+    "train.py": """\
+        from values import device_value, host_value
+
+        def train(model, loader, opt):
+            host = host_value()
+            dev = device_value()
+            for x, y in loader:
+                loss = model(x).sum()
+                loss.backward()
+                opt.step()
+                if host > 3:
+                    print("host")
+                if dev.sum() > 3:
+                    print("device")
+    """,
+}
+
+
+def test_an_instance_of_a_subclass_holds_what_its_own_construction_passed_to_the_inherited_init(tmp_path, capsys):
+    """`Sub(5)` runs Base.__init__ with 5: its `x` is no tensor, though another `Sub(...)` got one
+    (the instances cross modules, so the project view answers)."""
+    assert project(tmp_path, INHERITED_INIT, capsys) == {("train.py", 12, "TSL102"): 1}
+
+
+STORED_MODEL = {
+    "net.py": """\
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 3, 1)
+
+            def forward(self, x):
+                return F.interpolate(self.conv(x), scale_factor=2)
+    """,
+    "show.py": """\
+        def show(writer, output, step):
+            writer.add_image("pred", output[0].detach().cpu(), step)
+    """,
+    "train.py": """\
+        from net import Net
+        from show import show
+
+
+        class Trainer:
+            def __init__(self, writer):
+                self.model = Net().cuda()
+                self.writer = writer
+
+            def train(self, loader, opt):
+                for i, (x, y) in enumerate(loader):
+                    output = self.model(x.cuda(non_blocking=True))
+                    loss = (output - y.cuda(non_blocking=True)).pow(2).mean()
+                    loss.backward()
+                    opt.step()
+                    show(self.writer, output, i)
+    """,
+}
+
+
+def test_the_forward_of_a_stored_device_model_stays_on_the_device_whatever_its_body_returns(tmp_path, capsys):
+    """`self.model(x)` runs Net.forward, whose library result says nothing of its place: what
+    train.py knew (a device model's output) is what show.py receives."""
+    assert project(tmp_path, STORED_MODEL, capsys) == {("show.py", 2, "TSL101"): 1}

@@ -290,8 +290,8 @@ class HotLoopAnalysis:
             method = func.attr.value
             if method == "backward":
                 return True
-            if method == "step":
-                return self._is_optimizer_step(call)
+            if method == "step" and self._is_optimizer_step(call):
+                return True  # (another object's `step()` is judged like any call: `trainer.step(batch)`)
             origin = self.values.origin_qualname(func.value)
             if origin is not None and registry.is_step_method(origin, method):
                 return True  # `accelerator.backward(loss)`

@@ -13,6 +13,7 @@ mixin of ProjectView (view.py), which provides ``summaries``, ``resolve``, ``res
 from __future__ import annotations
 
 from torchsync_lint.project import absval
+from torchsync_lint.project.values import call_bindings
 
 _MAX_BASES = 6
 
@@ -32,14 +33,16 @@ class ObjectAnswers:
 
     def class_attr(self, path: str, cls: str, attr: str, depth: int = 0, instance: dict | None = None, bind: dict | None = None) -> dict | None:
         """What `self.<attr>` holds for an instance of ``cls`` (of ``path``), through its bases;
-        with ``instance``, its `__init__` parameters are that instance's arguments; ``bind``
-        answers for the parameters of the methods called on one object (instances.py)."""
+        with ``instance``, the parameters of the `__init__` its class runs (its own or a
+        base's) are that instance's arguments; ``bind`` answers for the parameters of the
+        methods called on one object (instances.py)."""
+        if instance is not None:
+            bind = {**(self._init_bindings(path, cls, instance) or {}), **(bind or {})}
         record = self.summaries[path]["classes"].get(cls)
         if record is None or depth > _MAX_BASES:
             return None
         if attr in record["attrs"]:
-            merged = {**((self._init_bindings(path, cls, instance) or {}) if instance else {}), **(bind or {})} if instance or bind else None
-            return self.resolve(record["attrs"][attr], path, bind=merged)
+            return self.resolve(record["attrs"][attr], path, bind=bind)
         for base in record["bases"]:
             found = self.class_of(base, path)
             if found is not None:
@@ -62,21 +65,13 @@ class ObjectAnswers:
         return out
 
     def _init_bindings(self, path: str, cls: str, instance: dict) -> dict | None:
-        """What the construction that made ``instance`` passed for its class's own `__init__`
-        parameters (None when it passed `*args`/`**kwargs` or the class has no `__init__`)."""
-        ref = f"{path}:{cls}.__init__"
-        record = self.function(path, f"{cls}.__init__")
+        """What the construction that made ``instance`` passed for the parameters of the
+        `__init__` its class runs, its own or one it inherits (None when the class has none)."""
+        member = self._member(path, f"{cls}.__init__", 0)
+        record = self.function(member[1], member[2]) if member is not None and member[0] == "function" else None
         if record is None:
             return None
-        bind = {}
-        params = record["params"]
-        for i, arg in enumerate(instance.get("args", ())):
-            if i + 1 < len(params):
-                bind[f"{ref}#{i + 1}"] = arg
-        for name, arg in instance.get("kwargs", {}).items():
-            if name in params:
-                bind[f"{ref}#{params.index(name)}"] = arg
-        return bind
+        return call_bindings(f"{member[1]}:{member[2]}", record, 1, list(instance.get("args", ())), instance.get("kwargs", {}))
 
     def items_of(self, value: dict) -> dict:
         """What iterating a resolved value gives: for an instance of a project class, what its
@@ -131,10 +126,10 @@ class ObjectAnswers:
     def stored_callees(self, spec: str) -> list[tuple[str, int]]:
         """`<path>:<Class>.<attr>[.<method>]`: the functions run by calling what the class
         stores on `self.<attr>` (or its ``method``)."""
-        ref, _, rest = spec.partition(".")
+        path, _, dotted = spec.partition(":")  # (the path has dots of its own: `pkg/train.py`)
+        cls, _, rest = dotted.partition(".")
         attr, _, method = rest.partition(".")
-        path, _, cls = ref.partition(":")
-        if path not in self.summaries:
+        if path not in self.summaries or cls not in self.summaries[path]["classes"]:
             return []
         value = self.class_attr(path, cls, attr)
         return self.methods_of_value(value, method or "__call__", path) if value is not None else []

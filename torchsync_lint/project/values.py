@@ -30,7 +30,7 @@ def _moved(value: dict) -> dict:
     return {"k": "moved"}
 
 
-def _bindings(ref: str, record: dict, shift: int, args: list[dict], kwargs: dict) -> dict:
+def call_bindings(ref: str, record: dict, shift: int, args: list[dict], kwargs: dict) -> dict:
     """What one call passes for each parameter of the function ``ref`` (its record; ``shift``:
     how many leading parameters the call fills itself)."""
     bind = {}
@@ -209,7 +209,7 @@ class ValueAnswers:
             record = self.function(fpath, qual)
             if record is None:
                 return absval.UNKNOWN
-            return self.resolve(record["returns"], fpath, depth + 1, _bindings(callee["ref"], record, 0, args, kwargs))
+            return self.resolve(record["returns"], fpath, depth + 1, call_bindings(callee["ref"], record, 0, args, kwargs))
         return absval.UNKNOWN
 
     def _call_value(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
@@ -224,19 +224,23 @@ class ValueAnswers:
             if self.class_flag(found[1], found[2], "loader") and value.get("site"):
                 return {"k": "loader", "sites": [value["site"]]}  # a project DataLoader subclass
             return {"k": "instance", "cls": f"{found[1]}:{found[2]}", "module": self.class_flag(found[1], found[2], "module"), "args": args, "kwargs": kwargs}
+        receiver = self._receiver_of(callee, from_path)
+        if receiver is not None and absval.kind_of(receiver) in (Kind.MODEL, Kind.CPU_MODEL, Kind.MOVED):
+            # `self.model(x)`: the forward of a module held on the object; where its output
+            # lives is the module's place (its body's submodules do not know it)
+            on_device = absval.kind_of(receiver) is not Kind.CPU_MODEL or any(absval.kind_of(a) is Kind.DEVICE for a in args)
+            return {"k": "device" if on_device else "host-tensor"}
         target = self.call_target_of(callee, from_path, value.get("bound", True))
         if target is not None:
             fpath, qual = target[0].split(":", 1)
             record = self.function(fpath, qual)
-            call_bind = None if value.get("star") else _bindings(target[0], record, target[1], args, kwargs)
+            call_bind = None if value.get("star") else call_bindings(target[0], record, target[1], args, kwargs)
             if record["yields"] is not None and call_bind is not None and f"{target[0]}#{record['yields']}" in call_bind:
                 return call_bind[f"{target[0]}#{record['yields']}"]  # `log_every(loader)`: iterates like `loader`
-            return self.resolve(record["returns"], fpath, depth + 1, call_bind)
-        receiver = self._receiver_of(callee, from_path)
-        if receiver is not None and absval.kind_of(receiver) in (Kind.MODEL, Kind.CPU_MODEL, Kind.MOVED):
-            # `self.model(x)`: the forward of a module held on the object
-            on_device = absval.kind_of(receiver) is not Kind.CPU_MODEL or any(absval.kind_of(a) is Kind.DEVICE for a in args)
-            return {"k": "device" if on_device else "host-tensor"}
+            returned = self.resolve(record["returns"], fpath, depth + 1, call_bind)
+            if absval.kind_of(returned) is Kind.UNKNOWN and value.get("kind", "unknown") != "unknown":
+                return {"k": value["kind"]}  # what the calling module knew (a device model's forward)
+            return returned
         owner, _, method = callee.rpartition(".")
         cls = self.resolve_name(owner, from_path) if method in _MODULE_SELF_METHODS and found is None else None
         if cls is not None and cls[0] == "class" and self.class_flag(cls[1], cls[2], "module"):

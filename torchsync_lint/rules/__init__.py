@@ -1,6 +1,6 @@
 """Rule families. Importing this package registers every rule (see ``rule.registry``).
 
-- ``host_sync``: TSL1xx, host syncs in hot loops
+- ``host_sync``, ``host_sync_ops``, ``host_sync_sinks``: TSL1xx, host syncs in hot loops
 - ``metrics``: TSL2xx, torchmetrics collection
 - ``input_pipeline``: TSL3xx, the data pipeline
 """

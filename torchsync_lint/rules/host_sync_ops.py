@@ -1,0 +1,367 @@
+"""TSL103-TSL105: a device tensor formatted into text, an explicit synchronisation, and an op
+whose output shape depends on the data, inside hot (per-step) loops.
+
+The TSL1xx rules kept out of host_sync.py for size; they ask the same two questions: does this
+code run every training step (``self.hot(node)``), and is the value a tensor on an accelerator
+(``self.analysis.is_device(expr)``)? A value of unknown origin is never a finding.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis import Kind, dotted_parts
+from torchsync_lint.knowledge import torch as torch_knowledge
+from torchsync_lint.rule import Rule
+from torchsync_lint.rules._cases import LOOP_BODY_LINE as L
+from torchsync_lint.rules._cases import in_loop
+from torchsync_lint.types import Invalid, Valid
+
+
+class TensorFormatInLoop(Rule):
+    """
+    ## What it does
+    Flags formatting a device tensor in a per-step loop: `print(t)`, `f"{t}"`, `f"{t:.3f}"`,
+    `"%s" % t`, `str(t)`, `"{}".format(t)`, and `logging`/`logger` calls with a tensor argument.
+
+    ## Why is this bad?
+    Turning a tensor into text reads its values on the host, which waits for every queued
+    kernel. It looks like logging; it behaves like `.item()`. An f-string, `%` or `str()` is
+    built before any call, whatever the log level; a lazy logging argument
+    (`logger.info("loss %s", loss)`) is formatted only when the level is enabled, so it syncs
+    when that level is on (the message says so).
+
+    ## Example
+    ```python
+    for step, (x, y) in enumerate(loader):
+        loss = train_step(x, y)
+        print(f"step {step}: loss {loss:.4f}")
+    ```
+
+    ## Use instead
+    ```python
+    for step, (x, y) in enumerate(loader):
+        loss = train_step(x, y)
+        if step % 100 == 0:  # still a sync, but one in a hundred steps
+            print(f"step {step}: loss {loss.item():.4f}")
+    ```
+    """
+
+    code = "TSL103"
+    name = "tensor-format-in-loop"
+    message = "formatting `{expr}` as text reads a device tensor on the host and waits for the GPU every step"
+    lazy_message = "logging `{expr}` formats a device tensor when the record is emitted, reading it on the host and waiting for the GPU every step: it syncs when this level is enabled"
+
+    VALID = [
+        Valid(in_loop("print(f'step {step}')")),
+        Valid(in_loop("lr = 0.1\nprint('lr', lr)")),
+        Valid(in_loop("print(x.shape, logits.dtype)")),
+        Valid(in_loop("pass", after="print(f'final loss {loss}')\n")),  # after the loop
+        Valid(in_loop("logger.info('step %d', step)")),
+        Valid(in_loop("for name, p in model.named_parameters():\n    print(name, p.shape, p.requires_grad)")),
+    ]
+    INVALID = [
+        Invalid(in_loop("print(loss)"), line=L),
+        Invalid(in_loop("msg = f'loss {loss:.3f}'"), line=L),
+        Invalid(in_loop("log = 'loss %s' % loss"), line=L),
+        Invalid(in_loop("logging.info('loss %s', loss)").replace("import torch\n", "import torch\nimport logging\n", 1), line=L + 1, message_contains="syncs when this level is enabled"),
+        Invalid(in_loop("logger.debug(f'loss {loss}')"), line=L, message_contains="every step"),  # built before the call, whatever the level
+        Invalid(in_loop("text = str(logits)"), line=L),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        parts = dotted_parts(func) or []
+        if isinstance(func, cst.Name) and func.value in ("print", "str", "repr", "format"):
+            candidates = [a.value for a in node.args if a.keyword is None or a.keyword.value not in ("file", "sep", "end", "flush")]
+            if func.value == "format":
+                candidates = candidates[:1]
+        elif isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            candidates = [a.value for a in node.args]
+            for arg in node.args:
+                if arg.star == "**" and self._formats_device_attributes(arg.value):
+                    hot = self.hot(node)
+                    if hot is not None:
+                        self.report(arg.value, expr=self.snippet(arg.value, 40), hot=hot)
+            for arg, attr in _formatted_attributes(func.value, node):
+                # `"{top1.val:.3f}".format(top1=top1)`: the field reads an attribute of the argument
+                if self.analysis.values.attribute_of(arg.value, attr) is Kind.DEVICE:
+                    hot = self.hot(node)
+                    if hot is not None:
+                        self.report(arg.value, expr=f"{self.snippet(arg.value, 30)}.{attr}", hot=hot)
+        elif parts and parts[-1] in _LOG_METHODS and (parts[0] in ("logging", "logger", "log", "LOGGER", "_logger") or (self.analysis.qualname(func) or "").startswith("logging.")):
+            # `logger.info("%s", t)`: the record formats `t` only if the level is enabled.
+            for arg in node.args[1:]:
+                if arg.keyword is None:
+                    self._check(arg.value, node, self.lazy_message)
+            return
+        else:
+            return
+        for expr in candidates:
+            self._check(expr, node)
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        self._check(node.expression, node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        # `"%s" % t`, also with a format built from strings: `("%10s" + "%10.4g" * 3) % (...)`
+        if isinstance(node.operator, cst.Modulo) and self.analysis.values._is_text(node.left):  # noqa: SLF001
+            right = node.right
+            parts = [el.value for el in right.elements] if isinstance(right, cst.Tuple) else [right]
+            for expr in parts:
+                self._check(expr, node)
+
+    def _formats_device_attributes(self, expr: cst.BaseExpression) -> bool:
+        """`"{val:.3f}".format(**self.__dict__)`: formats every attribute of the object."""
+        parts = dotted_parts(expr)
+        if parts != ["self", "__dict__"]:
+            return False
+        info = self.analysis.index.class_of(expr)
+        if info is None:
+            return False
+        values = self.analysis.values
+        return any(values._def(d) is Kind.DEVICE for defs in info.self_attrs.values() for d in defs)  # noqa: SLF001
+
+    def _check(self, expr: cst.BaseExpression, at: cst.CSTNode, message: str | None = None) -> None:
+        if not self.analysis.is_device(expr):
+            return
+        if isinstance(expr, (cst.FormattedString, cst.SimpleString)):
+            return
+        hot = self.hot(at)
+        if hot is not None:
+            self.report(expr, message, expr=self.snippet(expr, 40), hot=hot)
+
+
+def _formatted_attributes(template: cst.BaseExpression, call: cst.Call):
+    """(argument, attribute) for every `{name.attr}` / `{0.attr}` field of a literal format."""
+    import string
+
+    text = template.evaluated_value if isinstance(template, cst.SimpleString) else None
+    if not isinstance(text, str):
+        return
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    keywords = {a.keyword.value: a for a in call.args if a.keyword is not None}
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f]
+    except ValueError:
+        return
+    auto = 0
+    for field_name in fields:
+        head, _, rest = field_name.partition(".")
+        attr = rest.split(".")[0].split("[")[0]
+        if not attr:
+            if head == "" or head.isdigit():
+                auto += 1
+            continue
+        if head.isdigit() or head == "":
+            index = int(head) if head else auto
+            auto += 1
+            arg = positional[index] if index < len(positional) else None
+        else:
+            arg = keywords.get(head)
+        if arg is not None:
+            yield arg, attr
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+
+
+class ExplicitSyncInLoop(Rule):
+    """
+    ## What it does
+    Flags `torch.cuda.synchronize()`, `stream.synchronize()` and `event.synchronize()` (and
+    the `torch.accelerator`/`mps`/`xpu` equivalents) inside a per-step loop.
+
+    ## Why is this bad?
+    An explicit synchronize blocks the host until the GPU is idle, every step, emptying the
+    queue that keeps the GPU busy. `torch.cuda.set_sync_debug_mode` does not report these,
+    so they survive profiling-era debugging code unnoticed.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        train_step(x, y)
+        torch.cuda.synchronize()
+        step_times.append(time.perf_counter() - t0)
+    ```
+
+    ## Use instead
+    ```python
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for x, y in loader:
+        train_step(x, y)
+    end.record()
+    torch.cuda.synchronize()  # once, after the loop
+    print(start.elapsed_time(end) / steps, "ms/step")
+    ```
+    """
+
+    code = "TSL104"
+    name = "explicit-sync-in-loop"
+    message = "`{expr}` blocks the host until the GPU is idle on every step; time with CUDA events and synchronize once after the loop"
+
+    VALID = [
+        Valid(in_loop("pass", after="torch.cuda.synchronize()\n")),
+        Valid(in_loop("stream = torch.cuda.Stream()\nwith torch.cuda.stream(stream):\n    pass")),
+        Valid(in_loop("event = torch.cuda.Event()\nevent.record()")),
+        Valid(in_loop("barrier.synchronize()")),  # not a CUDA stream or event
+    ]
+    INVALID = [
+        Invalid(in_loop("torch.cuda.synchronize()"), line=L),
+        Invalid(in_loop("torch.cuda.current_stream().synchronize()"), line=L),
+        Invalid(in_loop("done = torch.cuda.Event()\ndone.record()\ndone.synchronize()"), line=L + 2),
+        Invalid(in_loop("sync()").replace("import torch\n", "import torch\nfrom torch.cuda import synchronize as sync\n", 1), line=L + 1),
+    ]
+
+    _SYNC_FUNCTIONS = torch_knowledge.SYNC_FUNCTIONS
+    _SYNC_OBJECTS = torch_knowledge.SYNC_OBJECTS
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qn = self.analysis.qualname(node.func)
+        if qn not in self._SYNC_FUNCTIONS and not self._is_object_sync(node.func):
+            return
+        hot = self.hot(node)
+        if hot is not None:
+            self.report(node, expr=self.snippet(node, 40), hot=hot)
+
+    def _is_object_sync(self, func: cst.BaseExpression) -> bool:
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "synchronize"):
+            return False
+        return self.analysis.values.origin_qualname(func.value) in self._SYNC_OBJECTS
+
+
+class DynamicShapeInLoop(Rule):
+    """
+    ## What it does
+    Flags ops whose output shape depends on tensor values (`nonzero`, `x[mask]`, `unique`, ...)
+    on device tensors in a per-step loop.
+
+    In full: `nonzero`, boolean-mask indexing `x[mask]` and `x[mask] = v`, `masked_select`,
+    `unique`, one-argument `torch.where(cond)`, and `repeat_interleave` with tensor repeats
+    and no `output_size`.
+
+    ## Why is this bad?
+    To allocate the output, the host must first learn how many elements there are: the
+    kernel counts on the GPU, copies the count back and waits. Every such op is a hidden
+    `.item()`; it also breaks `torch.compile` graphs and CUDA graph capture.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        logits = model(x)
+        loss = criterion(logits[y != IGNORE], y[y != IGNORE])
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        logits = model(x)
+        loss = criterion(logits, y, ignore_index=IGNORE)  # or weight by the mask:
+        # loss = (per_sample_loss * (y != IGNORE)).sum() / (y != IGNORE).sum().clamp(min=1)
+    ```
+    `torch.where(mask, x, 0)`, `nonzero_static(size=...)` and
+    `repeat_interleave(..., output_size=n)` keep shapes static.
+    """
+
+    code = "TSL105"
+    name = "dynamic-shape-in-loop"
+    message = "`{expr}` has a data-dependent output shape, so the host must read a count from the GPU every step; use masked arithmetic or a static-size variant"
+
+    VALID = [
+        Valid(in_loop("idx = logits.argmax(1)\npicked = logits[torch.arange(32), idx]")),  # integer indexing
+        Valid(in_loop("safe = torch.where(y > 0, logits[:, 0], 0.0)")),  # three-argument where
+        Valid(in_loop("rep = logits.repeat_interleave(2, dim=0)")),  # static repeats
+        Valid(in_loop("counts = torch.tensor([1, 2])\nrep = logits.repeat_interleave(counts.to(device), dim=0, output_size=3)")),
+        Valid(in_loop("pass", after="nz = torch.nonzero(logits)\n")),  # after the loop
+        Valid(in_loop("m = torch.zeros(4) > 0\nsel = torch.ones(4)[m]")),  # a CPU tensor
+    ]
+    INVALID = [
+        Invalid(in_loop("pos = logits[logits > 0]"), line=L),
+        Invalid(in_loop("idx = torch.nonzero(y)"), line=L),
+        Invalid(in_loop("mask = y != 0\nlogits[mask] = 0.0"), line=L + 1),
+        Invalid(in_loop("classes = y.unique()"), line=L),
+        Invalid(in_loop("rows, = torch.where(y > 0)"), line=L),
+        Invalid(in_loop("sel = torch.masked_select(logits, logits > 0)"), line=L),
+    ]
+
+    _FUNCTIONS = frozenset(
+        {"torch.nonzero", "torch.masked_select", "torch.unique", "torch.unique_consecutive", "torch.argwhere",
+         "torchvision.ops.nms", "torchvision.ops.batched_nms", "torchvision.ops.boxes.nms", "torchvision.ops.boxes.batched_nms"}
+    )
+    _METHODS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere"})
+    _MASK_FUNCTIONS = frozenset(
+        {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf", "torch.logical_and", "torch.logical_or",
+         "torch.logical_not", "torch.logical_xor", "torch.isin", "torch.eq", "torch.ne", "torch.gt", "torch.lt", "torch.ge", "torch.le",
+        }
+    )
+    _MASK_METHODS = frozenset({"bool", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "isin"})
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qn = self.analysis.qualname(node.func)
+        positional = [a for a in node.args if a.keyword is None]
+        if qn in self._FUNCTIONS:
+            subject = positional[0].value if positional else None
+        elif qn == "torch.where" and len(node.args) == 1:
+            subject = node.args[0].value
+        elif qn == "torch.repeat_interleave":
+            if any(a.keyword and a.keyword.value == "output_size" for a in node.args) or len(positional) < 2:
+                return
+            subject = positional[1].value if self.analysis.kind(positional[1].value) is Kind.DEVICE else None
+        elif isinstance(node.func, cst.Attribute) and qn is None:
+            method = node.func.attr.value
+            if method in self._METHODS:
+                subject = node.func.value
+            elif method == "repeat_interleave" and positional and not any(a.keyword and a.keyword.value == "output_size" for a in node.args):
+                subject = positional[0].value if self.analysis.kind(positional[0].value) is Kind.DEVICE else None
+            else:
+                return
+        else:
+            return
+        if subject is None or not self.analysis.is_device(subject):
+            return
+        hot = self.hot(node)
+        if hot is not None:
+            self.report(node, expr=self.snippet(node, 40), hot=hot)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not self.analysis.is_device(node.value):
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and self._is_bool_mask(index.value):
+                hot = self.hot(node)
+                if hot is not None:
+                    self.report(node, expr=self.snippet(node, 40), hot=hot)
+                return
+
+    def _is_bool_mask(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A device tensor of dtype bool: a comparison, `~m`, `m1 & m2`, `isnan(x)`, `x.bool()`..."""
+        if depth > 8 or not self.analysis.is_device(expr):
+            return False
+        if isinstance(expr, cst.Comparison):
+            return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+            return self._is_bool_mask(expr.expression, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+            return self._is_bool_mask(expr.left, depth + 1) or self._is_bool_mask(expr.right, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+            # `(u > 0) * (l == u)`: a product of masks is a mask (bool * bool stays bool)
+            return self._is_bool_mask(expr.left, depth + 1) and self._is_bool_mask(expr.right, depth + 1)
+        if isinstance(expr, cst.Call):
+            qn = self.analysis.qualname(expr.func)
+            if qn in self._MASK_FUNCTIONS:
+                return True
+            if qn and qn.startswith("torch.") and qn.count(".") == 1 and qn[len("torch.") :] in torch_knowledge.FACTORIES:
+                # `torch.eye(n, dtype=torch.bool, device=d)`: a mask made by a factory
+                return any(a.keyword is not None and a.keyword.value == "dtype" and self.analysis.qualname(a.value) == "torch.bool" for a in expr.args)
+            if qn in ("torch.stack", "torch.cat", "torch.concat", "torch.concatenate") and expr.args:
+                # `torch.stack((m1, m2))`: a mask of masks
+                parts = expr.args[0].value
+                elements = [el.value for el in parts.elements] if isinstance(parts, (cst.Tuple, cst.List)) else []
+                return bool(elements) and all(self._is_bool_mask(el, depth + 1) for el in elements)
+            return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self._MASK_METHODS and qn is None
+        if isinstance(expr, cst.Name):
+            defs = self.analysis.values.reaching_defs(expr)
+            return any(d.how == "assign" and d.value is not None and self._is_bool_mask(d.value, depth + 1) for d in defs)
+        return False
