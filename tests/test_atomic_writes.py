@@ -18,6 +18,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from torchsync_lint import atomic, engine
@@ -310,3 +311,30 @@ def test_fix_on_a_symlink_writes_through_it(tmp_path):
     link.symlink_to(target)
     code, _, _ = run("--fix", *ARGS, str(link))
     assert link.is_symlink() and "non_blocking=True" in target.read_text() and code == 1
+
+
+@pytest.mark.parametrize("interruption", [KeyboardInterrupt, SystemExit])
+def test_an_in_place_write_interrupted_half_way_puts_the_original_back_and_reraises(tmp_path, interruption):
+    """Ctrl-C (or sys.exit from a signal handler) between two chunks of the in-place write
+    of a hard-linked file: the original bytes are written back before the interruption
+    goes on, never a file half old, half new."""
+    target, other = tmp_path / "big.py", tmp_path / "link.py"
+    original = b"".join(b"x_%04d = %04d\n" % (i, i) for i in range(500))  # 6000 bytes
+    target.write_bytes(original)
+    os.link(target, other)
+
+    class Interrupted(atomic.Disk):
+        def __init__(self):
+            self.writes = 0
+
+        def write(self, fd, data):
+            self.writes += 1
+            if self.writes == 1:
+                os.write(fd, data[:100])
+                raise interruption()
+            super().write(fd, data)
+
+    with disk(Interrupted()) as d, pytest.raises(interruption):
+        atomic.write_atomic(str(target), original.replace(b"x_", b"y_"))
+    assert d.writes == 2  # the original was written back
+    assert target.read_bytes() == other.read_bytes() == original

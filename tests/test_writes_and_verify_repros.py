@@ -312,13 +312,13 @@ def test_compare_fixed_leaves_nothing_behind_and_says_what_became_of_result(tmp_
 
 def test_a_setup_py_project_gets_the_root_and_sys_path_of_check(tmp_path):
     pytest.importorskip("torch")
-    from torchsync_lint.project.layout import find_root
+    from torchsync_lint.project.layout import project_root
     from torchsync_lint.verify import scripts
 
     project = tmp_path / "p"
     shutil.copytree(DATA / "setup_py_project", project)
     script = project / "scripts" / "train.py"
-    assert find_root([str(script)]) == (project.resolve(), True)  # what check uses
+    assert project_root(str(script)) == (project.resolve(), True)  # what check uses (Sessions.for_files)
     options = scripts.run_options(str(script))
     assert options.cwd == str(project.resolve()) and options.fallback_path == [str(project.resolve()), str((project / "src").resolve())]
     code, entries, _ = _verify(tmp_path, "scripts/train.py", "--steps", "3", cwd=project)

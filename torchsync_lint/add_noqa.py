@@ -26,19 +26,18 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from torchsync_lint import suppress
+from torchsync_lint.lines import split_ends
 from torchsync_lint.types import Finding
 
 # `# noqa: E501, W291` with its codes (codes are letters then digits, as flake8 and ruff read them).
 _NOQA_CODES = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*)", re.I)
 _BARE_NOQA = re.compile(r"#\s*noqa(?!\s*:)", re.I)
-# A line ends at \r\n, \r or \n, as Python's tokenizer (and so the findings' lines) count them.
-_LINES = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 
 
 def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
     """``text`` with a `# noqa` directive for every finding, and how many lines got one.
     Each line keeps its own ending (`\\n`, `\\r\\n` or an old Mac `\\r`)."""
-    lines = [(body, end) for body, end in _LINES.findall(text) if body or end]
+    lines = split_ends(text)  # as Python's tokenizer (and so the findings' lines) counts them
     try:
         # tokenize reads `\n` line ends only: it sees the same lines, each ending in one.
         tokens = list(tokenize.generate_tokens(io.StringIO("".join(body + "\n" for body, _ in lines)).readline))
@@ -98,21 +97,14 @@ def run_add_noqa(args, config, paths: list[str]) -> int:
     from torchsync_lint import api
     from torchsync_lint.errors import file_error
     from torchsync_lint.files import discover
-    from torchsync_lint.parallel import map_files, relaxed_gc
-    from torchsync_lint.project.sessions import Sessions
 
     if paths == ["-"]:
         print("torchsync-lint: error: --add-noqa edits files in place; it cannot read stdin", file=sys.stderr)
         return 2
     files, bad = discover(paths, config)
     outcomes = [NoqaOutcome(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
-    run = Sessions.for_files(files, config, use_cache=not getattr(args, "no_cache", False))
-    with relaxed_gc():
-        run.prepare(getattr(args, "jobs", None))
-    try:
-        outcomes += map_files(partial(_add_noqa_file, config=config), files, getattr(args, "jobs", None), initializer=api.set_run_sessions, initargs=(run,))
-    finally:
-        api.set_run_sessions(None)
+    work = partial(_add_noqa_file, config=config)
+    outcomes += api.map_in_sessions(work, files, config, getattr(args, "jobs", None), use_cache=not getattr(args, "no_cache", False))
     for o in outcomes:
         for e in o.errors:
             print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TypeVar
 from functools import partial
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from torchsync_lint.parallel import map_files, relaxed_gc
 from torchsync_lint.project.sessions import Sessions
 from torchsync_lint.types import FileResult, Finding
 
-__all__ = ["FileResult", "config_for", "lint_file", "lint_paths", "lint_text", "lint_with_callers", "linter_for", "session_for"]
+T = TypeVar("T")
+
+__all__ = ["FileResult", "config_for", "lint_file", "lint_paths", "lint_text", "lint_with_callers", "linter_for", "map_in_sessions", "session_for"]
 
 
 def config_for(paths: list[str], config_path: str | None = None, isolated: bool = False) -> Config:
@@ -52,15 +55,15 @@ def linter_for(path: str, config: Config | None = None) -> Callable[[str], list[
     return lint
 
 
-def lint_file(path: str, config: Config | None = None, *, stdin_filename: str | None = None, session=None, use_cache: bool = True) -> FileResult:
+def lint_file(path: str, config: Config | None = None, *, stdin_filename: str | None = None, use_cache: bool = True) -> FileResult:
     """Lint one file as a part of its project. ``-`` reads stdin, linted (and reported) as
     ``stdin_filename`` when given: in that file's project, its text replacing the file's, with
-    its per-file settings. ``session``: the run's Sessions (or one Session) to lint in; by
-    default the run's own in a worker, else one made for this file."""
+    its per-file settings. The file is linted in the run's Sessions (set_run_sessions) when a
+    run is under way in this process, else in one made for it."""
     config = config or Config()
     if path == "-":
         return _lint_stdin(config, stdin_filename, use_cache)
-    run = session if session is not None else _RUN_SESSIONS
+    run = _RUN_SESSIONS
     if run is None:
         run = Sessions.for_files([path], config, use_cache=use_cache)
     return run.lint(path)
@@ -76,7 +79,7 @@ def _lint_stdin(config: Config, stdin_filename: str | None, use_cache: bool) -> 
     except ReadError as exc:
         return FileResult(shown, errors=[file_error(shown, exc.code, exc.message)])
     findings = lint_text(source.python, shown, config)
-    return FileResult(shown, [f for f in findings if f.severity != "error"], [f for f in findings if f.severity == "error"], source.file)
+    return FileResult.of(shown, findings, source.file)
 
 
 def lint_paths(paths: list[str], config: Config, jobs: int = 1, *, use_cache: bool = True) -> list[FileResult]:
@@ -85,18 +88,30 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 1, *, use_cache: bo
     same order either way."""
     files, bad = discover(paths, config)
     results = [FileResult(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
+    return results + map_in_sessions(partial(lint_file, config=config), files, config, jobs, use_cache=use_cache)
+
+
+def map_in_sessions(work: Callable[[str], T], files: list[str], config: Config, jobs: int | None, *, use_cache: bool = True) -> list[T]:
+    """``work(path)`` for each file (in ``jobs`` processes, see parallel.py), with the run's
+    Sessions installed (set_run_sessions) while it runs: ``work`` lints each file in its
+    project session. The sessions are uninstalled whatever happens (an exception, a
+    KeyboardInterrupt): the work runs in this process when there is one job, and a later
+    lint must not read this run's texts."""
     run = Sessions.for_files(files, config, use_cache=use_cache)
     with relaxed_gc():  # summarising parses and analyses modules, as linting does
         run.prepare(jobs)
-    results += map_files(partial(lint_file, config=config), files, jobs, initializer=set_run_sessions, initargs=(run,))
-    set_run_sessions(None)
-    return results
+    try:
+        return map_files(work, files, jobs, initializer=set_run_sessions, initargs=(run,))
+    finally:
+        set_run_sessions(None)
 
 
 def lint_with_callers(path: str, config: Config | None = None) -> tuple[FileResult, list[tuple[Finding, list[int]]]]:
     """``path``'s own findings, and the findings of the other modules of its project that
     ``path`` reaches, each with the lines of ``path`` on a call chain to it (the verifier
-    attributes a runtime sync to the innermost line of the script it runs)."""
+    attributes a runtime sync to the innermost line of the script it runs). ``config``: by
+    default the project's, as `check` would load it for ``path``."""
+    config = config or config_for([path])
     session = Sessions.for_files([path], config).session_for(path)
     result = session.lint(path)
     own = session.layout.relpath(path) if session.layout.contains(path) else None

@@ -1,16 +1,19 @@
 """Writing a file so that it holds its old bytes or its new bytes, never a mix of the two.
 
 Every writer of the tool goes through ``write_atomic``: `--fix`, `--add-noqa`, notebook fixes
-and the cache. What it guarantees, whatever fails half-way (a full disk, a quota, a crash):
+and the cache. What it guarantees when a write fails half-way:
 
 - **A file with one name** gets its new bytes in a temporary file beside it, which is then
-  renamed over it (``os.replace`` is atomic). A failed write removes the temporary file, so a
-  full disk leaves no partial entry behind.
+  renamed over it (``os.replace`` is atomic): a full disk, a quota, an exception, even a
+  killed process leaves the old bytes or the new ones. A failed write removes the temporary
+  file, so a full disk leaves no partial entry behind.
 - **A file with several hard links** must be rewritten in place (a rename would leave the
   other names on the old text). The space is reserved first (``fallocate`` keeping the size,
-  where the file system has it); should the write still fail, the original bytes, which the
-  caller read and this function re-checked, are written back over the same blocks, and the
-  error says whether that worked.
+  where the file system has it); should the write still fail or be interrupted (a full disk,
+  Ctrl-C), the original bytes, which the caller read and this function re-checked, are
+  written back over the same blocks before the error (or the interruption) goes on, and the
+  error says whether that worked. What nothing can undo is a process killed outright
+  (SIGKILL) or a power loss during that in-place write: the file may then hold a mix.
 - **A file edited since it was read** (``expected``: the fingerprint taken when it was
   read) is left alone: ``ChangedOnDisk``. The check runs just before the rename.
 
@@ -94,8 +97,10 @@ def write_atomic(path: str, data: bytes, *, expected: tuple | None = None, durab
 
     ``expected``: the fingerprint of the file as read; a file that no longer matches it is
     left alone (ChangedOnDisk, whose message ends with ``retry``). A symlink is written
-    through (the link stays a link); an existing file keeps its permission bits, owner and
-    hard links. ``durable``: fsync the data and the directory (not for a cache entry).
+    through (the link stays a link); an existing file keeps its permission bits and hard
+    links, and its owner and group where this process may set them (only root may give a
+    file away: a file of another owner rewritten by a user becomes that user's).
+    ``durable``: fsync the data and the directory (not for a cache entry).
     """
     real = os.path.realpath(path)
     try:
@@ -169,16 +174,19 @@ def _rewrite_in_place(real: str, data: bytes, expected: tuple | None, durable: b
             raise WriteError(f"cannot write: {_reason(exc)}; the file was left as it is") from exc
         try:
             _overwrite(fd, data, durable)
-        except OSError as exc:
+        except BaseException as exc:  # a full disk, or Ctrl-C half-way: the old bytes go back first
+            why = _reason(exc) if isinstance(exc, OSError) else f"interrupted ({type(exc).__name__})"
             try:
                 _overwrite(fd, original, durable)
             except OSError as again:
                 saved = _save_elsewhere(original, os.path.basename(real))
                 raise WriteError(
-                    f"cannot write in place (the file has hard links): {_reason(exc)}; putting its original text back "
+                    f"cannot write in place (the file has hard links): {why}; putting its original text back "
                     f"failed too ({_reason(again)}), so the file may be damaged: {saved}"
                 ) from again
-            raise WriteError(f"cannot write in place (the file has hard links): {_reason(exc)}; its original text was put back") from exc
+            if not isinstance(exc, OSError):
+                raise  # the interruption goes on, the file as it was
+            raise WriteError(f"cannot write in place (the file has hard links): {why}; its original text was put back") from exc
     finally:
         os.close(fd)
 

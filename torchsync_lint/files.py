@@ -48,23 +48,54 @@ def read_source(path: str) -> SourceFile:
 
 def read_bytes(path: str) -> tuple[bytes, tuple]:
     """The bytes of ``path`` and their fingerprint (what a writer checks before it writes);
-    ReadError(TSL902) when it cannot be read.
-
-    Only a regular file is read: the file is opened without blocking (a FIFO would wait for
-    a writer forever) and checked with fstat before a byte is read, and at most
-    MAX_SOURCE_BYTES are read (a symlink to /dev/zero would otherwise fill the memory).
-    """
+    ReadError(TSL902) when it cannot be read (read_regular: a regular file only, at most
+    MAX_SOURCE_BYTES)."""
     try:
-        with open(path, "rb", opener=_open_nonblocking) as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise ReadError("TSL902", f"not a regular file ({_kind(st.st_mode)})")
-            data = fh.read(MAX_SOURCE_BYTES + 1)
+        data, st = read_regular(path, MAX_SOURCE_BYTES)
+    except NotRegularFile as exc:
+        raise ReadError("TSL902", f"not a regular file ({exc.kind})") from exc
+    except TooLarge as exc:
+        raise ReadError("TSL902", f"too large to lint: more than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB") from exc
     except OSError as exc:
         raise ReadError("TSL902", f"cannot read: {exc.strerror or exc}") from exc
-    if len(data) > MAX_SOURCE_BYTES:
-        raise ReadError("TSL902", f"too large to lint: more than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB")
     return data, fingerprint(st, data)
+
+
+class NotRegularFile(OSError):
+    """What is at the path is not a regular file; ``kind`` says what it is."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class TooLarge(OSError):
+    """The file holds more bytes than the reader takes."""
+
+
+def read_regular(path: str | os.PathLike, limit: int, *, follow: bool = True) -> tuple[bytes, os.stat_result]:
+    """The bytes of ``path`` and its fstat, when it is a regular file of at most ``limit``
+    bytes; ``follow``: a symlink is followed (else opening it fails).
+
+    The file is opened without blocking (a FIFO would wait for a writer forever) and checked
+    with fstat before a byte is read, and at most ``limit`` + 1 bytes are read (a symlink to
+    /dev/zero would otherwise fill the memory). NotRegularFile, TooLarge, or the OSError of
+    the open or the read.
+    """
+
+    def opener(name: str, flags: int) -> int:
+        return os.open(name, flags | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+
+    with open(path, "rb", opener=opener) as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(_kind(st.st_mode))
+        if st.st_size > limit:
+            raise TooLarge(f"more than {limit} bytes")
+        data = fh.read(limit + 1)
+    if len(data) > limit:  # it grew, or its size is not what fstat says (/proc)
+        raise TooLarge(f"more than {limit} bytes")
+    return data, st
 
 
 def write_source(path: str, text: str, source: SourceFile, retry: str = "run --fix again") -> None:
@@ -76,12 +107,6 @@ def write_source(path: str, text: str, source: SourceFile, retry: str = "run --f
     except (UnicodeEncodeError, LookupError) as exc:
         raise WriteError(f"cannot encode the new text as {source.encoding}: {exc}") from exc
     write_atomic(path, data, expected=source.fingerprint, retry=retry)
-
-
-def read_stdin() -> SourceFile:
-    """Standard input as a SourceFile, decoded like a file: bytes that are not valid in the
-    declared encoding are a TSL901 ReadError, not a crash."""
-    return decode_source(read_stdin_bytes())
 
 
 def read_stdin_bytes() -> bytes:
@@ -111,10 +136,6 @@ def decode_source(data: bytes) -> SourceFile:
 def _newline(text: str) -> str:
     head = text[:100000]
     return "\r\n" if "\r\n" in head else ("\r" if "\r" in head else "\n")
-
-
-def _open_nonblocking(path: str, flags: int) -> int:
-    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
 def _kind(mode: int) -> str:

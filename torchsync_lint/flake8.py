@@ -4,7 +4,7 @@ Choices (README, "flake8"):
 
 * **The project view is check's.** Each file is linted in its project session
   (project/session.py), as `torchsync-lint check` lints it: a finding that needs another module
-  is reported at the same line and column. The sessions live for the flake8 process (one per
+  is reported at the same line and column. The sessions live for the flake8 run (one per
   project root); a file outside any project is linted alone.
 
 * **Selection is flake8's.** Every rule runs; flake8's `select`/`extend-select`/`ignore`/
@@ -123,6 +123,9 @@ class Plugin:
 
     @classmethod
     def parse_options(cls, options) -> None:
+        """Once per flake8 run: its selection and settings; the sessions of an earlier run in
+        this process are dropped (the project may have changed since)."""
+        _SESSIONS.clear()
         cls.codes = selected_codes(options)
         if not cls.codes:
             return  # nothing to run: no config to read either
@@ -150,8 +153,9 @@ class Plugin:
             yield f.line, f.column - 1, f"{f.code} {f.message}", type(self)
 
 
-# The project sessions of this flake8 process (flake8 hands a plugin one file at a time, in
-# several processes): one per project root, built on its first file and kept for the others.
+# The project sessions of this flake8 run (flake8 hands a plugin one file at a time, in
+# several processes): one per project root, built on its first file and kept for the others;
+# cleared when a new run starts (Plugin.parse_options).
 _SESSIONS: dict[tuple, Any] = {}
 
 
@@ -166,10 +170,11 @@ def _session_for(filename: str, settings: dict, isolated: bool = False):
     key = (str(root), marked, isolated, tuple(sorted(settings.items())))
     run = _SESSIONS.get(key)
     if run is None:
-        from torchsync_lint.config import Config, ConfigError, find_pyproject, load_config
+        from torchsync_lint.api import config_for
+        from torchsync_lint.config import Config, ConfigError
 
         try:
-            config = Config() if isolated else load_config(find_pyproject(root))
+            config = config_for([str(root)], isolated=isolated)
         except ConfigError:
             config = Config()
         for name, value in settings.items():

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from torchsync_lint.lines import split_lf
+
 # The tag holds none of the engine's trigger words (`torch`, `device`, ...).
 _TAG = "  # @tsl-ipython {token} {nonce}"
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
@@ -31,7 +33,7 @@ def python_view(text: str, nonce: str = "0") -> tuple[str | None, dict[int, tupl
     """The cell as Python, with IPython lines replaced by tagged neutral lines of the same
     count, and tag -> original line; (None, {}) for a cell in another language. ``text``
     ends its lines with ``\\n`` only (notebook.py takes the other line ends off first)."""
-    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    lines = split_lf(text)
     magics: dict[int, tuple[str, str]] = {}
     out: list[str] = []
     depth, quote, continued, magic_indent = 0, None, False, None
@@ -125,7 +127,7 @@ def restore(text: str, magics: dict[int, tuple[str, str]], nonce: str = "0") -> 
     an edit changed or dropped one of the neutral lines."""
     out, seen = [], []
     tag_at_end = re.compile(r"  # @tsl-ipython (\d+) " + re.escape(nonce) + "$")
-    for line in re.findall(r"[^\n]*\n|[^\n]+$", text):
+    for line in split_lf(text):
         body, ending = (line[:-1], "\n") if line.endswith("\n") else (line, "")
         m = tag_at_end.search(body)
         if m and int(m.group(1)) in magics:

@@ -39,6 +39,7 @@ from json.decoder import scanstring
 
 from torchsync_lint.files import ReadError, SourceFile, read_bytes
 from torchsync_lint.ipython import python_view, restore
+from torchsync_lint.lines import split_ends, split_lf
 from torchsync_lint.types import Edit, Finding
 
 SUFFIX = ".ipynb"
@@ -46,7 +47,6 @@ SUFFIX = ".ipynb"
 # without them is skipped unparsed, as a Python file is; nor does its nonce (hex digits).
 _MARKER = "# @tsl-cell {index} {nonce}"
 # A line ends at \r\n, \r or \n, as in Python's tokenizer and IPython's cell splitter.
-_LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 _PYTHON_LANGUAGES = {"python", "python3", "ipython", "ipython3"}
 
 
@@ -98,11 +98,6 @@ def read_notebook(path: str) -> Notebook:
     nb = parse_notebook(text, encoding)
     nb.fingerprint = taken
     return nb
-
-
-def split_ends(text: str) -> list[tuple[str, str]]:
-    """(line, its ending) for each line of ``text``; the last ending is "" when it has none."""
-    return [(body, end) for body, end in _LINE.findall(text) if body or end]
 
 
 def _nonce(text: str, cells: list[str]) -> str:
@@ -358,7 +353,7 @@ class Notebook:
     def rows(self, python: str) -> list[tuple[int, int]]:
         """Python-view line (0-based) -> (cell, line in the cell); a marker is line 0 of its cell."""
         table, cell, row = [], 1, 0
-        for line in re.findall(r"[^\n]*\n|[^\n]+$", python):
+        for line in split_lf(python):
             m = self._marker_line.fullmatch(line.rstrip("\n"))
             cell, row = (int(m.group(1)), 0) if m else (cell, row + 1)
             table.append((cell, row))
@@ -369,7 +364,7 @@ class Notebook:
         before the first marker belongs to the first cell."""
         segments: list[tuple[int, list[str]]] = []
         before: list[str] = []
-        for line in re.findall(r"[^\n]*\n|[^\n]+$", python):
+        for line in split_lf(python):
             m = self._marker_line.fullmatch(line.rstrip("\n"))
             if m:
                 segments.append((int(m.group(1)), []))

@@ -151,6 +151,13 @@ class FileResult:
     errors: list[Finding] = field(default_factory=list)
     source: SourceFile | None = None
 
+    @classmethod
+    def of(cls, path: str, found: list[Finding], source: SourceFile | None = None, *, file_errors=None) -> FileResult:
+        """The result of a lint that gave ``found``, findings and TSL90x errors together;
+        ``file_errors(errors)``: the errors in the file's terms (a notebook's cells)."""
+        errors = [f for f in found if f.severity == "error"]
+        return cls(path, [f for f in found if f.severity != "error"], file_errors(errors) if file_errors else errors, source)
+
     @property
     def error(self) -> Finding | None:
         return self.errors[0] if self.errors else None

@@ -10,8 +10,9 @@
   `--show-suggestions` lists them as text. Exit 1 when there is a diff, else 0.
 
 A file is rewritten only when its text changes, in its own encoding (a BOM is kept), newline
-style and permission bits, atomically (atomic.py: a crash or a full disk leaves the old bytes
-or the new ones, never a mix, and a file edited since it was read is left alone). A
+style and permission bits, atomically (atomic.py: a full disk, an error or Ctrl-C leaves the
+old bytes or the new ones, never a mix, and so does a crash, except during the in-place
+rewrite of a file with hard links; a file edited since it was read is left alone). A
 read-only file or an unwritable directory is reported on one line and skipped; the other
 files are still fixed.
 """
@@ -20,20 +21,20 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import sys
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 
+from torchsync_lint import sources
 from torchsync_lint.atomic import WriteError
 from torchsync_lint.errors import file_error
-from torchsync_lint.files import ReadError, SourceFile, decode_source, discover, read_source, read_stdin_bytes, write_source
+from torchsync_lint.files import ReadError, SourceFile, decode_source, discover, read_stdin_bytes, write_source
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
-from torchsync_lint.notebook import NotebookError, is_notebook, load as load_notebook
+from torchsync_lint.lines import split_lf
+from torchsync_lint.notebook import NotebookError, is_notebook
 from torchsync_lint.output import write_report
-from torchsync_lint.parallel import map_files
 from torchsync_lint.types import Applicability, FileResult, Finding
 
 
@@ -82,17 +83,9 @@ def _fix_files(files: list[str], config, unsafe: bool, diff_mode: bool, lint_fac
     if lint_factory is not None:  # a test's closure, which cannot be sent to a worker
         return [_fix_file(path, config, unsafe, diff_mode, lint_factory(path, config)) for path in files]
     from torchsync_lint import api
-    from torchsync_lint.parallel import relaxed_gc
-    from torchsync_lint.project.sessions import Sessions
 
-    run = Sessions.for_files(files, config, use_cache=use_cache)
-    with relaxed_gc():
-        run.prepare(jobs)
     work = partial(_fix_in_session, config=config, unsafe=unsafe, diff_mode=diff_mode)
-    try:
-        return map_files(work, files, jobs, initializer=api.set_run_sessions, initargs=(run,))
-    finally:
-        api.set_run_sessions(None)
+    return api.map_in_sessions(work, files, config, jobs, use_cache=use_cache)
 
 
 def _fix_in_session(path: str, config, unsafe: bool, diff_mode: bool) -> FileOutcome:
@@ -102,59 +95,35 @@ def _fix_in_session(path: str, config, unsafe: bool, diff_mode: bool) -> FileOut
         return _fix_file(path, config, unsafe, diff_mode, lint)
 
 
-def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint) -> FileOutcome:
-    if is_notebook(path):
-        return fix_notebook(path, config, unsafe, diff_mode, lint)
+def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint, *, text: str | None = None) -> FileOutcome:
+    """Fix the module of the Source at ``path`` (sources.py: a notebook's Python view) and
+    write it back into the file (a notebook: only the edited cells change), atomically.
+    ``text``: the file's content, already read (stdin)."""
     try:
-        source = read_source(path)
+        source = sources.read(path, text)
     except ReadError as exc:
         return FileOutcome(path, errors=[file_error(path, exc.code, exc.message)])
-    result = fix_source(source.text, path, config, unsafe, lint=lint)
-    outcome = FileOutcome(path, source, result)
-    outcome.errors = [f for f in result.initial if f.severity == "error"]
-    if diff_mode:
-        return outcome
-    if result.new_source != source.text:
+    if source.python is None:  # a notebook in another language, or without code cells
+        return FileOutcome(path, source.file, FixResult(source.file.text))
+    result = fix_source(source.python, path, config, unsafe, lint=lint)
+    outcome = FileOutcome(path, source.file, result)
+    view, new_text, problem = result.new_source, source.file.text, None
+    if view != source.python:
         try:
-            write_source(path, result.new_source, source)
-        except WriteError as exc:
-            outcome.write_error = str(exc)
-    return outcome
-
-
-def fix_notebook(path: str, config, unsafe: bool, diff_mode: bool, lint=None, *, text: str | None = None) -> FileOutcome:
-    """_fix_file for a notebook: fix the Python view, write the edited cells back into the
-    file text (everything else byte for byte), atomically. ``text``: the notebook, already
-    read (stdin)."""
-    try:
-        nb = load_notebook(path, text)
-    except ReadError as exc:
-        return FileOutcome(path, errors=[file_error(path, exc.code, exc.message)])
-    source = nb.source_file()
-    if not nb.is_python or not nb.cells:
-        return FileOutcome(path, source, FixResult(nb.text))
-    result = fix_source(nb.python, path, config, unsafe, lint=lint)
-    outcome = FileOutcome(path, source, result)
-    view, new_text, problem = result.new_source, nb.text, None
-    if view != nb.python:
-        try:
-            new_text = nb.with_python(view)
+            new_text = source.write_back(view)
         except NotebookError as exc:
             problem = f"cannot write the fixes back into the cells: {exc}"
     result.new_source = new_text
-    result.initial = [nb.to_cells(f) for f in result.initial]
-    result.applied = [nb.to_cells(f) for f in result.applied]
-    result.refused = [(nb.to_cells(f), why) for f, why in result.refused]
-    result.remaining = result.initial if problem else [nb.to_cells(f, view) for f in result.remaining]
-    outcome.errors = [f for f in result.initial if f.severity == "error"]
-    if any(e.code == "TSL900" for e in outcome.errors):
-        precise = nb.syntax_error(path)
-        outcome.errors = [(precise or e) if e.code == "TSL900" else e for e in outcome.errors]
+    result.initial = [source.to_file(f) for f in result.initial]
+    result.applied = [source.to_file(f) for f in result.applied]
+    result.refused = [(source.to_file(f), why) for f, why in result.refused]
+    result.remaining = result.initial if problem else [source.to_file(f, view) for f in result.remaining]
+    outcome.errors = source.file_errors([f for f in result.initial if f.severity == "error"], path)
     if problem:
         outcome.write_error = problem
-    elif not diff_mode and new_text != nb.text:
+    elif not diff_mode and new_text != source.file.text:
         try:
-            write_source(path, new_text, source)
+            write_source(path, new_text, source.file)
         except WriteError as exc:
             outcome.write_error = str(exc)
     return outcome
@@ -164,9 +133,6 @@ def fix_notebook(path: str, config, unsafe: bool, diff_mode: bool, lint=None, *,
 
 class DiffError(ValueError):
     """The change cannot be shown as a diff that `patch` would apply."""
-
-
-_PATCH_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 
 
 def unified_diff(old: str, new: str, path: str, encoding: str = "utf-8") -> bytes:
@@ -180,7 +146,7 @@ def unified_diff(old: str, new: str, path: str, encoding: str = "utf-8") -> byte
     if codec != encoding:
         old, new = "\ufeff" + old, "\ufeff" + new
     out = []
-    for n, line in enumerate(difflib.unified_diff(_PATCH_LINE.findall(old), _PATCH_LINE.findall(new), fromfile=path, tofile=path)):
+    for n, line in enumerate(difflib.unified_diff(split_lf(old), split_lf(new), fromfile=path, tofile=path)):
         try:
             data = os.fsencode(line) if n < 2 else line.encode(codec)  # `--- path`, `+++ path`
         except (UnicodeEncodeError, LookupError) as exc:
@@ -290,7 +256,7 @@ def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int
     text = source.text
     with _stdin_lint(path, data, config, lint_factory, not getattr(args, "no_cache", False)) as lint:
         if is_notebook(path):
-            o = fix_notebook(path, config, unsafe, True, lint, text=text)  # diff_mode: writes nothing
+            o = _fix_file(path, config, unsafe, True, lint, text=text)  # diff_mode: writes nothing
             if o.result is None:  # not a notebook (TSL901)
                 for e in o.errors:
                     print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)

@@ -8,14 +8,12 @@ feeds and U+2028, which do not end a Python line).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import libcst as cst
 
+from torchsync_lint.lines import split_ends
 from torchsync_lint.types import Finding, Fix
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class EditError(ValueError):
@@ -32,7 +30,7 @@ def detect_newline(text: str) -> str:
 
 def split_lines(text: str) -> list[str]:
     """Lines with their endings; ``"".join(split_lines(t)) == t``."""
-    return _LINE.findall(text)
+    return [body + end for body, end in split_ends(text)]
 
 
 class LineIndex:

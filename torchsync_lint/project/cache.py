@@ -3,15 +3,17 @@
 Entries are named by a hash of everything they depend on (see project/session.py for what
 each kind's key holds) and written atomically (atomic.py: a temp file, then a rename) so that
 concurrent runs and worker processes never read half an entry, and a full disk leaves no
-partial file behind (a write that fails turns the cache off for the rest of the run). The
-directory gets its own `.gitignore` (`*`) and a CACHEDIR.TAG, as ruff's does.
+partial file behind (a write that fails turns that Cache object off: one session's cache, in
+one process, for the rest of its life). The directory gets its own `.gitignore` (`*`) and a
+CACHEDIR.TAG, as ruff's does.
 
 An entry is trusted only when it is exactly what this tool wrote under that key: its first
 line names the key and the SHA-256 of the rest, and the rest must pass the reader's shape
 check. Anything else (not JSON, the wrong shape, another key's entry, a truncated write) is a
 miss, and the recomputed value replaces it. Entries are opened without blocking or following
 a link and read only when they are regular files (a FIFO under an entry's name would otherwise
-hang the run); whatever else sits under an entry's name is removed before the entry is written.
+hang the run); anything else but a directory under an entry's name (a FIFO, a socket, a
+link) is removed before the entry is written, and a directory leaves that entry a miss.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import hashlib
 import json
 import os
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from torchsync_lint import __version__
 from torchsync_lint.atomic import WriteError, write_atomic
+from torchsync_lint.files import read_regular
 
 CACHE_DIR = ".torchsync_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by torchsync-lint.\n"
@@ -36,10 +40,15 @@ _CODE: str | None = None
 
 
 def code_fingerprint() -> str:
-    """The tool's own code: its version, and the size and mtime of each of its source files
-    (an editable install changes code without changing the version)."""
+    """The code that computes every entry: the tool's version, the size and mtime of each of
+    its source files (an editable install changes code without changing the version), the
+    Python minor version (import names come from its parser: a module using 3.12-only syntax
+    imports nothing under 3.11) and the libcst release (summaries and findings come from its
+    parse)."""
     global _CODE
     if _CODE is None:
+        from torchsync_lint.installed import installed_version
+
         package = Path(__file__).resolve().parent.parent
         stats = []
         for directory, _, names in sorted(os.walk(package)):
@@ -47,7 +56,8 @@ def code_fingerprint() -> str:
                 if name.endswith(".py"):
                     st = os.stat(os.path.join(directory, name))
                     stats.append((os.path.relpath(os.path.join(directory, name), package), st.st_size, st.st_mtime_ns))
-        _CODE = hashlib.sha256(json.dumps([__version__, stats]).encode()).hexdigest()
+        runtime = [list(sys.version_info[:2]), installed_version("libcst")]
+        _CODE = hashlib.sha256(json.dumps([__version__, stats, runtime]).encode()).hexdigest()
     return _CODE
 
 
@@ -73,7 +83,7 @@ class Cache:
         ill-shaped entry (``valid(value)`` false) is a miss."""
         if not self.enabled:
             return None
-        data = _read_regular(self._path(kind, key))
+        data = _read_entry(self._path(kind, key))
         if data is None or not data.startswith(_HEADER):
             return None
         header, _, body = data.partition(b"\n")
@@ -133,23 +143,17 @@ def _make_room(path: Path) -> bool:
     if stat.S_ISDIR(mode):
         return False
     if not stat.S_ISREG(mode):
-        os.unlink(path)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass  # another thread or process removed it first: the room is made all the same
     return True
 
 
-def _read_regular(path: Path) -> bytes | None:
-    """The bytes of ``path`` when it is a regular file (not a link), opened without blocking."""
+def _read_entry(path: Path) -> bytes | None:
+    """The bytes of the entry at ``path`` when it is a regular file (not a link) of a size an
+    entry can have, else None (files.read_regular: opened without blocking)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        return read_regular(path, _MAX_ENTRY_BYTES, follow=False)[0]
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(_MAX_ENTRY_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)

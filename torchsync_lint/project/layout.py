@@ -57,14 +57,6 @@ def project_root(path: str) -> tuple[Path, bool]:
         directory = parent
 
 
-def find_root(paths: list[str]) -> tuple[Path, bool]:
-    """The project root for a run over ``paths`` (files or directories) that share one: the
-    nearest marker above their common directory."""
-    existing = [os.path.abspath(p) for p in paths if p != "-" and os.path.exists(p)] or [os.getcwd()]
-    common = os.path.commonpath([p if os.path.isdir(p) else os.path.dirname(p) for p in existing])
-    return project_root(common)
-
-
 def clear_marker_memo() -> None:
     """Forget which directories hold project markers (a long-lived process, after files moved)."""
     _MARKED.clear()

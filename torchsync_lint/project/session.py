@@ -35,9 +35,9 @@ A module connected to no other is linted alone.
 - ``prepare(jobs)``: the import graph, and in ``jobs`` processes the summaries the cache
   lacks for the components of the files to lint.
 
-**Cache keys** (.torchsync_cache/, project/cache.py; each also holds the tool's code
-fingerprint; no key holds a timestamp, and nothing is cut off at a size the whole-tree view
-does not also have):
+**Cache keys** (.torchsync_cache/, project/cache.py; each also holds the code fingerprint:
+the tool's code, the Python minor version and the libcst release; no key holds a timestamp,
+and nothing is cut off at a size the whole-tree view does not also have):
 
 - a module's import names: its text (SHA-256);
 - the import graph: the project's files, its source roots, every file's text;
@@ -48,7 +48,9 @@ does not also have):
   settings, the installed torchmetrics release, whether `# noqa` is applied here, and when it
   is connected to other modules, its component's digest.
 
-In-memory sources (``set_source``, ``editing``) are read from the cache but never written.
+In-memory sources (``set_source``, ``editing``) are never written to the cache: their import
+names, summaries, graph and component digests are worked out afresh; only their findings are
+looked up there, by content (the same text saved to disk has the same key).
 """
 
 from __future__ import annotations
@@ -150,7 +152,7 @@ class Session:
     def _sha(self, rel: str) -> str | None:
         if rel not in self._shas:
             text = self._text(rel)
-            self._shas[rel] = None if text is None else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            self._shas[rel] = None if text is None else _text_sha(text)
         return self._shas[rel]
 
     def _in_memory(self, rel: str) -> bool:
@@ -297,7 +299,9 @@ class Session:
                     missing.append(rel)
         if len(missing) > 1 and jobs != 1:
             work = partial(_summarize_file, str(self.root))
-            for rel, result in zip(missing, map_files(work, missing, jobs)):
+            for rel, (sha, result) in zip(missing, map_files(work, missing, jobs)):
+                if sha != self._sha(rel):
+                    continue  # the worker read another text (saved meanwhile): summary() does ours
                 self._summaries[rel] = result
                 if result is not None:
                     self.cache.put("summaries", self._summary_key(rel), result)
@@ -353,8 +357,7 @@ class Session:
             findings = [source.to_file(f) for f in self._lint_module(source.python, shown, rel, codes, noqa)]
             if key is not None and not (rel is not None and self._in_memory(rel)):
                 self.cache.put("results", key, [f.to_dict() for f in findings])
-        errors = source.file_errors([f for f in findings if f.severity == "error"], shown)
-        return FileResult(shown, [f for f in findings if f.severity != "error"], errors, source.file)
+        return FileResult.of(shown, findings, source.file, file_errors=lambda errors: source.file_errors(errors, shown))
 
     def _rel(self, path: str) -> str | None:
         return self.layout.relpath(path) if path != "-" and self.layout.contains(path) else None
@@ -380,7 +383,7 @@ class Session:
             return None
         from torchsync_lint.installed import installed_torchmetrics_version
 
-        sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        sha = _text_sha(text)
         deps = self.dependencies(rel) if rel is not None else ""
         return digest("results", shown, sha, sorted(codes), sorted(self.settings.items()), installed_torchmetrics_version(), noqa, deps)
 
@@ -485,14 +488,19 @@ def _analyse_and_summarize(rel: str, text: str):
         return None, None
 
 
-def _summarize_file(root: str, rel: str) -> dict | None:
-    """A worker's summary of one module (parsed there, nothing kept): just the file, not a
-    whole Session (whose layout would re-read pyproject.toml for every module)."""
-    import os
-
+def _summarize_file(root: str, rel: str) -> tuple[str | None, dict | None]:
+    """A worker's (hash of the text it read, summary) of one module (parsed there, nothing
+    kept): just the file, not a whole Session (whose layout would re-read pyproject.toml for
+    every module). The hash says which text the summary is of: the file may have been saved
+    since the session read it."""
     try:
-        source = sources.read(os.path.join(root, rel))
+        text = sources.read(str(Path(root) / rel)).python
     except ReadError:
-        return None
-    return _analyse_and_summarize(rel, source.python)[0] if source.python is not None else None
+        text = None
+    return (_text_sha(text), _analyse_and_summarize(rel, text)[0]) if text is not None else (None, None)
+
+
+def _text_sha(text: str) -> str:
+    """The SHA-256 of a module's text, as every key names it (lone surrogates kept)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

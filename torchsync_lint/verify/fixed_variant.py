@@ -1,9 +1,9 @@
 """The fixed version of a script, and the before/after comparison of its syncs.
 
-The fixed version is ``<name>.fixed.py`` beside the script, else the output of
-``torchsync_lint.fixer.fix_source(source, path, unsafe=True)`` written to a temporary folder
-(removed when the comparison is done), which then needs the original's directory on
-``sys.path`` for its local imports.
+The fixed version is ``<name>.fixed.py`` beside the script, else what `--fix --unsafe-fixes`
+would write (the project's configuration, the script fixed in its project session) written
+to a temporary folder (removed when the comparison is done), which then needs the
+original's directory on ``sys.path`` for its local imports.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ def fixed_variant(script: Script) -> Iterator[tuple[str, list[str]] | None]:
     if script.fixed_path:
         yield script.fixed_path, []
         return
+    from torchsync_lint import api
+    from torchsync_lint.config import ConfigError
     from torchsync_lint.fixer import fix_source
 
     # Decoded as the file declares (PEP 263: a latin-1 script is not UTF-8) and written back
@@ -37,7 +39,13 @@ def fixed_variant(script: Script) -> Iterator[tuple[str, list[str]] | None]:
         raw = handle.read()
     encoding, _ = tokenize.detect_encoding(iter(raw.splitlines(keepends=True)).__next__)
     source = raw.decode(encoding)
-    fixed = fix_source(source, script.path, unsafe=True).new_source
+    try:
+        config = api.config_for([script.path])
+    except ConfigError:  # `--fix` would not run either; static_expectations reports it (lint-error)
+        yield None
+        return
+    with api.session_for(script.path, config).editing(script.path) as lint:
+        fixed = fix_source(source, script.path, config, unsafe=True, lint=lint).new_source
     if fixed == source:
         yield None
         return
