@@ -20,6 +20,11 @@ def split_ends(text: str) -> list[tuple[str, str]]:
     return [(body, end) for body, end in _LINE.findall(text) if body or end]
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of ``split_ends``, each with its ending; ``"".join(split_lines(t)) == t``."""
+    return [body + end for body, end in split_ends(text)]
+
+
 def split_lf(text: str) -> list[str]:
     """The lines of ``text`` ended at ``\\n`` only, each with its ending; they join to ``text``."""
     return _LF_LINE.findall(text)

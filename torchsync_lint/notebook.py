@@ -39,7 +39,7 @@ from json.decoder import scanstring
 
 from torchsync_lint.files import ReadError, SourceFile, read_bytes
 from torchsync_lint.ipython import python_view, restore
-from torchsync_lint.lines import split_ends, split_lf
+from torchsync_lint.lines import split_ends, split_lf, split_lines
 from torchsync_lint.types import Edit, Finding
 
 SUFFIX = ".ipynb"
@@ -319,7 +319,7 @@ class Notebook:
             return json.dumps(text, ensure_ascii=ensure_ascii)
         old_raw = [self.text[a:b] for a, b in cell.items]
         old = [json.loads(r) for r in old_raw]
-        new = [body + end for body, end in split_ends(text)]
+        new = split_lines(text)
         items: list[str] = []
         matcher = SequenceMatcher(None, old, new, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():

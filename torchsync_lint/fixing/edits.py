@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchsync_lint.lines import split_ends
+from torchsync_lint.lines import split_lines
 from torchsync_lint.types import Finding, Fix
 
 
@@ -26,11 +26,6 @@ def detect_newline(text: str) -> str:
     if "\r" in text:
         return "\r"
     return "\n"
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings; ``"".join(split_lines(t)) == t``."""
-    return [body + end for body, end in split_ends(text)]
 
 
 class LineIndex:

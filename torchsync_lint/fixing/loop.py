@@ -27,8 +27,8 @@ from torchsync_lint.fixing.edits import (
     overlaps,
     resolve,
     select_non_overlapping,
-    split_lines,
 )
+from torchsync_lint.lines import split_lines
 from torchsync_lint.types import Applicability, Finding
 
 MAX_ROUNDS = 10

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from torchsync_lint.lines import split_lines
+
 
 class Position(NamedTuple):
     line: int  # 0-based
@@ -19,8 +21,6 @@ class Position(NamedTuple):
 def lines(text: str) -> list[str]:
     """``text``'s lines with their endings, as LSP counts them (and Python's tokenizer, and
     the fixer's edits)."""
-    from torchsync_lint.fixing.edits import split_lines  # here: edits.py loads libcst, which answering `initialize` does not need
-
     return split_lines(text)
 
 
