@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchsync_lint.analysis.calls import is_operand_function
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import torch as tk
@@ -87,14 +88,13 @@ class AbstractValues:
             if absval.kind_of(value) is Kind.UNKNOWN and value.get("k") not in absval.SYMBOLIC and self.values.kind(expr) is Kind.DEVICE:
                 return {"k": "device"}  # what the module alone knows better (`d = {}` later filled with losses)
             return value
+        operands = self._operands(expr)
+        if operands and self.values.kind(expr) is Kind.UNKNOWN:  # else the module alone knows better
+            derived = self._derived([self.abs_of(e, depth) for e in operands])  # a subexpression: no new definition followed
+            if derived is not None:
+                return derived
         if isinstance(expr, cst.Call):
             return self._call(expr, depth)
-        if isinstance(expr, cst.BinaryOperation):
-            sides = [self.abs_of(expr.left, depth + 1), self.abs_of(expr.right, depth + 1)]
-            symbolic = [v for v in sides if v.get("k") in absval.SYMBOLIC]
-            if symbolic and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in sides):
-                # `x * scale` of a parameter; `self.sum / self.count`: where either operand is
-                return _like(symbolic[0] if len(symbolic) == 1 else absval.join_abs(symbolic))
         if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(el, cst.StarredElement) for el in expr.elements):
             return {"k": "tuple", "items": [self.abs_of(el.value, depth + 1) for el in expr.elements]}
         if isinstance(expr, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in expr.elements):
@@ -105,10 +105,35 @@ class AbstractValues:
             return self._subscript(expr, depth)
         return self.kind_or_device(expr)
 
+    def _operands(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The operands of arithmetic whose result is a tensor where they are (the rule of the
+        module-alone analysis, analysis/values.py): `x * scale`, `-x`, `x > t`, and calls of
+        torch functions that compute on their tensor arguments (`torch.max(a, b)`)."""
+        if isinstance(expr, cst.BinaryOperation):
+            return [expr.left, expr.right]
+        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+            return [expr.expression]
+        if isinstance(expr, cst.Comparison) and not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            return [expr.left, *(c.comparator for c in expr.comparisons)]
+        if isinstance(expr, cst.Call) and is_operand_function(self.values.qualname(expr.func) or ""):
+            return [a.value for a in expr.args if not a.star]
+        return []
+
+    @staticmethod
+    def _derived(operands: list[dict]) -> dict | None:
+        """A tensor computed from symbolic operands (a parameter, another module's result) and
+        host values lives where the symbolic ones are: the view decides."""
+        symbolic = [v for v in operands if v.get("k") in absval.SYMBOLIC]
+        if symbolic and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in operands):
+            return _like(symbolic[0] if len(symbolic) == 1 else absval.join_abs(symbolic))
+        return None
+
     def _subscript(self, expr: cst.Subscript, depth: int) -> dict:
         """`MODELS[name]` of a dict display: the value under a constant key, else any of them
         when they are classes or functions (a factory picked by the config)."""
-        base = self.abs_of(expr.value, depth + 1) if isinstance(expr.value, cst.Name) else None
+        base = self.abs_of(expr.value, depth) if isinstance(expr.value, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        if base is not None and base.get("k") in absval.SYMBOLIC and self.values.kind(expr) is Kind.UNKNOWN:
+            return _like(base)  # `x[:, 2]`, `boxes[i]` of a parameter: where it is (as a device tensor's part is)
         if base is None or base.get("k") != "dict" or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
             return self.kind_or_device(expr)
         key = expr.slice[0].slice.value
@@ -276,7 +301,7 @@ class AbstractValues:
                 # checkpoint: the same object moved, or a tensor copied (the view tells)
                 return {"k": "to", "of": receiver, "kind": self.values.kind(expr).value}
         if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None:
-            derived = _like(self.abs_of(func.value, depth + 1))  # `tensor.clone()` of a parameter
+            derived = _like(self.abs_of(func.value, depth))  # `tensor.clone()` of a parameter
             if derived is not None:
                 return derived
         if isinstance(func, cst.Name) and func.value in ("iter", "next") and len(expr.args) == 1 and not self.index.binds_locally(func.value, func):

@@ -141,6 +141,8 @@ def element(value: dict, position: int) -> dict:
         return join_abs([element(alt, position) for alt in value["of"]])  # `return a, b` or `return loader`
     if value.get("k") == "item" and kind_of(value) in (Kind.HOST_TENSOR, Kind.DEVICE):
         return of_kind(kind_of(value))  # part of a batch: where the batch is
+    if value.get("k") == "like":
+        return value  # `v, i = x.max(dim=0)` of a tensor computed from a parameter: where it is
     if value.get("k") in SYMBOLIC:
         return {"k": "elem", "of": value, "i": position}  # resolved by the view
     kind = kind_of(value)

@@ -193,6 +193,11 @@ class ValueAnswers:
             return None
         return self.class_attr(path, cls, attr)
 
+    def _owned_by_module(self, callee: str) -> bool:
+        """Is the object holding a `~`/`@` callee's attribute itself an nn.Module?"""
+        path, _, cls = callee[1:].rpartition(".")[0].partition(":")
+        return self.class_flag(path, cls, "module")
+
     def _member_value(self, base: dict) -> dict:
         if base.get("k") == "module":
             return self.members_of_module(base["path"])
@@ -235,6 +240,8 @@ class ValueAnswers:
             # `self.model(x)`: the forward of a module held on the object; where its output
             # lives is the module's place (its body's submodules do not know it)
             on_device = absval.kind_of(receiver) is not Kind.CPU_MODEL or any(absval.kind_of(a) is Kind.DEVICE for a in args)
+            if not on_device and self._owned_by_module(callee):
+                return absval.UNKNOWN  # a submodule built in `__init__` moves with its parent, whose place this does not know
             return {"k": "device" if on_device else "host-tensor"}
         target = self.call_target_of(callee, from_path, value.get("bound", True))
         if target is not None:
