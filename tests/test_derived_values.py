@@ -124,3 +124,75 @@ def test_a_submodules_output_in_a_forward_does_not_place_the_model(tmp_path, cap
     files = {"heads.py": HEADS, "net.py": NET, "show.py": SHOW, "train.py": TRAINER.format(place=place, move=move)}
     found = project(tmp_path, files, capsys)
     assert found == ({("show.py", 2, "TSL101"): 1} if flagged else {})
+
+
+SAMPLER = """\
+    import torch
+
+
+    def sample(model, x, steps):
+        for _ in range(steps):
+            logits = model(x)
+            x = torch.multinomial(torch.softmax(logits, -1), 1)
+        return x
+"""
+
+EVALUATE = """\
+    import torch
+    from sampler import sample
+
+
+    class Evaluator:
+        def __init__(self, model, cuda):
+            self.model = model
+            if cuda:
+                self.model = torch.nn.DataParallel(self.model).cuda()
+
+        def rollout(self, env, episodes):
+            for _ in range(episodes):
+                state = env.reset()
+                while True:
+                    action = sample({handed}, state, 1)
+                    state, reward, done = env.act(action.cpu().numpy())
+                    if done:
+                        break
+"""
+
+
+@pytest.mark.parametrize(("handed", "flagged"), [("self.model.module", True), ("None", False)])
+def test_a_loop_handing_a_model_to_a_function_that_calls_it_runs_a_forward_per_iteration(tmp_path, capsys, handed, flagged):
+    """`sample(self.model.module, state, 1)` runs the wrapped model (`.module` of a
+    DataParallel is the model, placed with it) in sampler.py: the `while` loop is per step, and
+    what `sample` returns is the model's device output (its parameter `x` is reassigned in its
+    loop). Handing it no model, the loop is no step loop."""
+    main = "import torch\nfrom evaluate import Evaluator\n\nEvaluator(torch.nn.Linear(4, 2), True).rollout(None, 10)\n"
+    found = project(tmp_path, {"sampler.py": SAMPLER, "evaluate.py": EVALUATE.format(handed=handed), "main.py": main}, capsys)
+    assert found == ({("evaluate.py", 16, "TSL101"): 1} if flagged else {})
+
+
+EPOCH = """\
+    def run_epoch(model, loader, opt):
+        for x, y in loader:
+            loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+            loss.backward()
+            opt.step()
+"""
+
+EPOCHS = """\
+    import torch
+    from epoch import run_epoch
+
+
+    def fit(model, loader, opt, epochs):
+        model = model.cuda()
+        scale = torch.ones(1).cuda()
+        for epoch in range(epochs):
+            run_epoch(model, loader, opt)
+            print(scale.item())
+"""
+
+
+def test_handing_a_model_to_a_function_that_runs_whole_passes_is_no_step(tmp_path, capsys):
+    """`run_epoch(model, loader, opt)` calls the model it is handed, but in a pass over a loader:
+    the epoch loop calling it is not per step (its `.item()` once per epoch is silent)."""
+    assert project(tmp_path, {"epoch.py": EPOCH, "fit.py": EPOCHS}, capsys) == {}

@@ -305,6 +305,8 @@ class HotLoopAnalysis:
             return True  # a step-like function of another module of the project
         if self.env.is_step_call(call):
             return True  # a step-like method of an object of another module (`policy.train(buffer)`)
+        if self.env.hands_model_to_forward(call, self.values):
+            return True  # `sample(model, x)`: another module's function runs the model it is handed
         if call.args:
             if self.values.kind(func) in CALLABLE_MODELS:
                 return True

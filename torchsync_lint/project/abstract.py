@@ -270,6 +270,8 @@ class AbstractValues:
                     found.append(absval.of_kind(Kind.HOST_TENSOR) if batch and inner["k"] == "unknown" else self.kind_or_device(expr))
             elif d.how == "for" and d.value is not None and self._item_part(d, depth) is not None:
                 found.append(self._item_part(d, depth))  # `for i, (x, y) in enumerate(self.loader)`
+            elif d.how == "param" and self._param_value(d) is not None:
+                found.append(self._param_value(d))  # `x = f(x)` in a loop: the parameter, or what the loop made of it
             else:
                 return self.kind_or_device(expr)
         return absval.join_abs(found)

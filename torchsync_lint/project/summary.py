@@ -92,6 +92,7 @@ class _Summarizer:
                 "yielded": self._yielded(func),  # what a generator's items are (`__iter__` of a prefetcher)
                 "step": hot.is_step_like(func),
                 "epoch": self._runs_epoch(func),
+                "forwards": self._called_params(func),
                 "callees": sorted({c for c in (self.names.callee(call) for call in self.index.calls_by_owner.get(func, ())) if c}),
                 "line": self.index.line(func),
             }
@@ -106,6 +107,19 @@ class _Summarizer:
         """The join of what a generator yields, when it yields values (None otherwise)."""
         yields = [n.value for n in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Yield) and isinstance(n.value, cst.BaseExpression)]
         return absval.join_abs([self.abs_of(y) for y in yields]) if yields else None
+
+    def _called_params(self, func: cst.FunctionDef) -> list[int]:
+        """The positions of the parameters ``func`` calls (`model(x)` of `def sample(model, x)`),
+        anywhere in its body: a caller that hands it a model runs that model's forward."""
+        found = set()
+        for node in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+                defs = self.values.reaching_defs(node.func)
+                if defs and all(d.how == "param" and d.func is func for d in defs):
+                    position = param_index(func, defs[0].param)
+                    if position is not None:
+                        found.add(position)
+        return sorted(found)
 
     def _runs_epoch(self, func: cst.FunctionDef) -> bool:
         """Does ``func`` hold a pass over a data loader (a loop the hot-loop analysis reads as

@@ -193,6 +193,16 @@ class ValueAnswers:
             return None
         return self.class_attr(path, cls, attr)
 
+    def _forward_of_placed_parameter(self, callee: str, bind: dict | None) -> bool:
+        """Is the callee `model(x)` of a parameter given a module that may be on the device
+        (`def sample(model, x): model(x)`, handed a moved model)? Its output is a device tensor."""
+        if not (callee.startswith("^") and callee.endswith(".__call__")):
+            return False
+        ref, _, rest = callee[1:].partition("#")
+        index = rest.partition(".")[0]
+        passed = self.param_value(ref, int(index), bind) if index.isdigit() else None
+        return passed is not None and absval.kind_of(passed) in (Kind.MODEL, Kind.MOVED)
+
     def _owned_by_module(self, callee: str) -> bool:
         """Is the object holding a `~`/`@` callee's attribute itself an nn.Module?"""
         path, _, cls = callee[1:].rpartition(".")[0].partition(":")
@@ -253,6 +263,8 @@ class ValueAnswers:
             returned = self.resolve(record["returns"], fpath, depth + 1, call_bind)
             if absval.kind_of(returned) is Kind.UNKNOWN and value.get("kind", "unknown") != "unknown":
                 return {"k": value["kind"]}  # what the calling module knew (a device model's forward)
+            if absval.kind_of(returned) is Kind.UNKNOWN and self._forward_of_placed_parameter(callee, bind):
+                return {"k": "device"}
             return returned
         owner, _, method = callee.rpartition(".")
         cls = self.resolve_name(owner, from_path) if method in MODEL_METHODS_KEEPING_MODEL and found is None else None
@@ -261,6 +273,8 @@ class ValueAnswers:
             return {"k": "instance", "cls": f"{cls[1]}:{cls[2]}", "module": True, "placed": True}
         if found is not None:
             return absval.UNKNOWN
+        if self._forward_of_placed_parameter(callee, bind):
+            return {"k": "device"}
         if value.get("kind", "unknown") == "unknown":
             return {"k": "object", "origin": callee} if not callee.startswith(("^", "~", "*", "@", "!", "%")) else absval.UNKNOWN  # a library's object
         return {"k": value["kind"]}
