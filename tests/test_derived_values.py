@@ -196,3 +196,59 @@ def test_handing_a_model_to_a_function_that_runs_whole_passes_is_no_step(tmp_pat
     """`run_epoch(model, loader, opt)` calls the model it is handed, but in a pass over a loader:
     the epoch loop calling it is not per step (its `.item()` once per epoch is silent)."""
     assert project(tmp_path, {"epoch.py": EPOCH, "fit.py": EPOCHS}, capsys) == {}
+
+
+DETECTOR = """\
+    import torch
+    from torch import nn
+
+
+    class Detector(nn.Module):
+        def forward(self, x):
+            return x
+
+        def detect(self, scores, threshold):
+            keep = scores > threshold
+            return keep.sum().item()
+{other}
+"""
+
+OTHER = """\
+
+    class Tracker(nn.Module):
+        def detect(self, scores, threshold):
+            return 0
+"""
+
+EVALUATE_CHECKPOINT = """\
+    import torch
+    from detector import Detector  # unpickling the checkpoint needs the class
+
+
+    def evaluate(loader, model):
+        for images in loader:
+            scores = model(images.cuda(non_blocking=True))
+            kept = model.detect(scores, 0.5)
+
+
+    checkpoint = torch.load("checkpoint.pth")
+    model = checkpoint["model"].cuda()
+    evaluate(torch.utils.data.DataLoader(range(4), num_workers=2, pin_memory=True), model)
+"""
+
+
+@pytest.mark.parametrize(("other", "flagged"), [("", True), (OTHER, False)])
+def test_a_method_of_an_unpickled_model_that_one_project_module_class_defines_runs_it(tmp_path, capsys, other, flagged):
+    """`model = torch.load(...)["model"]` has no class the code names; `model.detect(scores,
+    0.5)` can only run the project's Detector.detect, the one module class defining `detect`:
+    it runs every batch with the model's device output (its `.item()` is TSL101). When two
+    module classes define `detect`, the call says nothing of which runs: silent."""
+    found = project(tmp_path, {"detector.py": DETECTOR.format(other=other), "evaluate.py": EVALUATE_CHECKPOINT}, capsys)
+    assert found == ({("detector.py", 11, "TSL101"): 1} if flagged else {})
+
+
+def test_a_helper_concatenating_its_parameters_returns_where_they_are(tmp_path, capsys):
+    """`torch.cat([a[:, :2], a[:, 2:] * 2], 1)`: a list of tensors computed from the parameter."""
+    helper = "import torch\n\n\ndef to_corners(a):\n    return torch.cat([a[:, :2] - a[:, 2:] / 2, a[:, :2] + a[:, 2:] / 2], 1)\n"
+    train = TRAIN.replace("from geometry import overlap", "from boxes import to_corners").replace("overlap({boxes}, priors)", "to_corners({boxes})")
+    assert project(tmp_path, {"boxes.py": helper, "train.py": train.format(boxes="boxes")}, capsys) == {("train.py", 10, "TSL105"): 1}

@@ -123,6 +123,7 @@ class AbstractValues:
     def _derived(operands: list[dict]) -> dict | None:
         """A tensor computed from symbolic operands (a parameter, another module's result) and
         host values lives where the symbolic ones are: the view decides."""
+        operands = [item for v in operands for item in (v["items"] if v.get("k") == "tuple" else [v])]  # `torch.cat([a, b])`
         symbolic = [v for v in operands if v.get("k") in absval.SYMBOLIC]
         if symbolic and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in operands):
             return _like(symbolic[0] if len(symbolic) == 1 else absval.join_abs(symbolic))

@@ -51,6 +51,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
         self._children: dict[str, list[str]] | None = None  # class ref -> direct project subclasses
+        self._methods_by_name: dict[str, list[str]] | None = None  # method -> refs of module classes defining it
 
     # -- names --------------------------------------------------------------------------------
     def resolve_name(self, dotted: str, from_path: str, depth: int = 0) -> tuple | None:

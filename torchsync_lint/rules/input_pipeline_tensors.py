@@ -306,6 +306,7 @@ class HostTensorInLoop(Rule):
         Invalid(pipeline(copy="w = torch.as_tensor([1.0, 2.0, 1.0, 1.0], device=device)"), line=COPY_LINE, message_contains="once before the loop"),
         Invalid(pipeline(copy="lengths = [len(s) for s in y]\n    lens = torch.tensor(lengths).to(device)"), line=COPY_LINE + 1),
         Invalid(pipeline(copy="t = torch.tensor(np.arange(4)).cuda()", imports="import numpy as np\nfrom torch.utils.data import DataLoader"), line=COPY_LINE + 1),
+        Invalid(pipeline(copy="ranks = torch.LongTensor(range(8)).unsqueeze(0).expand(4, 8).to(device)"), line=COPY_LINE),  # reshaped on the host, then copied
         Invalid(pipeline(copy="flag = torch.tensor(True, device='cuda')"), line=COPY_LINE, expected_fix=pipeline(copy="flag = torch.full((), True, device='cuda')")),
         Invalid(pipeline(copy="obs, rewards, dones, infos = env.step(action)\n    done = torch.Tensor(dones).to(device)"), line=COPY_LINE + 1),  # cleanrl
         Invalid(
@@ -373,7 +374,7 @@ class HostTensorInLoop(Rule):
         if not loaders(self.analysis).module_feeds_accelerator:
             return  # `Trainer(accelerator="cpu")`: nothing reaches a GPU
         device = self._keyword(node, "device")
-        copy = self._chained_copy(node)
+        copy = self._chained_copy(node, through_reshapes=True)  # also `torch.tensor(ids).unsqueeze(0).to(device)`
         if device is not None:
             if self.analysis.values.device_of(device.value) != "accelerator":
                 return  # built on the CPU, or a device we cannot place
