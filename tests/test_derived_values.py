@@ -252,3 +252,81 @@ def test_a_helper_concatenating_its_parameters_returns_where_they_are(tmp_path, 
     helper = "import torch\n\n\ndef to_corners(a):\n    return torch.cat([a[:, :2] - a[:, 2:] / 2, a[:, :2] + a[:, 2:] / 2], 1)\n"
     train = TRAIN.replace("from geometry import overlap", "from boxes import to_corners").replace("overlap({boxes}, priors)", "to_corners({boxes})")
     assert project(tmp_path, {"boxes.py": helper, "train.py": train.format(boxes="boxes")}, capsys) == {("train.py", 10, "TSL105"): 1}
+
+
+REGISTRY_PROJECT = {
+    "registry.py": """\
+        class Registry(dict):
+            def register(self, name):
+                def add(obj):
+                    self[name] = obj
+                    return obj
+                return add
+
+
+        HEADS = Registry()
+        LOSSES = Registry()
+    """,
+    "heads.py": """\
+        from torch import nn
+        import registry
+
+
+        @registry.{into}.register("box")
+        class BoxHead(nn.Module):
+            def forward(self, scores, labels):
+                keep = labels > 0
+                return scores[keep].sum()
+    """,
+    "detector.py": """\
+        from torch import nn
+        import registry
+
+
+        class Detector(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.head = registry.HEADS[cfg.head](cfg)
+
+            def forward(self, images, labels):
+                return self.head(images, labels)
+
+
+        ARCHS = {"detector": Detector}
+
+
+        def build(cfg):
+            arch = ARCHS[cfg.arch]
+            return arch(cfg)
+    """,
+    "train.py": """\
+        import torch
+        from detector import build
+        from engine import fit
+
+
+        def main(cfg, loader):
+            model = build(cfg)
+            model.to(torch.device("cuda"))
+            fit(model, loader, torch.optim.SGD(model.parameters(), lr=0.1))
+    """,
+    "engine.py": """\
+        def fit(model, loader, opt):
+            for images, labels in loader:
+                loss = model(images.cuda(non_blocking=True), labels.cuda(non_blocking=True))
+                loss.backward()
+                opt.step()
+    """,
+}
+
+
+@pytest.mark.parametrize(("into", "flagged"), [("HEADS", True), ("LOSSES", False)])
+def test_a_module_picked_from_a_registry_by_the_config_runs_every_step(tmp_path, capsys, into, flagged):
+    """The detector is picked from a dict by a local name (`arch = ARCHS[cfg.arch]`), moved by
+    a `model.to(device)` statement and handed to engine.fit; its head is picked from a registry
+    that BoxHead is registered into by a decorator: BoxHead.forward runs every step on device
+    tensors (its mask indexing is TSL105). Registered into another registry, nothing says it
+    runs."""
+    files = dict(REGISTRY_PROJECT, **{"heads.py": REGISTRY_PROJECT["heads.py"].format(into=into)})
+    found = project(tmp_path, files, capsys)
+    assert found == ({("heads.py", 9, "TSL105"): 1} if flagged else {})

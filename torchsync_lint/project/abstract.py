@@ -21,7 +21,7 @@ from torchsync_lint.project.describe import describe_metric
 
 MAX_DEPTH = 10
 # Values a call may run project code through.
-_CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param"})
+_CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param", "entry"})
 _WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "itertools.islice", "islice"})
 # Tensor methods whose result is a tensor where the receiver is.
 _TENSOR_METHODS = tk.TENSOR_METHODS - tk.HOST_RESULT_METHODS - tk.SHARED_METHODS
@@ -33,6 +33,11 @@ def _like(value: dict) -> dict | None:
     if value.get("k") in absval.SYMBOLIC:
         return value if value.get("k") == "like" else {"k": "like", "of": value}
     return None
+
+
+def _constant_index(expr: cst.Subscript) -> bool:
+    """`d["key"]`, `t[0]`: one constant index (a registry is picked from by a config value)."""
+    return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, (cst.SimpleString, cst.Integer))
 
 
 def _mentions_parameters(value: dict) -> bool:
@@ -133,6 +138,9 @@ class AbstractValues:
         """`MODELS[name]` of a dict display: the value under a constant key, else any of them
         when they are classes or functions (a factory picked by the config)."""
         base = self.abs_of(expr.value, depth) if isinstance(expr.value, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        registry = self.values.qualname(expr.value)
+        if base is not None and registry is not None and base.get("k") in ("sym", "attr") and not _constant_index(expr):
+            return {"k": "entry", "of": base, "name": registry}  # `registry.BOX_HEADS[cfg.name]`: the view looks up what was registered
         if base is not None and base.get("k") in absval.SYMBOLIC and self.values.kind(expr) is Kind.UNKNOWN:
             return _like(base)  # `x[:, 2]`, `boxes[i]` of a parameter: where it is (as a device tensor's part is)
         if base is None or base.get("k") != "dict" or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
@@ -155,7 +163,7 @@ class AbstractValues:
             value = self.abs_of(func, depth + 1)
             if isinstance(func, cst.Name) and value.get("k") in ("vcall", "call", "instance"):
                 return value  # an object made by such a pick, called: its `__call__`/`forward`
-            if isinstance(func, cst.Name) and value.get("k") in ("sym", "param"):
+            if isinstance(func, cst.Name) and value.get("k") in ("sym", "param") and not any(d.how == "assign" for d in self.values.reaching_defs(func)):
                 return None  # an imported name or a parameter: named by the callee already, or a library's
         else:
             return None
@@ -241,6 +249,9 @@ class AbstractValues:
         if expr.value in ("None", "True", "False"):
             return {"k": "host"}
         defs = self.values.reaching_defs(expr)
+        info = self.index.local_class(expr) if not defs else None
+        if info is not None and self.names.ref(info.node) is not None:
+            return {"k": "class", "ref": self.names.ref(info.node)}  # `ARCHS = {"det": Detector}`: a class of the module as a value
         if not defs:
             qn = self.values.qualname(expr) or self.names._star_name(expr)  # noqa: SLF001
             return {"k": "sym", "name": qn} if qn is not None else absval.UNKNOWN
@@ -271,6 +282,8 @@ class AbstractValues:
                     found.append(absval.of_kind(Kind.HOST_TENSOR) if batch and inner["k"] == "unknown" else self.kind_or_device(expr))
             elif d.how == "for" and d.value is not None and self._item_part(d, depth) is not None:
                 found.append(self._item_part(d, depth))  # `for i, (x, y) in enumerate(self.loader)`
+            elif d.how == "module-move" and isinstance(d.stmt, cst.Expr) and isinstance(d.stmt.value, cst.Call):
+                found.append(self.abs_of(d.stmt.value, depth + 1))  # `model.to(device)` as a statement: the same module, placed
             elif d.how == "param" and self._param_value(d) is not None:
                 found.append(self._param_value(d))  # `x = f(x)` in a loop: the parameter, or what the loop made of it
             else:

@@ -27,6 +27,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.loaders import loaders
 from torchsync_lint.analysis.metrics import metric_tracker
+from torchsync_lint.knowledge import libraries
 from torchsync_lint.project import absval
 from torchsync_lint.project.abstract import AbstractValues
 from torchsync_lint.project.callees import CalleeNames
@@ -63,6 +64,7 @@ class _Summarizer:
             "functions": self._functions(),
             "classes": self._classes(),
             "values": self._module_values(),
+            "registered": self._registered(),
             "calls": self._calls(),
             "feeds": self._feeds(),
             "loaders": [self.site(info.call) for info in self.loaders.loaders],
@@ -152,6 +154,23 @@ class _Summarizer:
                 "methods": sorted(info.methods),
                 "getitem": self._getitem_converts(info),
             }
+        return out
+
+    def _registered(self) -> list[dict]:
+        """The module's classes and functions put into an imported registry by a decorator
+        (`@registry.BOX_HEADS.register("SSDBoxHead")`): ``into`` is the registry's import name."""
+        out = []
+        for node in self.a.module.body:
+            if not isinstance(node, (cst.ClassDef, cst.FunctionDef)):
+                continue
+            for dec in node.decorators:
+                call = dec.decorator
+                func = call.func if isinstance(call, cst.Call) else call
+                if isinstance(func, cst.Attribute) and func.attr.value in libraries.REGISTRY_DECORATOR_METHODS:
+                    into = self.values.qualname(func.value)
+                    ref = self.ref(node)
+                    if into is not None and ref is not None:
+                        out.append({"into": into, "k": "class" if isinstance(node, cst.ClassDef) else "func", "ref": ref})
         return out
 
     def _module_values(self) -> dict:

@@ -127,7 +127,7 @@ class ValueAnswers:
             if moved.get("k") == "moved" and value.get("kind") == "device":
                 return {"k": "device"}  # what the module alone knew (a batch of its own loop, copied)
             return moved
-        if kind not in ("param", "call", "sym", "attr", "member", "vcall"):
+        if kind not in ("param", "call", "sym", "attr", "member", "vcall", "entry"):
             return value
         key = json.dumps([value, from_path, bind], sort_keys=True)
         return self._resolved.solve(key, lambda: self._resolve_symbolic(value, from_path, depth, bind), absval.UNKNOWN)
@@ -174,6 +174,14 @@ class ValueAnswers:
             return {"function": {"k": "func", "ref": f"{found[1]}:{found[2]}"}, "class": {"k": "class", "ref": f"{found[1]}:{found[2]}"}, "module": {"k": "module", "path": found[1]}}[found[0]]
         if kind == "member":
             return self._member_value(self.resolve(value["of"], from_path, depth + 1, bind))
+        if kind == "entry":
+            registered = self.registered_into(value["name"], from_path)
+            if registered:
+                return absval.join_abs(registered)  # one of the classes or functions registered into it
+            picked = self.resolve(value["of"], from_path, depth + 1, bind)
+            if picked.get("k") == "dict" and picked["items"]:
+                return absval.join_abs(list(picked["items"].values()))  # a dict of another module, picked from
+            return {"k": "like", "of": picked} if picked.get("k") != "unknown" else absval.UNKNOWN
         if kind == "vcall":
             args = [self.resolve(v, from_path, depth + 1, bind) for v in value.get("args", ())]
             kwargs = {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()}
@@ -202,6 +210,22 @@ class ValueAnswers:
         index = rest.partition(".")[0]
         passed = self.param_value(ref, int(index), bind) if index.isdigit() else None
         return passed is not None and absval.kind_of(passed) in (Kind.MODEL, Kind.MOVED)
+
+    def registered_into(self, name: str, from_path: str) -> list[dict]:
+        """The classes and functions the project registers into the registry an import name
+        names (`@registry.BOX_HEADS.register(...)` anywhere in the component)."""
+        target = self.resolve_name(name, from_path)
+        if target is None or target[0] != "value":
+            return []
+        if self._registrations is None:
+            table: dict[tuple, list[dict]] = {}
+            for path in sorted(self.summaries):
+                for entry in self.summaries[path].get("registered", ()):
+                    into = self.resolve_name(entry["into"], path)
+                    if into is not None:
+                        table.setdefault(into, []).append({"k": entry["k"], "ref": entry["ref"]})
+            self._registrations = table
+        return self._registrations.get(target, [])
 
     def _owned_by_module(self, callee: str) -> bool:
         """Is the object holding a `~`/`@` callee's attribute itself an nn.Module?"""
