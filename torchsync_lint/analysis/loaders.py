@@ -41,6 +41,7 @@ class LoaderTracker:
         self.values = analysis.values
         self.loaders: list[LoaderInfo] = []
         self._by_call: dict[cst.Call, LoaderInfo] = {}
+        self._loaders_memo: dict[tuple[int, int], list[LoaderInfo]] = {}
         self._subclass_sets: dict[cst.Call, frozenset[str]] = {}
         for call in self.index.calls:
             if self.analysis.qualname(call.func) == DATALOADER or self._project_subclass(call):
@@ -118,8 +119,20 @@ class LoaderTracker:
 
     # -- which loader an expression holds -------------------------------------------------------
     def loaders_of(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[LoaderInfo]:
+        # Memoised on (node, depth left): through parameters every call site is followed, so
+        # without it a helper called from many places inside functions that are themselves
+        # called from many places is walked once per path (a2c-ppo-acktr: minutes). A node met
+        # again while its answer is computed is a cycle: no loader along it.
         if expr is None or depth > _MAX_DEPTH:
             return []
+        key = (id(expr), depth)
+        found = self._loaders_memo.get(key)
+        if found is None:
+            self._loaders_memo[key] = []
+            found = self._loaders_memo[key] = self._loaders_of(expr, depth)
+        return list(found)
+
+    def _loaders_of(self, expr: cst.BaseExpression, depth: int) -> list[LoaderInfo]:
         if isinstance(expr, cst.Call):
             info = self._by_call.get(expr)
             if info is not None:
