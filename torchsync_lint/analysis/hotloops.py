@@ -349,7 +349,7 @@ class HotLoopAnalysis:
         tree = self.index.tree
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.If):
-                if self._never_taken(anc, child):
+                if self._never_taken(anc, child) or (child is anc.body and _fills_cache(anc)):
                     return None
                 if gate is None and child is anc.body and _is_step_interval(anc.test, tree):
                     gate = anc.test
@@ -485,6 +485,23 @@ class HotLoopAnalysis:
 _COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
 # Process identities: `if rank == 0:` / `global_rank == 0` hold on every step of one process.
 _NOT_A_COUNTER = re.compile(r"rank|world|gpu|device|proc|node|master|main", re.I)
+
+
+def _fills_cache(stmt: cst.If) -> bool:
+    """`if key not in cache: ... cache[key] = value`: a memo filled once per key (a mel basis
+    per device, a window per size), not once per step."""
+    test = stmt.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.NotIn)):
+        return False
+    key, cache = test.left, test.comparisons[0].comparator
+    for line in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
+        for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    store = target.target
+                    if isinstance(store, cst.Subscript) and store.value.deep_equals(cache) and len(store.slice) == 1 and isinstance(store.slice[0].slice, cst.Index) and store.slice[0].slice.value.deep_equals(key):
+                        return True
+    return False
 
 
 def _is_step_interval(test: cst.BaseExpression, tree) -> bool:

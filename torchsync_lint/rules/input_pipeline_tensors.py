@@ -296,6 +296,7 @@ class HostTensorInLoop(Rule):
         Valid(pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)\nweights = torch.tensor([1.0, 2.0, 1.0, 1.0], device=device)")),  # hoisted
         Valid(pipeline(copy="half = torch.zeros(4).to(torch.float16)")),  # a dtype cast, stays on the CPU
         Valid(pipeline(copy="bias = torch.zeros(4, device=device)\n    bias = bias.cuda()")),  # made on the device: the copy is a no-op
+        Valid(pipeline(copy="if 'w' not in cache:\n        cache['w'] = torch.tensor([1.0, 2.0]).to(device)")),  # a memo filled once per key
         Valid(pipeline(copy="noise = torch.randn(4) if x is None else x\n    noise = noise.cuda()")),  # not only a fresh fill on every path
         # a helper whose device defaults to the CPU, and no call site passes another
         Valid(pipeline(copy="c = pick([0, 3])\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)", imports=_PICK)),
@@ -312,6 +313,7 @@ class HostTensorInLoop(Rule):
         Invalid(pipeline(copy="t = torch.tensor(np.arange(4)).cuda()", imports="import numpy as np\nfrom torch.utils.data import DataLoader"), line=COPY_LINE + 1),
         Invalid(pipeline(copy="ranks = torch.LongTensor(range(8)).unsqueeze(0).expand(4, 8).to(device)"), line=COPY_LINE),  # reshaped on the host, then copied
         Invalid(pipeline(copy="noise = torch.randn(32, 4)\n    noise = noise.cuda()"), line=COPY_LINE + 1, message_contains="torch.randn(..., device=...)"),  # named, then copied
+        Invalid(pipeline(copy="if 'w' not in seen:\n        w = torch.tensor([1.0, 2.0]).to(device)"), line=COPY_LINE + 1),  # a test, but no memo filled
         Invalid(pipeline(copy="hot = torch.zeros(32, 10).scatter_(1, y.view(-1, 1), 1)\n    hot = hot.to(device)"), line=COPY_LINE + 1),  # filled in place, then copied
         Invalid(pipeline(copy="flag = torch.tensor(True, device='cuda')"), line=COPY_LINE, expected_fix=pipeline(copy="flag = torch.full((), True, device='cuda')")),
         Invalid(pipeline(copy="obs, rewards, dones, infos = env.step(action)\n    done = torch.Tensor(dones).to(device)"), line=COPY_LINE + 1),  # cleanrl
