@@ -330,3 +330,29 @@ def test_a_module_picked_from_a_registry_by_the_config_runs_every_step(tmp_path,
     files = dict(REGISTRY_PROJECT, **{"heads.py": REGISTRY_PROJECT["heads.py"].format(into=into)})
     found = project(tmp_path, files, capsys)
     assert found == ({("heads.py", 9, "TSL105"): 1} if flagged else {})
+
+
+@pytest.mark.parametrize(
+    ("backward", "read", "flagged"),
+    [
+        ("(v_loss * 0.5 + a_loss - ent * 0.01).backward()", "v_loss", True),
+        ("(v_loss * 0.5 + a_loss - ent * 0.01).backward()", "ent", True),
+        ("(a_loss / accum).backward()", "a_loss", True),
+        ("(v_loss * ent).backward()", "ent", False),
+        ("(a_loss / accum).backward()", "accum", False),
+    ],
+)
+def test_the_terms_of_a_backpropagated_expression_are_in_the_graph(backward, read, flagged):
+    """A PPO update backpropagates `v_loss * coef + a_loss - ent * beta`: each term scaled by
+    a constant is in the model's graph (a device tensor: its `.item()` is TSL101). Of two
+    names multiplied, or of a divisor, nothing says which is the tensor: silent."""
+    from tests.test_objects import findings, in_loop
+
+    source = in_loop(f"""\
+        v_loss, a_loss, ent, accum = evaluate_actions()
+        {backward}
+        opt.step()
+        total = {read}.item()
+    """)
+    source = "from agents import evaluate_actions\n" + source
+    assert findings(source) == ([(10, "TSL101")] if flagged else [])
