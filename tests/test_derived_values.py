@@ -356,3 +356,38 @@ def test_the_terms_of_a_backpropagated_expression_are_in_the_graph(backward, rea
     """)
     source = "from agents import evaluate_actions\n" + source
     assert findings(source) == ([(10, "TSL101")] if flagged else [])
+
+
+IGNITE = """\
+    import torch
+    from {module} import Engine
+
+
+    def create_trainer(model, opt, loss_fn):
+        def _update(engine, batch):
+            x, y = batch
+            x = x.to("cuda")
+            loss = loss_fn(model(x), y.to("cuda", non_blocking=True))
+            loss.backward()
+            opt.step()
+            return loss.item()
+        return {wrap}
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "wrap", "expected"),
+    [
+        ("ignite.engine", "Engine(_update)", [(8, "TSL301"), (12, "TSL101")]),
+        ("ignite.engine", "_update", []),
+        ("mylib.engine", "Engine(_update)", []),
+    ],
+)
+def test_a_function_handed_to_ignites_engine_runs_every_batch(module, wrap, expected):
+    """`Engine(_update)` runs `_update(engine, batch)` once per batch of `engine.run(loader)`,
+    with the batch as the loader yields it (ignite moves nothing): its blocking copy and its
+    `.item()` are per step. The same function returned as is, or handed to another library's
+    `Engine`, says nothing of how often it runs."""
+    from tests.test_objects import findings
+
+    assert findings(IGNITE.format(module=module, wrap=wrap)) == expected

@@ -84,6 +84,9 @@ class HotLoopAnalysis:
                 self.hot_functions[func] = HotContext(f"`{name}` runs every step")
             elif self.values.framework_hook(func) is not None:
                 self.hot_functions[func] = HotContext(f"`{name}` runs every step (the trainer calls it per batch)")
+        for func in self.index.returns:
+            if self.values.batch_function(func) is not None and func not in self.hot_functions:
+                self.hot_functions[func] = HotContext(f"`{func.name.value}` runs every batch (the engine it is handed calls it)")
         # Functions another module calls every step.
         for func in self.index.returns:
             remote = self.env.hot_caller(func)
