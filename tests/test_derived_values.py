@@ -391,3 +391,50 @@ def test_a_function_handed_to_ignites_engine_runs_every_batch(module, wrap, expe
     from tests.test_objects import findings
 
     assert findings(IGNITE.format(module=module, wrap=wrap)) == expected
+
+
+GENERATOR = """\
+    import torch
+    from torch import nn
+
+
+    class Generator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x):
+            noise = torch.randn(x.size(0), 4).to(device=x.device)
+            return self.proj(x + noise)
+"""
+
+GAN_TRAIN = """\
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from models import Generator
+
+
+    def run(loader, opt, rank):
+        net_g = Generator().cuda(rank)
+        net_d = torch.nn.Linear(4, 1).cuda(rank)
+        net_g = DDP(net_g, device_ids=[rank])
+        fit([net_g, net_d], loader, opt, rank)
+
+
+    def fit(nets, loader, opt, rank):
+        net_g, net_d = nets
+        for x in loader:
+            x = x.cuda(rank, non_blocking=True)
+            score = {scored}
+            score.mean().backward()
+            opt.step()
+"""
+
+
+@pytest.mark.parametrize(("scored", "flagged"), [("net_d(net_g(x))", True), ("net_d(x)", False)])
+def test_a_wrapped_model_unpacked_from_a_list_runs_its_projects_forward(tmp_path, capsys, scored, flagged):
+    """`net_g = DDP(Generator().cuda(rank))` handed on in a list and unpacked (`net_g, net_d =
+    nets`): calling it runs Generator.forward every step, whose host noise copied to the device
+    is TSL305. A step that only runs the discriminator never runs the generator."""
+    found = project(tmp_path, {"models.py": GENERATOR, "train.py": GAN_TRAIN.format(scored=scored)}, capsys)
+    assert found == ({("models.py", 11, "TSL305"): 1} if flagged else {})

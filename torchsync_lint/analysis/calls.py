@@ -48,8 +48,8 @@ def is_operand_function(qn: str) -> bool:
         return False
     if qn in tk.MODEL_WRAPPERS or qn in tk.NORM_FUNCTIONS or last.startswith(("is_", "has_", "get_", "are_")):
         return False
-    if last[:1].isupper() and not qn.startswith(tk.TENSOR_OBJECT_NAMESPACES):
-        return False  # a module, an optimizer, an object
+    if any(part[:1].isupper() for part in qn.split(".")[1:]) and not qn.startswith(tk.TENSOR_OBJECT_NAMESPACES):
+        return False  # a module, an optimizer, an object, or a class's method (`nn.SyncBatchNorm.convert_sync_batchnorm`)
     return not (qn.count(".") == 1 and (last in tk.HOST_RESULTS or last in tk.FACTORIES))
 
 

@@ -161,8 +161,8 @@ class AbstractValues:
             value = self._getattr_member(func, depth)
         elif isinstance(func, (cst.Subscript, cst.Name)):
             value = self.abs_of(func, depth + 1)
-            if isinstance(func, cst.Name) and value.get("k") in ("vcall", "call", "instance"):
-                return value  # an object made by such a pick, called: its `__call__`/`forward`
+            if isinstance(func, cst.Name) and value.get("k") in ("vcall", "call", "instance", "elem"):
+                return value  # an object made by such a pick (or unpacked: `net_g, net_d = nets`), called: its `__call__`/`forward`
             if isinstance(func, cst.Name) and value.get("k") in ("sym", "param") and not any(d.how == "assign" for d in self.values.reaching_defs(func)):
                 return None  # an imported name or a parameter: named by the callee already, or a library's
         else:
@@ -308,6 +308,12 @@ class AbstractValues:
 
     def _call(self, expr: cst.Call, depth: int) -> dict:
         func = expr.func
+        if self.values.qualname(func) in tk.MODEL_WRAPPERS and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
+            wrapped = self.abs_of(expr.args[0].value, depth + 1)  # `DDP(net)`: its forward runs the module it wraps
+            if wrapped.get("k") == "instance" or wrapped.get("k") == "call":
+                return wrapped  # a module of the project, built here or by another module
+            if wrapped.get("k") == "to" and wrapped["of"].get("k") in ("instance", "call"):
+                return {**wrapped, "kind": "moved"}  # (`Net(...).cuda(rank)`): a module moved, never a tensor copied
         if isinstance(func, cst.Attribute) and func.attr.value in tk.MODEL_METHODS_KEEPING_MODEL and self.values.qualname(func) is None:
             receiver = self.abs_of(func.value, depth + 1)
             if receiver.get("k") == "instance":
