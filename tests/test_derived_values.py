@@ -438,3 +438,66 @@ def test_a_wrapped_model_unpacked_from_a_list_runs_its_projects_forward(tmp_path
     is TSL305. A step that only runs the discriminator never runs the generator."""
     found = project(tmp_path, {"models.py": GENERATOR, "train.py": GAN_TRAIN.format(scored=scored)}, capsys)
     assert found == ({("models.py", 11, "TSL305"): 1} if flagged else {})
+
+
+FLOWS = """\
+    import torch
+    from torch import nn
+
+
+    def spline(inputs, bins, tails=None):
+        inside = (inputs >= -1) & (inputs <= 1)
+        return inputs[inside]
+
+
+    def transform(inputs, bins, tails=None):
+        kwargs = {} if tails is None else {"tails": tails}
+        return spline(inputs=inputs, bins=bins, **kwargs)
+
+
+    class ConvFlow(nn.Module):
+        def forward(self, x):
+            return transform(x, 8, tails="linear")
+
+
+    class Flip(nn.Module):
+        def forward(self, x):
+            return torch.flip(x, [1])
+"""
+
+DURATION = """\
+    from torch import nn
+    import flows
+
+
+    class Duration(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.flows = nn.ModuleList()
+            for _ in range(n):
+                self.flows.{add}(flows.ConvFlow())
+                self.flows.{add}(flows.Flip())
+
+        def forward(self, x):
+            for flow in self.flows:
+                x = flow(x)
+            return x.sum()
+
+
+    def fit(loader, opt):
+        model = Duration(4).cuda()
+        for x in loader:
+            model(x.cuda(non_blocking=True)).backward()
+            opt.step()
+"""
+
+
+@pytest.mark.parametrize(("add", "flagged"), [("append", True), ("register", False)])
+def test_modules_appended_to_a_module_list_run_when_it_is_iterated_and_called(tmp_path, capsys, add, flagged):
+    """`self.flows.append(flows.ConvFlow())` in `__init__`, then `for flow in self.flows: x =
+    flow(x)` every step: ConvFlow.forward runs, and hands its device input on by keyword next
+    to `**kwargs` (`spline(inputs=inputs, **kwargs)`: the keyword is bound all the same), where
+    the mask indexing is TSL105. Put there by another method than `append`, nothing says what
+    the list holds."""
+    found = project(tmp_path, {"flows.py": FLOWS, "duration.py": DURATION.format(add=add)}, capsys)
+    assert found == ({("flows.py", 7, "TSL105"): 1} if flagged else {})

@@ -117,14 +117,14 @@ class ModuleIndex:
     def argument_for(self, call: cst.Call, func: cst.FunctionDef, param: cst.Param) -> cst.BaseExpression | None:
         """What ``call`` (a call site of ``func``) passes for ``param``: the argument, else the
         parameter's default; None when nothing is passed or it cannot be known (`*args`/`**kwargs`
-        at the call site)."""
-        if any(a.star for a in call.args):
-            return None
+        at the call site, unless the parameter is named: `f(x=v, **kw)` cannot pass `x` twice)."""
         params = func.params
         if not any(p is param for p in params.posonly_params):  # positional-only: never by keyword
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value == param.name.value:
                     return arg.value
+        if any(a.star for a in call.args):
+            return None
         position = param_index(func, param)
         if position is not None:
             position -= self._bound_arguments(call, func)

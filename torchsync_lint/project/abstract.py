@@ -161,7 +161,7 @@ class AbstractValues:
             value = self._getattr_member(func, depth)
         elif isinstance(func, (cst.Subscript, cst.Name)):
             value = self.abs_of(func, depth + 1)
-            if isinstance(func, cst.Name) and value.get("k") in ("vcall", "call", "instance", "elem"):
+            if isinstance(func, cst.Name) and value.get("k") in ("vcall", "call", "instance", "elem", "item"):
                 return value  # an object made by such a pick (or unpacked: `net_g, net_d = nets`), called: its `__call__`/`forward`
             if isinstance(func, cst.Name) and value.get("k") in ("sym", "param") and not any(d.how == "assign" for d in self.values.reaching_defs(func)):
                 return None  # an imported name or a parameter: named by the callee already, or a library's
@@ -189,6 +189,9 @@ class AbstractValues:
         if parts and len(parts) == 2 and parts[0] == "self":
             info = self.index.class_of(expr)
             defs = info.self_attrs.get(parts[1], []) if info is not None else []
+            appended = self.appended(info, parts[1]) if info is not None and defs else []
+            if appended:
+                return {"k": "tuple", "items": appended}
             # `self.x = self.x.cuda()`: inside a store of `x`, `self.x` is what the other stores
             # put there (the stores being read are left out: no cycle)
             todo = [d for d in defs if id(d) not in self._open_defs]
@@ -211,6 +214,20 @@ class AbstractValues:
                 if own in (Kind.UNKNOWN, Kind.MOVED, Kind.PREPARED):
                     return {"k": "attr", "of": base, "name": expr.attr.value}  # `data.train`: the view knows `data`
         return self.kind_or_device(expr)
+
+    def appended(self, info, attr: str) -> list[dict]:
+        """What the class's methods append to a container it stores on `self.<attr>`
+        (`self.flows = nn.ModuleList()`, then `self.flows.append(ConvFlow(...))`): iterating
+        it gives one of these."""
+        out: list[dict] = []
+        for method in info.methods.values():
+            for node in self.index.tree.walk_subtree(method.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "append" and len(node.args) == 1:
+                    if dotted_parts(node.func.value) == ["self", attr]:
+                        value = self.abs_of(node.args[0].value)
+                        if value not in out:
+                            out.append(value)
+        return out
 
     def stored_value(self, d, depth: int = 0) -> dict | None:
         """What an assignment to `self.<attr>` stores: `self.x = v`, one element of
@@ -276,7 +293,7 @@ class AbstractValues:
             elif d.how == "for" and not d.path and d.value is not None:
                 inner = self.abs_of(self.unwrap(d.value), depth + 1)
                 batch = self.loaders._is_batch_loop(d.stmt)  # noqa: SLF001 - a per-step loop's items are batches
-                if inner["k"] in ("param", "call", "sym", "loader", "attr", "any"):
+                if inner["k"] in ("param", "call", "sym", "loader", "attr", "any") or (inner["k"] == "tuple" and any(v.get("k") in ("instance", "call", "vcall") for v in inner["items"])):
                     found.append({"k": "item", "of": inner, "batch": batch})
                 else:
                     found.append(absval.of_kind(Kind.HOST_TENSOR) if batch and inner["k"] == "unknown" else self.kind_or_device(expr))

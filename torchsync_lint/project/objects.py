@@ -76,6 +76,8 @@ class ObjectAnswers:
         kind = value.get("k")
         if kind == "any":
             return absval.join_abs([self.items_of(alt) for alt in value["of"]])
+        if kind == "tuple" and value["items"]:
+            return absval.join_abs(value["items"])  # a list of modules or values: one of them
         if kind == "instance":
             path, cls = value["cls"].split(":", 1)
             member = self._member(path, f"{cls}.__iter__", 0)

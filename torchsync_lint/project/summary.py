@@ -142,7 +142,10 @@ class _Summarizer:
             attrs = {}
             for attr, defs in info.self_attrs.items():
                 found = [v for v in (self.abstract.stored_value(d) for d in defs) if v is not None]
-                if found:
+                appended = self.abstract.appended(info, attr)
+                if appended:
+                    attrs[attr] = {"k": "tuple", "items": appended}  # `self.flows = nn.ModuleList()` then `.append(...)`s
+                elif found:
                     attrs[attr] = absval.join_abs(found)
             out[name] = {
                 "bases": bases,

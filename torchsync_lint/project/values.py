@@ -77,6 +77,9 @@ class ValueAnswers:
         name = record["params"][index] if index < len(record["params"]) else None
         passed = []
         for caller_path, call, shift in self.callers(ref):
+            if call["star"] and name in call["kwargs"]:
+                passed.append(self.resolve(call["kwargs"][name], caller_path))  # `f(inputs=x, **kw)`: `**kw` cannot pass it again
+                continue
             if call["star"]:
                 return absval.UNKNOWN
             if index < shift:
