@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from torchsync_lint.config import Config
 from torchsync_lint.project.session import Session
 from torchsync_lint.project.sessions import Sessions
@@ -100,3 +102,21 @@ def test_sessions_group_a_run_by_project_root(tmp_path):
     assert sorted(run.by_root) == [a, b]
     assert run.session_for(str(a / "m.py")).root == a and run.session_for(str(loose)) is run.loose
     assert not run.loose.marked and run.loose.modules() == ["loose.py"]
+
+
+@pytest.mark.parametrize(("package", "own_project"), [(True, False), (False, True)])
+def test_a_package_building_an_extension_in_place_belongs_to_the_project_around_it(tmp_path, package, own_project):
+    """vits' `monotonic_align/` holds `__init__.py` and a `setup.py` that builds its Cython core
+    in place: it is the package `import monotonic_align` reads, part of the project. A
+    directory with a `setup.py` and no `__init__.py` is a sub-project of a monorepo."""
+    from torchsync_lint.project.layout import clear_marker_memo, project_root
+
+    (tmp_path / "pyproject.toml").write_text("")
+    ext = tmp_path / "monotonic_align"
+    ext.mkdir()
+    (ext / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    if package:
+        (ext / "__init__.py").write_text("")
+    (ext / "core.py").write_text("import torch\n")
+    clear_marker_memo()
+    assert project_root(str(ext / "core.py")) == ((ext if own_project else tmp_path), True)

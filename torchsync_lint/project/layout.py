@@ -1,7 +1,8 @@
 """Where a project starts, where its imports resolve, and which module each file is.
 
 A file's project root is the nearest directory at or above it holding a pyproject.toml,
-setup.cfg, setup.py or .git, so in a monorepo (one .git, a pyproject.toml per sub-project)
+setup.cfg, setup.py (unless the directory is a package: an extension built in place) or .git,
+so in a monorepo (one .git, a pyproject.toml per sub-project)
 each file belongs to its own sub-project whatever else is linted with it; a directory that
 holds its own marker is another project, never part of the one above it.
 
@@ -37,8 +38,14 @@ _MARKED: dict[str, bool] = {}  # directory -> holds a marker (a run asks for eve
 def _is_marked(directory: str) -> bool:
     found = _MARKED.get(directory)
     if found is None:
-        found = _MARKED[directory] = any(os.path.exists(os.path.join(directory, m)) for m in _ROOT_MARKERS)
+        found = _MARKED[directory] = any(os.path.exists(os.path.join(directory, m)) for m in _ROOT_MARKERS if not (m == "setup.py" and _is_package(directory)))
     return found
+
+
+def _is_package(directory: str) -> bool:
+    """A package beside its own `setup.py` (`monotonic_align/` building a Cython extension in
+    place) is imported by the project around it: the `setup.py` does not make it another one."""
+    return os.path.exists(os.path.join(directory, "__init__.py"))
 
 
 def project_root(path: str) -> tuple[Path, bool]:
