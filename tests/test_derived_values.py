@@ -501,3 +501,60 @@ def test_modules_appended_to_a_module_list_run_when_it_is_iterated_and_called(tm
     the list holds."""
     found = project(tmp_path, {"flows.py": FLOWS, "duration.py": DURATION.format(add=add)}, capsys)
     assert found == ({("flows.py", 7, "TSL105"): 1} if flagged else {})
+
+
+AGENTS = """\
+    class A2C:
+        def __init__(self, net, opt):
+            self.net, self.opt = net, opt
+
+        def update(self, obs):
+            loss = self.net(obs).pow(2).mean()
+            loss.backward()
+            self.opt.step()
+            return loss.item()
+
+
+    class PPO:
+        def __init__(self, net, opt, epochs):
+            self.net, self.opt, self.epochs = net, opt, epochs
+
+        def update(self, obs):
+            for _ in range(self.epochs):
+                loss = self.net(obs).pow(2).mean()
+                loss.backward()
+                self.opt.step()
+            return 0.0
+"""
+
+MAIN = """\
+    import torch
+    import agents
+
+
+    def main(algo, net, obs, updates):
+        net = net.cuda()
+        opt = torch.optim.Adam(net.parameters())
+        if algo == "a2c":
+            agent = agents.A2C(net, opt)
+        else:
+            agent = agents.{other}(net, opt, 4)
+        for j in range(updates):
+            agent.update(obs.cuda(non_blocking=True))
+            if j % 10 == 0:
+                evaluate(net, obs)
+
+
+    def evaluate(net, obs):
+        print(net(obs.cuda(non_blocking=True)).sum().item())
+"""
+
+
+@pytest.mark.parametrize("other", ["PPO", "A2C"])
+def test_a_method_of_an_object_that_is_one_of_several_classes_runs_each(tmp_path, capsys, other):
+    """`agent` is an A2C or a PPO agent: `agent.update(obs)` in the `for j in range(updates)`
+    loop runs one of their updates, A2C's a step in its own body: the loop is per step and
+    A2C.update's `.item()` is TSL101. `j % 10 == 0` gates the evaluation by the loop's own
+    counter (whatever its name): evaluate's read is a gated finding."""
+    found = project(tmp_path, {"agents.py": AGENTS, "main.py": MAIN.format(other=other)}, capsys)
+    assert found == {("agents.py", 9, "TSL101"): 1, ("main.py", 19, "TSL101"): 1}

@@ -66,6 +66,7 @@ class HotLoopAnalysis:
         self.hot_loops: dict[cst.CSTNode, str] = {}
         self.hot_functions: dict[cst.FunctionDef, HotContext] = {}
         self._epoch_functions: set[cst.FunctionDef] = set()
+        self._counters: frozenset[str] | None = None
         self._compute()
 
     # -- classification -------------------------------------------------------------------
@@ -354,7 +355,7 @@ class HotLoopAnalysis:
             if isinstance(anc, cst.If):
                 if self._never_taken(anc, child) or (child is anc.body and _fills_cache(anc)):
                     return None
-                if gate is None and child is anc.body and _is_step_interval(anc.test, tree):
+                if gate is None and child is anc.body and _is_step_interval(anc.test, tree, self._loop_counters()):
                     gate = anc.test
             if isinstance(anc, cst.IndentedBlock) and self._leaves_loop(anc):
                 return None  # a failure branch: it runs once, then the loop is over
@@ -377,7 +378,7 @@ class HotLoopAnalysis:
         gated = False
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, cst.If) and child is anc.body and _is_step_interval(anc.test, self.index.tree):
+            if isinstance(anc, cst.If) and child is anc.body and _is_step_interval(anc.test, self.index.tree, self._loop_counters()):
                 gated = True
             if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
                 return anc, gated
@@ -406,6 +407,21 @@ class HotLoopAnalysis:
             loop = next((a for a in self.index.ancestors(block) if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.Lambda))), None)
             return isinstance(loop, (cst.For, cst.While)) and loop in self.hot_loops
         return False
+
+    def _loop_counters(self) -> frozenset[str]:
+        """Names the module's loops count with: the target of `for j in range(...)` and the
+        index of `for i, x in enumerate(...)`."""
+        if self._counters is None:
+            found = set()
+            for loop in self.index.loops:
+                if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name):
+                    target = loop.target
+                    if loop.iter.func.value == "range" and isinstance(target, cst.Name):
+                        found.add(target.value)
+                    elif loop.iter.func.value == "enumerate" and isinstance(target, cst.Tuple) and target.elements and isinstance(target.elements[0].value, cst.Name):
+                        found.add(target.elements[0].value.value)
+            self._counters = frozenset(found)
+        return self._counters
 
     def _never_taken(self, stmt: cst.If, child: cst.CSTNode) -> bool:
         """Is ``child`` (the `if` body or its `else`) a branch a module-level constant turns off
@@ -507,26 +523,28 @@ def _fills_cache(stmt: cst.If) -> bool:
     return False
 
 
-def _is_step_interval(test: cst.BaseExpression, tree) -> bool:
+def _is_step_interval(test: cst.BaseExpression, tree, counters: frozenset[str] = frozenset()) -> bool:
     """A test that holds on some steps only, judged by a step counter in it.
 
     `step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and it % n == 0`, and
     `i == 0` / `batch_idx == last` (once per epoch). `args.rank % ngpus == 0` and
     `global_rank == 0` are no gates: they hold on every step of the process that runs them.
+    ``counters``: the names the module's loops count with (`for j in range(n)`), counters
+    whatever they are called.
     """
     for node in tree.walk_subtree(test):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-            if not isinstance(node.left, (cst.SimpleString, cst.FormattedString)) and _mentions_counter(node.left, tree):
+            if not isinstance(node.left, (cst.SimpleString, cst.FormattedString)) and _mentions_counter(node.left, tree, counters):
                 return True
         elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
             sides = (node.left, node.comparisons[0].comparator)
-            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s, tree) for s in sides):
+            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s, tree, counters) for s in sides):
                 return True
     return False
 
 
-def _mentions_counter(node: cst.CSTNode, tree) -> bool:
+def _mentions_counter(node: cst.CSTNode, tree, counters: frozenset[str] = frozenset()) -> bool:
     names = [n.value for n in tree.walk_subtree(node) if isinstance(n, cst.Name)]
     if any(_NOT_A_COUNTER.search(n) for n in names):
         return False
-    return any(_COUNTER.search(n) for n in names)
+    return any(_COUNTER.search(n) or n in counters for n in names)

@@ -297,9 +297,8 @@ class ModuleEnv(Env):
         return f"`{func.name.value}` is called {how} from {where}", None
 
     def is_step_call(self, call: cst.Call) -> bool:
-        target = self._callee_target(call)
-        if target and self.view.function_flag(target, "step"):
-            return True
+        if any(self.view.function_flag(ref, "step") for ref, _ in self._callee_targets(call)):
+            return True  # (`agent.update(rollouts)` of an A2C or a PPO agent: either runs a step)
         # `self.train_step()` in a base class's loop: an override in a subclass runs the step
         return any(self.view.function_flag(ref, "step") for ref in self.view.overrides(self._names.dispatch(call)))
 
@@ -322,6 +321,20 @@ class ModuleEnv(Env):
             if arg is not None and values.kind(arg) in (Kind.MODEL, Kind.MOVED, Kind.PREPARED):
                 return True
         return False
+
+    def _callee_targets(self, call: cst.Call) -> list[tuple[str, int]]:
+        """Every project function of another module ``call`` may run (one per class of an
+        object that may be one of several)."""
+        if self._names is None:
+            self._names = CalleeNames(self.analysis, self.path)
+        callee = self._names.callee(call)
+        if callee is None:
+            record = self.view.call_record(self.path, self.analysis.index.seq(call))
+            if record is not None and record["callee"].startswith("%"):
+                return self.view.call_targets_of(record["callee"], self.path, record["bound"], record.get("value"))
+        if callee is None or callee.startswith(":"):
+            return []
+        return self.view.call_targets_of(callee, self.path, self._names.bound(call, callee))
 
     def _callee_target(self, call: cst.Call) -> str | None:
         """"path:Qual" of the project function ``call`` runs, named as the summaries name it."""

@@ -193,6 +193,13 @@ class _Summarizer:
         for call in self.index.calls:
             callee = self.names.callee(call)
             picked = self.abstract.callee_value(call.func) if callee is None else None
+            method = None
+            if callee is None and picked is None and isinstance(call.func, cst.Attribute):
+                receiver = self.abs_of(call.func.value)
+                if receiver.get("k") in ("any", "call", "vcall"):
+                    # `agent.update(rollouts)`, `agent` one of several project classes: the view
+                    # resolves the object, then its method
+                    picked, method = receiver, call.func.attr.value
             if callee is None and picked is None:
                 continue
             ctx = hot.hot_context(call)
@@ -202,12 +209,12 @@ class _Summarizer:
             record = {}
             if picked is not None:
                 # `ARCHS[name](cfg)`, `getattr(losses, name)()`: what may be picked, resolved by the view
-                callee, record = "%", {"value": picked}
+                callee, record = ("%" if method is None else f"%.{method}"), {"value": picked}
             out.append(
                 {
                     **record,
                     "callee": callee,
-                    "bound": self.names.bound(call, callee) if callee != "%" else False,  # `obj.method(...)`, `obj(...)`: `self` is implicit
+                    "bound": callee != "%" and (callee.startswith("%.") or self.names.bound(call, callee)),  # `obj.method(...)`, `obj(...)`: `self` is implicit
                     "line": self.index.line(call),
                     "seq": self.index.seq(call),
                     "caller": caller_ref,

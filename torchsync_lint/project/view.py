@@ -33,7 +33,7 @@ from torchsync_lint.project.values import ValueAnswers, passed_slot
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 7
+SUMMARY_VERSION = 8
 _MAX_DEPTH = 12
 _MAX_BASES = 6  # levels of project base classes followed
 
@@ -53,6 +53,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         self._children: dict[str, list[str]] | None = None  # class ref -> direct project subclasses
         self._methods_by_name: dict[str, list[str]] | None = None  # method -> refs of module classes defining it
         self._registrations: dict[tuple, list[dict]] | None = None  # registry value -> registered classes/functions
+        self._records: dict[str, dict[int, dict]] = {}  # path -> seq -> call record
 
     # -- names --------------------------------------------------------------------------------
     def resolve_name(self, dotted: str, from_path: str, depth: int = 0) -> tuple | None:
@@ -189,6 +190,16 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         return any(record.get(flag) for _, _, record in self.lineage(path, cls))
 
     # -- callers ------------------------------------------------------------------------------
+    def call_record(self, path: str, seq: int) -> dict | None:
+        """The summary's record of the call at ``seq`` in module ``path`` (None: not recorded)."""
+        summary = self.summaries.get(path)
+        if summary is None:
+            return None
+        by_seq = self._records.get(path)
+        if by_seq is None:
+            by_seq = self._records[path] = {c["seq"]: c for c in summary["calls"]}
+        return by_seq.get(seq)
+
     def callers(self, ref: str) -> list[tuple[str, dict, int]]:
         """(caller's path, call record, how many leading parameters the call fills itself).
 
@@ -266,8 +277,9 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         the call fills itself): a class is its `__init__`; an instance called like a function,
         its `__call__` or `forward`; a function passed or stored as a value, itself; `%`, the
         called ``value`` (a class or function picked from a dict or a module by the config)."""
-        if callee.startswith("%"):
-            return self.methods_of_value(self.resolve(value, from_path), "__call__", from_path) if value else []
+        if callee.startswith("%"):  # `%`: calling the value; `%.m`: its method `m`
+            method = callee[2:] if callee.startswith("%.") else "__call__"
+            return self.methods_of_value(self.resolve(value, from_path), method, from_path) if value else []
         if callee.startswith("^"):
             ref, _, rest = callee[1:].partition("#")
             index, _, method = rest.partition(".")
