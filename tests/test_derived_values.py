@@ -558,3 +558,43 @@ def test_a_method_of_an_object_that_is_one_of_several_classes_runs_each(tmp_path
     counter (whatever its name): evaluate's read is a gated finding."""
     found = project(tmp_path, {"agents.py": AGENTS, "main.py": MAIN.format(other=other)}, capsys)
     assert found == {("agents.py", 9, "TSL101"): 1, ("main.py", 19, "TSL101"): 1}
+
+
+CLIP = """\
+    import torch
+
+
+    def clip_grad_value_(parameters, clip_value):
+        parameters = list(filter(lambda p: p.grad is not None, parameters))
+        total = 0
+        for p in parameters:
+            total += p.grad.data.norm(2).item() ** 2
+            p.grad.data.clamp_(min=-clip_value, max=clip_value)
+        return total ** 0.5
+"""
+
+CLIP_TRAIN = """\
+    import torch
+    from clip import clip_grad_value_
+
+
+    def fit(nets, loader, opt):
+        net_g, net_d = nets
+        for x in loader:
+            net_g(x.cuda(non_blocking=True)).sum().backward()
+            clip_grad_value_(net_g.parameters(), 1.0)
+            opt.step()
+
+
+    def main(loader, opt):
+        fit([torch.nn.Linear(4, 4).{place}(), torch.nn.Linear(4, 1)], loader, opt)
+"""
+
+
+@pytest.mark.parametrize(("place", "flagged"), [("cuda", True), ("cpu", False)])
+def test_the_parameters_of_a_model_handed_on_are_where_the_model_is(tmp_path, capsys, place, flagged):
+    """`clip_grad_value_(net_g.parameters(), 1.0)` hands another module the parameters of a model
+    that arrives unpacked from a list: on the GPU, each `p.grad...item()` of the filtered list is
+    a host read per parameter (TSL101); on the CPU, none."""
+    found = project(tmp_path, {"clip.py": CLIP, "train.py": CLIP_TRAIN.format(place=place)}, capsys)
+    assert found == ({("clip.py", 8, "TSL101"): 1} if flagged else {})

@@ -75,6 +75,8 @@ class CallKinds:
                 if name in CONTAINER_BUILTINS and len(kinds) == 1 and kinds[0] in MODEL_KINDS:
                     return kinds[0]  # a list of a model's submodules: modules where the model is
                 return combine(*kinds) if call.args else Kind.UNKNOWN
+            if name == "filter" and len(call.args) == 2 and not self.index.binds_locally(name, func):
+                return self._eval(call.args[1].value)  # `filter(pred, params)` keeps some of them, where they are
             if name in _FUNCTIONAL_BUILTINS and not self.index.binds_locally(name, func):
                 return Kind.UNKNOWN  # `map(lambda t: t.item(), ts)`: what the function makes of them
             cls = self.index.local_class(func)

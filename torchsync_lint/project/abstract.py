@@ -339,6 +339,10 @@ class AbstractValues:
                 # `get_instance(models, ...).to(device)`, a module built here or loaded from a
                 # checkpoint: the same object moved, or a tensor copied (the view tells)
                 return {"k": "to", "of": receiver, "kind": self.values.kind(expr).value}
+        if isinstance(func, cst.Attribute) and func.attr.value in tk.MODEL_TENSOR_ITERATORS and self.values.qualname(func) is None and self.values.kind(expr) is Kind.UNKNOWN:
+            receiver = self.abs_of(func.value, depth + 1)
+            if receiver.get("k") in absval.SYMBOLIC or receiver.get("k") == "instance":
+                return {"k": "params", "of": receiver}  # `net_d.parameters()` of a model another module places
         if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None:
             derived = _like(self.abs_of(func.value, depth))  # `tensor.clone()` of a parameter
             if derived is not None:

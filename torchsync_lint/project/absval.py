@@ -19,6 +19,7 @@ other modules' summaries. The forms:
   {"k": "item", "of": abs}                      an item of iterating it (a batch of a loader)
   {"k": "elem", "of": abs, "i": n}               element n of unpacking it
   {"k": "like", "of": abs}                       a tensor computed from it (on its device)
+  {"k": "params", "of": abs}                     `of.parameters()`: tensors where the module is
   symbolic, resolved by the view:
   {"k": "param", "fn": ref, "i": n}             what callers pass for parameter n
   {"k": "call", "fn": callee, "kind": k, "args": [...], "kwargs": {...}, "bound": b}
@@ -46,7 +47,7 @@ from __future__ import annotations
 from torchsync_lint.analysis.kinds import Kind, join
 
 UNKNOWN = {"k": "unknown"}
-SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall", "to", "entry")  # resolved by the view
+SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall", "to", "entry", "params")  # resolved by the view
 # Joined without losing what they are: a value that may be one of these is an "any".
 _KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object", "class", "module", "tuple", "loader"}
 _MAX_ALTERNATIVES = 12
@@ -84,6 +85,9 @@ def kind_of(value: dict | None) -> Kind:
         return {Kind.LOADER: Kind.HOST_TENSOR, Kind.DEVICE_LOADER: Kind.DEVICE, Kind.PREPARED: Kind.DEVICE}.get(
             inner, inner if inner in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
         )
+    if k == "params":  # a module's parameters: on the device when it may be there
+        inner = kind_of(value["of"])
+        return {Kind.MODEL: Kind.DEVICE, Kind.MOVED: Kind.DEVICE, Kind.PREPARED: Kind.DEVICE, Kind.CPU_MODEL: Kind.HOST_TENSOR}.get(inner, Kind.UNKNOWN)
     if k == "like":  # a tensor computed from another value: on its device
         inner = kind_of(value["of"])
         return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR) else Kind.UNKNOWN

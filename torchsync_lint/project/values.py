@@ -123,7 +123,7 @@ class ValueAnswers:
                 self._resolved.truncated()
                 return absval.UNKNOWN
             return value
-        if kind in ("tuple", "dict", "item", "like", "elem", "any", "instance"):
+        if kind in ("tuple", "dict", "item", "like", "elem", "any", "instance", "params"):
             return self._resolve_parts(value, from_path, depth, bind)
         if kind == "to":
             moved = _moved(self.resolve(value["of"], from_path, depth + 1, bind))
