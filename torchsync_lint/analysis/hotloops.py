@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchsync_lint.analysis.gates import fills_cache, is_step_interval
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
 from torchsync_lint.analysis.kinds import CALLABLE_MODELS, LOADER_KINDS, Kind
@@ -353,9 +354,9 @@ class HotLoopAnalysis:
         tree = self.index.tree
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.If):
-                if self._never_taken(anc, child) or (child is anc.body and _fills_cache(anc)):
+                if self._never_taken(anc, child) or (child is anc.body and fills_cache(anc)):
                     return None
-                if gate is None and child is anc.body and _is_step_interval(anc.test, tree, self._loop_counters()):
+                if gate is None and child is anc.body and is_step_interval(anc.test, tree, self._loop_counters()):
                     gate = anc.test
             if isinstance(anc, cst.IndentedBlock) and self._leaves_loop(anc):
                 return None  # a failure branch: it runs once, then the loop is over
@@ -378,7 +379,7 @@ class HotLoopAnalysis:
         gated = False
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, cst.If) and child is anc.body and _is_step_interval(anc.test, self.index.tree, self._loop_counters()):
+            if isinstance(anc, cst.If) and child is anc.body and is_step_interval(anc.test, self.index.tree, self._loop_counters()):
                 gated = True
             if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
                 return anc, gated
@@ -499,52 +500,3 @@ class HotLoopAnalysis:
     def _rebound_elsewhere(self, name: str) -> bool:
         """`global name` anywhere: a function may change the module constant."""
         return any(any(n.name.value == name for n in g.names) for g in self.index.nodes_of(cst.Global))
-
-
-_COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
-# Process identities: `if rank == 0:` / `global_rank == 0` hold on every step of one process.
-_NOT_A_COUNTER = re.compile(r"rank|world|gpu|device|proc|node|master|main", re.I)
-
-
-def _fills_cache(stmt: cst.If) -> bool:
-    """`if key not in cache: ... cache[key] = value`: a memo filled once per key (a mel basis
-    per device, a window per size), not once per step."""
-    test = stmt.test
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.NotIn)):
-        return False
-    key, cache = test.left, test.comparisons[0].comparator
-    for line in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
-        for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Assign):
-                for target in small.targets:
-                    store = target.target
-                    if isinstance(store, cst.Subscript) and store.value.deep_equals(cache) and len(store.slice) == 1 and isinstance(store.slice[0].slice, cst.Index) and store.slice[0].slice.value.deep_equals(key):
-                        return True
-    return False
-
-
-def _is_step_interval(test: cst.BaseExpression, tree, counters: frozenset[str] = frozenset()) -> bool:
-    """A test that holds on some steps only, judged by a step counter in it.
-
-    `step % N == 0`, `(i + 1) % log_every == 0`, `not step % 10`, `a and it % n == 0`, and
-    `i == 0` / `batch_idx == last` (once per epoch). `args.rank % ngpus == 0` and
-    `global_rank == 0` are no gates: they hold on every step of the process that runs them.
-    ``counters``: the names the module's loops count with (`for j in range(n)`), counters
-    whatever they are called.
-    """
-    for node in tree.walk_subtree(test):
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-            if not isinstance(node.left, (cst.SimpleString, cst.FormattedString)) and _mentions_counter(node.left, tree, counters):
-                return True
-        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
-            sides = (node.left, node.comparisons[0].comparator)
-            if any(isinstance(s, (cst.Name, cst.Attribute)) and _mentions_counter(s, tree, counters) for s in sides):
-                return True
-    return False
-
-
-def _mentions_counter(node: cst.CSTNode, tree, counters: frozenset[str] = frozenset()) -> bool:
-    names = [n.value for n in tree.walk_subtree(node) if isinstance(n, cst.Name)]
-    if any(_NOT_A_COUNTER.search(n) for n in names):
-        return False
-    return any(_COUNTER.search(n) or n in counters for n in names)
