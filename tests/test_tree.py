@@ -129,3 +129,38 @@ def test_walk_of_a_deep_expression_does_not_recurse():
     tree = walk(module)
     names = [n for n in tree.nodes if isinstance(n, cst.Name) and n.value == "a"]
     assert len(names) == 3000
+
+
+_YIELDS = """\
+def gen(items):
+    for x in items:
+        yield x
+    def inner():
+        yield 1
+    class C:
+        def m(self):
+            yield 2
+    f = lambda: (yield 3)
+    y = yield (yield 4)
+
+
+def plain():
+    return [i for i in range(3)]
+"""
+
+
+def _walked_yields(tree, func):
+    return [n for n in tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Yield)]
+
+
+def test_yields_of_a_function_are_its_own_body_s():
+    tree = walk(cst.parse_module(_YIELDS))
+    funcs = {n.name.value: n for n in tree.nodes if isinstance(n, cst.FunctionDef)}
+    lam = next(n for n in tree.nodes if isinstance(n, cst.Lambda))
+    own = tree.yields(funcs["gen"])
+    assert [cst.Module([]).code_for_node(y) for y in own] == ["yield x", "yield (yield 4)", "(yield 4)"]
+    assert [len(tree.yields(funcs[name])) for name in ("inner", "m", "plain")] == [1, 1, 0]
+    assert len(tree.yields(lam)) == 1  # a lambda whose body is the yield itself
+    for func in [*funcs.values(), lam]:  # the same as a walk of the body that prunes nested scopes
+        assert tree.yields(func) == _walked_yields(tree, func)
+        assert tree.yields(func) is tree.yields(func)  # memoised

@@ -118,7 +118,9 @@ class LoaderTracker:
 
     # -- which loader an expression holds -------------------------------------------------------
     def loaders_of(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[LoaderInfo]:
-        if expr is None or depth > _MAX_DEPTH:
+        # Every loader found is one built here (``_by_call``): a module that builds none holds
+        # none, and the summary asks this of every expression it values.
+        if expr is None or depth > _MAX_DEPTH or not self._by_call:
             return []
         if isinstance(expr, cst.Call):
             info = self._by_call.get(expr)
