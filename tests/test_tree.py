@@ -62,10 +62,11 @@ def _assert_positions_match(source: str) -> LazyPositions:
     module = cst.parse_module(source)
     reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     tree = walk(module)
-    positions = starts = LazyPositions(module, source, tree)
+    positions = starts = lines = LazyPositions(module, source, tree)
     for i, node in enumerate(tree.nodes):
         if i % 16 == 0:  # fresh tables now and then, so that nodes are also computed on their own
-            positions, starts = LazyPositions(module, source, tree), LazyPositions(module, source, tree)
+            positions, starts, lines = (LazyPositions(module, source, tree) for _ in range(3))
+        assert lines.line(node) == reference[node].start.line, (type(node).__name__, i)  # (on its own table)
         assert positions[node] == reference[node], (type(node).__name__, i)
         assert starts.start(node) == reference[node].start, (type(node).__name__, i)
     return positions
@@ -100,6 +101,10 @@ def test_positions_equal_libcst_position_provider_on_the_corpora(path):
         "match p:\n    case 1:\n        a = 1\n    # comment\n    case _:\n        b = (\n            2)\n",
         "def f(a, /, b, *, c):\n    return [x for x in a if x if b]\n",
         "try:\n    pass\n# c\nexcept E as e:\n    raise\nelse:\n    pass\nfinally:\n    pass\n",
+        # statements on one physical line or on several: brackets, backslashes and strings
+        # that span lines, several statements on a line (LazyPositions.line's shortcut)
+        "a = f(1); b = g(\n    2)\nc = h(3); d = 4  # t\nx = \\\n    y(5)\ns = '''a\nb''' + k(6)\n"
+        "if q: r(7); t(8)\nu = 'a\\\nb' + v(9)\nw = [m(10),\n  n(11)]; z = o(12)\n",
     ],
 )
 def test_positions_on_edge_cases(source):

@@ -177,7 +177,7 @@ class ModuleIndex:
 
     def line(self, node: cst.CSTNode) -> int:
         """The line ``node`` starts on (computes its position: for messages, not for ordering)."""
-        return self.positions.start(node).line
+        return self.positions.line(node)
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.tree.parents.get(node)

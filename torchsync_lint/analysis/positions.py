@@ -112,6 +112,18 @@ class LazyPositions:
                 return self[node].start
         return self.starts[node]
 
+    def line(self, node: cst.CSTNode) -> int:
+        """The line ``node`` starts on: ``start(node).line``, without generating any code when
+        ``node`` lies inside a simple statement line that ast says is one physical line (every
+        node in it starts there). The summary asks the line of every call and function."""
+        if node not in self._computed and node not in self.starts and not self._full:
+            unit = self._statement_of(node)
+            if unit is not node and unit is not None:
+                found = self._statement_lines().one_line(unit)
+                if found is not None:
+                    return found
+        return self.start(node).line
+
     @property
     def used_fallback(self) -> bool:
         """Did this module need libcst's whole-module PositionProvider? (for tests)"""
@@ -214,14 +226,20 @@ class _StatementLines:
     def __init__(self, module: cst.Module, source: str, tree: Tree) -> None:
         self._tree = tree
         self._start: dict[cst.CSTNode, int] = {}
+        self._single: dict[cst.CSTNode, int] = {}  # simple statement line -> its one physical line
         try:
             parsed = parse_tree(source)
             self._block(list(module.body), parsed.body)
         except (SyntaxError, ValueError, RecursionError, MemoryError, _Mismatch):
-            self._start = {}  # every statement unknown: positions come from libcst instead
+            self._start, self._single = {}, {}  # every statement unknown: positions come from libcst instead
 
     def start_of(self, unit: cst.CSTNode) -> int | None:
         return self._start.get(unit)
+
+    def one_line(self, unit: cst.CSTNode) -> int | None:
+        """The line of a simple statement line whose statements ast places on one physical
+        line (from the first one's start to the last one's end), else None."""
+        return self._single.get(unit)
 
     def _block(self, statements: list[cst.CSTNode], nodes: list[ast.stmt]) -> None:
         i = 0
@@ -230,6 +248,9 @@ class _StatementLines:
                 raise _Mismatch
             if isinstance(stmt, cst.SimpleStatementLine):
                 self._start[stmt] = nodes[i].lineno - len(stmt.leading_lines)
+                last = nodes[min(i + len(stmt.body), len(nodes)) - 1]
+                if last.end_lineno == nodes[i].lineno:
+                    self._single[stmt] = nodes[i].lineno
                 i += len(stmt.body)
             else:
                 self._compound(stmt, nodes[i])
