@@ -42,6 +42,7 @@ class LoaderTracker:
         self.loaders: list[LoaderInfo] = []
         self._by_call: dict[cst.Call, LoaderInfo] = {}
         self._subclass_sets: dict[cst.Call, frozenset[str]] = {}
+        self._found: dict[tuple[int, int], tuple[LoaderInfo, ...]] = {}  # (id(expr), depth) -> loaders_of
         for call in self.index.calls:
             if self.analysis.qualname(call.func) == DATALOADER or self._project_subclass(call):
                 info = LoaderInfo(call, self._dataset_arg(call), self.argument(call, "num_workers"), self.argument(call, "pin_memory"))
@@ -122,6 +123,15 @@ class LoaderTracker:
         # none, and the summary asks this of every expression it values.
         if expr is None or depth > _MAX_DEPTH or not self._by_call:
             return []
+        # Memoised on the node and the depth left, all an answer depends on: a parameter passed
+        # on through call sites is otherwise walked once per path (exponential in the depth).
+        key = (id(expr), depth)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = tuple(self._loaders_of(expr, depth))
+        return list(found)
+
+    def _loaders_of(self, expr: cst.BaseExpression, depth: int) -> list[LoaderInfo]:
         if isinstance(expr, cst.Call):
             info = self._by_call.get(expr)
             if info is not None:
