@@ -169,3 +169,22 @@ def test_yields_of_a_function_are_its_own_body_s():
     for func in [*funcs.values(), lam]:  # the same as a walk of the body that prunes nested scopes
         assert tree.yields(func) == _walked_yields(tree, func)
         assert tree.yields(func) is tree.yields(func)  # memoised
+
+
+@pytest.mark.parametrize("path", [TOUR, *OWN[:4]], ids=lambda p: os.path.relpath(p, ROOT))
+def test_memoised_enclosing_function_and_frame_equal_the_ancestor_walk(path):
+    import random
+
+    from torchsync_lint.analysis.index import build_index
+
+    source = _read(path)
+    module = cst.parse_module(source)
+    tree = walk(module)
+    index = build_index(tree, LazyPositions(module, source, tree))
+    nodes = list(tree.nodes)
+    random.Random(0).shuffle(nodes)  # answers reused from ancestors asked before, in any order
+    for node in nodes:
+        ancestors = list(index.ancestors(node))
+        assert index.enclosing_function(node) is next((a for a in ancestors if isinstance(a, cst.FunctionDef)), None)
+        if node is not module:
+            assert index.frame_of(node) is next(a for a in ancestors if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.Module)))

@@ -191,6 +191,25 @@ class Tree:
         return self.order[node] >= self.end[self.order[other]]
 
 
+def innermost(parents: dict, memo: dict, node: cst.CSTNode, types: frozenset[type]) -> cst.CSTNode | None:
+    """The nearest strict ancestor of ``node`` of one of ``types`` (exact types: isinstance
+    against libcst's abstract classes is slow), None when there is none; memoised in ``memo``
+    per node, and an ancestor already answered answers for the nodes below it (the rules and
+    the summary ask this of most calls and names)."""
+    found = memo.get(node, memo)
+    if found is not memo:
+        return found
+    anc = parents.get(node)
+    while anc is not None and type(anc) not in types:
+        known = memo.get(anc, memo)
+        if known is not memo:  # `anc` is of none of the types: its answer is this node's too
+            anc = known
+            break
+        anc = parents.get(anc)
+    memo[node] = anc
+    return anc
+
+
 _SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)  # concrete node types: compared by type
 
 
