@@ -105,6 +105,7 @@ def test_positions_equal_libcst_position_provider_on_the_corpora(path):
         # that span lines, several statements on a line (LazyPositions.line's shortcut)
         "a = f(1); b = g(\n    2)\nc = h(3); d = 4  # t\nx = \\\n    y(5)\ns = '''a\nb''' + k(6)\n"
         "if q: r(7); t(8)\nu = 'a\\\nb' + v(9)\nw = [m(10),\n  n(11)]; z = o(12)\n",
+        "import torch\n@d\n\n# c\nclass A(\n    B):\n    @x(\n      1)\n    async def f(self):\n        pass\n    def g(\n      self): pass\n",
     ],
 )
 def test_positions_on_edge_cases(source):

@@ -115,11 +115,16 @@ class LazyPositions:
     def line(self, node: cst.CSTNode) -> int:
         """The line ``node`` starts on: ``start(node).line``, without generating any code when
         ``node`` lies inside a simple statement line that ast says is one physical line (every
-        node in it starts there). The summary asks the line of every call and function."""
+        node in it starts there), or is a function or class (libcst starts it at its `def` or
+        `class` keyword, as ast does). The summary asks the line of every call and function."""
         if node not in self._computed and node not in self.starts and not self._full:
+            lines = self._statement_lines()
+            found = lines.keyword_line(node)  # a function or class: its `def`/`class` line
+            if found is not None:
+                return found
             unit = self._statement_of(node)
             if unit is not node and unit is not None:
-                found = self._statement_lines().one_line(unit)
+                found = lines.one_line(unit)
                 if found is not None:
                     return found
         return self.start(node).line
@@ -227,11 +232,12 @@ class _StatementLines:
         self._tree = tree
         self._start: dict[cst.CSTNode, int] = {}
         self._single: dict[cst.CSTNode, int] = {}  # simple statement line -> its one physical line
+        self._keywords: dict[cst.CSTNode, int] = {}  # function or class -> the line of `def`/`class`
         try:
             parsed = parse_tree(source)
             self._block(list(module.body), parsed.body)
         except (SyntaxError, ValueError, RecursionError, MemoryError, _Mismatch):
-            self._start, self._single = {}, {}  # every statement unknown: positions come from libcst instead
+            self._start, self._single, self._keywords = {}, {}, {}  # all unknown: positions come from libcst instead
 
     def start_of(self, unit: cst.CSTNode) -> int | None:
         return self._start.get(unit)
@@ -240,6 +246,9 @@ class _StatementLines:
         """The line of a simple statement line whose statements ast places on one physical
         line (from the first one's start to the last one's end), else None."""
         return self._single.get(unit)
+
+    def keyword_line(self, node: cst.CSTNode) -> int | None:
+        return self._keywords.get(node)
 
     def _block(self, statements: list[cst.CSTNode], nodes: list[ast.stmt]) -> None:
         i = 0
@@ -269,6 +278,7 @@ class _StatementLines:
         if expected is None or not isinstance(node, expected):
             raise _Mismatch
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            self._keywords[stmt] = node.lineno
             if stmt.decorators:
                 first = stmt.decorators[0]
                 self._start[stmt] = node.decorator_list[0].lineno - len(first.leading_lines) - len(stmt.leading_lines)
