@@ -33,7 +33,9 @@ class ModuleAnalysis:
         else:
             self.tree, self.positions, self.index = _base.tree, _base.positions, _base.index
         seed = _base.values if _base is not None else None  # its answers that asked the project nothing
-        self.values = ValueAnalysis(self.index, source_uses_accelerator(source), source_names_accelerator(source), env, seed=seed)
+        # What the text mentions is the same text's: searched once (two regexes over the module).
+        self._mentions = _base._mentions if _base is not None else (source_uses_accelerator(source), source_names_accelerator(source))
+        self.values = ValueAnalysis(self.index, *self._mentions, env, seed=seed)
         env.bind(self)
         self._extensions: dict[str, object] = {}
 
