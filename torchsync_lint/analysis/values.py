@@ -349,7 +349,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         if self._not_a_tensor_here(node, defs):
             return Kind.HOST  # the `else` of `isinstance(value, torch.Tensor)`
         kinds = [self._def(d) for d in defs]
-        if any(d.how == "assign" and isinstance(d.value, (cst.List, cst.Dict)) for d in defs) and self._device_added_to(node):
+        if any(d.how == "assign" and type(d.value) in (cst.List, cst.Dict) for d in defs) and self._device_added_to(node):
             kinds.append(Kind.DEVICE)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
         return join(kinds) if any(k is not None for k in kinds) else None
 
@@ -414,7 +414,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         scope = self.index.scope_of(d.stmt)
         key = (id(scope), d.name)
         if key not in self._placements:
-            self._placements[key] = not any(self._moves_or_escapes(n) for n in self.index.tree.walk_subtree(scope) if isinstance(n, cst.Name) and n.value == d.name)
+            self._placements[key] = not any(self._moves_or_escapes(n) for n in self.index.tree.walk_subtree(scope) if type(n) is cst.Name and n.value == d.name)
         return self._placements[key]
 
     def _moves_or_escapes(self, name: cst.Name) -> bool:
