@@ -38,6 +38,8 @@ class AttributeKinds:
             return Kind.DEVICE  # fields of a model output (`out.logits`, `out.loss`)
         if base in HOST_KINDS:
             return base
+        if attr in torch_knowledge.WRAPPED_MODULE_ATTRIBUTES and base in (Kind.MODEL, Kind.CPU_MODEL, Kind.MOVED):
+            return Kind.CPU_MODEL if base is Kind.CPU_MODEL else Kind.MODEL  # `model.module` of a DataParallel
         stored = self._stored_on(base_expr, attr)
         if stored is Kind.DEVICE:
             return Kind.DEVICE  # `ctx.running = loss` earlier in this function, then `ctx.running.item()`

@@ -37,6 +37,22 @@ _RETURNS = {
 }
 
 
+def is_operand_function(qn: str) -> bool:
+    """A torch function whose result is a tensor where its tensor arguments are (`torch.max(a,
+    b)`, `torch.nn.functional.relu(x)`): the calls `_qualified_call` decides by their arguments
+    (no table knows them, they build no object, read no host value and make no new tensor)."""
+    if not qn.startswith("torch.") or registry.call_returns(qn) is not None:
+        return False
+    last = qn.rsplit(".", 1)[-1]
+    if qn.startswith(("torch.optim.lr_scheduler.", "torch.optim.swa_utils.", *tk.HOST_NAMESPACES)) or qn.endswith("GradScaler"):
+        return False
+    if qn in tk.MODEL_WRAPPERS or qn in tk.NORM_FUNCTIONS or last.startswith(("is_", "has_", "get_", "are_")):
+        return False
+    if last[:1].isupper() and not qn.startswith(tk.TENSOR_OBJECT_NAMESPACES):
+        return False  # a module, an optimizer, an object
+    return not (qn.count(".") == 1 and (last in tk.HOST_RESULTS or last in tk.FACTORIES))
+
+
 class CallKinds:
     """Mixin of ValueAnalysis: the kind of a call expression."""
 
@@ -164,7 +180,7 @@ class CallKinds:
                 return Kind.HOST
             if last in tk.FACTORIES:
                 return self._factory(last, call)
-        if qn.startswith("torch."):
+        if is_operand_function(qn):
             args = [self._eval(a.value) for a in call.args]
             if Kind.DEVICE in args or Kind.MOVED in args:
                 return Kind.DEVICE

@@ -65,6 +65,21 @@ class ClassQueries:
                 return hooks[func.name.value]
         return None
 
+    def batch_function(self, func: cst.FunctionDef) -> int | None:
+        """For a function this module hands an engine that runs it once per batch (ignite's
+        `Engine(_update)`): the position of its batch parameter; None for any other function."""
+        if self._batch_functions is None:
+            found: dict[cst.FunctionDef, int] = {}
+            for call in self.index.calls:
+                runner = trainer_frameworks.BATCH_FUNCTION_RUNNERS.get(self.qualname(call.func) or "")
+                positional = [a.value for a in call.args if a.keyword is None and not a.star]
+                if runner is not None and runner[0] < len(positional) and isinstance(positional[runner[0]], cst.Name):
+                    for d in self.reaching_defs(positional[runner[0]]):
+                        if isinstance(d.stmt, cst.FunctionDef):
+                            found[d.stmt] = runner[1]
+            self._batch_functions = found
+        return self._batch_functions.get(func)
+
     def is_framework_trainer(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, self.names_framework_trainer)
 

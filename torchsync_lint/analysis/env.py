@@ -149,6 +149,10 @@ class Env:
         passed or stored here) that runs a training step in its own body?"""
         return False
 
+    def hands_model_to_forward(self, call: cst.Call, values) -> bool:
+        """Does ``call`` hand a model to a function of another module that calls it?"""
+        return False
+
     def is_step_like(self, qualname: str) -> bool:
         """Does the project function ``qualname`` run a training step (backward, optimizer step,
         forward) in its own body?"""

@@ -31,6 +31,26 @@ _BACKWARD_METHODS = frozenset({"manual_backward"})
 _SUMMING = frozenset({"sum", "torch.sum", "torch.stack", "torch.cat", "torch.mean"})
 
 
+def _graph_terms(value: cst.BaseExpression | None) -> list[cst.Name]:
+    """The names a backpropagated expression is made of: `loss` itself, the terms of a sum
+    (`(v_loss * self.coef + a_loss - ent * 0.01).backward()`), a factor scaled by something
+    that is not a name (`v_loss * self.coef`, `0.5 * loss`), a numerator. Two names multiplied
+    say nothing of which is the tensor."""
+    if isinstance(value, cst.Name):
+        return [value]
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        return _graph_terms(value.expression)
+    if isinstance(value, cst.BinaryOperation):
+        if isinstance(value.operator, (cst.Add, cst.Subtract)):
+            return _graph_terms(value.left) + _graph_terms(value.right)
+        if isinstance(value.operator, cst.Divide):
+            return _graph_terms(value.left)  # `(loss / accum_steps).backward()`: the numerator
+        if isinstance(value.operator, cst.Multiply):
+            other = {id(value.left): value.right, id(value.right): value.left}
+            return [t for side in (value.left, value.right) if not isinstance(other[id(side)], cst.Name) for t in _graph_terms(side)]
+    return []
+
+
 class Evidence:
     def _not_a_tensor_here(self, node: cst.Name, defs: list[Def]) -> bool:
         """Is ``node`` read where a tensor test on it failed: the `else` of `if isinstance(v,
@@ -89,8 +109,7 @@ class Evidence:
     def _find_graph_defs(self) -> dict[int, str]:
         found: dict[int, str] = {}
         for call in self.index.calls:
-            value = self._backpropagated_value(call)
-            if isinstance(value, cst.Name):
+            for value in _graph_terms(self._backpropagated_value(call)):
                 for d in self.reaching_defs(value):
                     found.setdefault(id(d), "value")
                     self._mark_terms(d, found)

@@ -84,6 +84,9 @@ class HotLoopAnalysis:
                 self.hot_functions[func] = HotContext(f"`{name}` runs every step")
             elif self.values.framework_hook(func) is not None:
                 self.hot_functions[func] = HotContext(f"`{name}` runs every step (the trainer calls it per batch)")
+        for func in self.index.returns:
+            if self.values.batch_function(func) is not None and func not in self.hot_functions:
+                self.hot_functions[func] = HotContext(f"`{func.name.value}` runs every batch (the engine it is handed calls it)")
         # Functions another module calls every step.
         for func in self.index.returns:
             remote = self.env.hot_caller(func)
@@ -305,6 +308,8 @@ class HotLoopAnalysis:
             return True  # a step-like function of another module of the project
         if self.env.is_step_call(call):
             return True  # a step-like method of an object of another module (`policy.train(buffer)`)
+        if self.env.hands_model_to_forward(call, self.values):
+            return True  # `sample(model, x)`: another module's function runs the model it is handed
         if call.args:
             if self.values.kind(func) in CALLABLE_MODELS:
                 return True
@@ -347,7 +352,7 @@ class HotLoopAnalysis:
         tree = self.index.tree
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.If):
-                if self._never_taken(anc, child):
+                if self._never_taken(anc, child) or (child is anc.body and _fills_cache(anc)):
                     return None
                 if gate is None and child is anc.body and _is_step_interval(anc.test, tree):
                     gate = anc.test
@@ -483,6 +488,23 @@ class HotLoopAnalysis:
 _COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
 # Process identities: `if rank == 0:` / `global_rank == 0` hold on every step of one process.
 _NOT_A_COUNTER = re.compile(r"rank|world|gpu|device|proc|node|master|main", re.I)
+
+
+def _fills_cache(stmt: cst.If) -> bool:
+    """`if key not in cache: ... cache[key] = value`: a memo filled once per key (a mel basis
+    per device, a window per size), not once per step."""
+    test = stmt.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.NotIn)):
+        return False
+    key, cache = test.left, test.comparisons[0].comparator
+    for line in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
+        for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    store = target.target
+                    if isinstance(store, cst.Subscript) and store.value.deep_equals(cache) and len(store.slice) == 1 and isinstance(store.slice[0].slice, cst.Index) and store.slice[0].slice.value.deep_equals(key):
+                        return True
+    return False
 
 
 def _is_step_interval(test: cst.BaseExpression, tree) -> bool:

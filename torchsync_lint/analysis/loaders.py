@@ -41,8 +41,8 @@ class LoaderTracker:
         self.values = analysis.values
         self.loaders: list[LoaderInfo] = []
         self._by_call: dict[cst.Call, LoaderInfo] = {}
+        self._loaders_memo: dict[tuple[int, int], list[LoaderInfo]] = {}
         self._subclass_sets: dict[cst.Call, frozenset[str]] = {}
-        self._found: dict[tuple[int, int], tuple[LoaderInfo, ...]] = {}  # (id(expr), depth) -> loaders_of
         for call in self.index.calls:
             if self.analysis.qualname(call.func) == DATALOADER or self._project_subclass(call):
                 info = LoaderInfo(call, self._dataset_arg(call), self.argument(call, "num_workers"), self.argument(call, "pin_memory"))
@@ -119,16 +119,18 @@ class LoaderTracker:
 
     # -- which loader an expression holds -------------------------------------------------------
     def loaders_of(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[LoaderInfo]:
-        # Every loader found is one built here (``_by_call``): a module that builds none holds
-        # none, and the summary asks this of every expression it values.
+        # Memoised on (node, depth left): through parameters every call site is followed, so
+        # without it a helper called from many places inside functions that are themselves
+        # called from many places is walked once per path (a2c-ppo-acktr: minutes). A node met
+        # again while its answer is computed is a cycle: no loader along it. Every loader found
+        # is one built here (``_by_call``): a module that builds none holds none.
         if expr is None or depth > _MAX_DEPTH or not self._by_call:
             return []
-        # Memoised on the node and the depth left, all an answer depends on: a parameter passed
-        # on through call sites is otherwise walked once per path (exponential in the depth).
         key = (id(expr), depth)
-        found = self._found.get(key)
+        found = self._loaders_memo.get(key)
         if found is None:
-            found = self._found[key] = tuple(self._loaders_of(expr, depth))
+            self._loaders_memo[key] = []
+            found = self._loaders_memo[key] = self._loaders_of(expr, depth)
         return list(found)
 
     def _loaders_of(self, expr: cst.BaseExpression, depth: int) -> list[LoaderInfo]:

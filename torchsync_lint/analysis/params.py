@@ -51,6 +51,8 @@ class ParameterKinds:
             return Kind.DEVICE  # a callback's view of the step's outputs and batch
         if info is not None and position is not None and position in (self.framework_hook(func) or ()):
             return Kind.DEVICE  # a trainer framework's batch (prepared) or step outputs
+        if position is not None and position == self.batch_function(func):
+            return Kind.HOST_TENSOR  # a batch as the loader yields it: the engine moves nothing
         kinds = self.passed_kinds(self.index.call_sites(func), func, param)
         if kinds is None:
             return Kind.UNKNOWN

@@ -85,6 +85,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._qualnames: dict[cst.CSTNode, tuple] = {}  # every rule asks, per call (the key keeps the node alive)
         self._module_facts: dict[str, tuple] = {}  # "accelerator" (devices.py), "graph" (evidence.py)
         self._type_tests: set[str] | None = None  # names tested with isinstance/is_tensor (evidence.py)
+        self._batch_functions: dict | None = None  # functions an engine runs per batch (class_queries.py)
         self._instances: dict[int, object] = {}  # binding -> the instance it holds (instances.py)
         self._instance_values: dict[tuple[int, int], object] = {}
         self._clean: set[object] = set()  # memo keys whose answer asked the project nothing

@@ -9,3 +9,8 @@ LIBRARY_ROOTS = frozenset(
     "transformers torchvision torchmetrics PIL cv2 scipy sklearn pandas matplotlib yaml omegaconf hydra timm "
     "einops tensorboardX subprocess contextlib abc enum inspect traceback io csv gc".split()
 )
+
+# `@BACKBONES.register("resnet")` / `@MODELS.register_module()`: a class or function put into a
+# registry (a dict-like object of the project or of mmcv/detectron2-style code), later picked by
+# the config with `BACKBONES[cfg.name](cfg)`.
+REGISTRY_DECORATOR_METHODS = frozenset({"register", "register_module"})

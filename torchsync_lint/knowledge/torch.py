@@ -32,6 +32,9 @@ NORM_FUNCTIONS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.cl
 TENSOR_OBJECT_NAMESPACES = ("torch.distributions.", "torch.nn.utils.rnn.")
 # Wrappers returning the module they are given (its place unchanged).
 MODEL_WRAPPERS = frozenset({"torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"})
+# Where a wrapper (`DataParallel`, `DistributedDataParallel`, `torch.compile`) keeps the module it
+# wraps: the same module, placed with the wrapper.
+WRAPPED_MODULE_ATTRIBUTES = frozenset({"module", "_orig_mod"})
 
 DTYPE_NAMES = frozenset(
     "float32 float16 bfloat16 float64 int64 int32 int16 int8 uint8 long float half double bool complex64".split()

@@ -49,3 +49,14 @@ DATASET_CONSUMERS: dict[str, dict[str, int]] = {
     "evaluate": {"dataset": 0},
 }
 TRAINER_BASES = _ACCELERATED_TRAINERS
+
+# Engines that run a function they are given once per batch: pytorch-ignite's
+# `Engine(process_function)` calls `process_function(engine, batch)` for every batch of the
+# loader given to `engine.run(loader)` (read from ignite 0.4 `ignite/engine/engine.py`), batches
+# as the loader yields them (ignite moves nothing: the function copies them itself).
+# Qualname -> (position of the function among the call's arguments, position of its batch
+# parameter).
+BATCH_FUNCTION_RUNNERS: dict[str, tuple[int, int]] = {
+    "ignite.engine.Engine": (0, 1),
+    "ignite.engine.engine.Engine": (0, 1),
+}

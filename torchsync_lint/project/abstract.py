@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchsync_lint.analysis.calls import is_operand_function
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import torch as tk
@@ -20,7 +21,7 @@ from torchsync_lint.project.describe import describe_metric
 
 MAX_DEPTH = 10
 # Values a call may run project code through.
-_CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param"})
+_CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param", "entry"})
 _WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "itertools.islice", "islice"})
 # Tensor methods whose result is a tensor where the receiver is.
 _TENSOR_METHODS = tk.TENSOR_METHODS - tk.HOST_RESULT_METHODS - tk.SHARED_METHODS
@@ -32,6 +33,11 @@ def _like(value: dict) -> dict | None:
     if value.get("k") in absval.SYMBOLIC:
         return value if value.get("k") == "like" else {"k": "like", "of": value}
     return None
+
+
+def _constant_index(expr: cst.Subscript) -> bool:
+    """`d["key"]`, `t[0]`: one constant index (a registry is picked from by a config value)."""
+    return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, (cst.SimpleString, cst.Integer))
 
 
 def _mentions_parameters(value: dict) -> bool:
@@ -87,14 +93,13 @@ class AbstractValues:
             if absval.kind_of(value) is Kind.UNKNOWN and value.get("k") not in absval.SYMBOLIC and self.values.kind(expr) is Kind.DEVICE:
                 return {"k": "device"}  # what the module alone knows better (`d = {}` later filled with losses)
             return value
+        operands = self._operands(expr)
+        if operands and self.values.kind(expr) is Kind.UNKNOWN:  # else the module alone knows better
+            derived = self._derived([self.abs_of(e, depth) for e in operands])  # a subexpression: no new definition followed
+            if derived is not None:
+                return derived
         if isinstance(expr, cst.Call):
             return self._call(expr, depth)
-        if isinstance(expr, cst.BinaryOperation):
-            sides = [self.abs_of(expr.left, depth + 1), self.abs_of(expr.right, depth + 1)]
-            symbolic = [v for v in sides if v.get("k") in absval.SYMBOLIC]
-            if symbolic and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in sides):
-                # `x * scale` of a parameter; `self.sum / self.count`: where either operand is
-                return _like(symbolic[0] if len(symbolic) == 1 else absval.join_abs(symbolic))
         if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(el, cst.StarredElement) for el in expr.elements):
             return {"k": "tuple", "items": [self.abs_of(el.value, depth + 1) for el in expr.elements]}
         if isinstance(expr, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in expr.elements):
@@ -105,10 +110,39 @@ class AbstractValues:
             return self._subscript(expr, depth)
         return self.kind_or_device(expr)
 
+    def _operands(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The operands of arithmetic whose result is a tensor where they are (the rule of the
+        module-alone analysis, analysis/values.py): `x * scale`, `-x`, `x > t`, and calls of
+        torch functions that compute on their tensor arguments (`torch.max(a, b)`)."""
+        if isinstance(expr, cst.BinaryOperation):
+            return [expr.left, expr.right]
+        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+            return [expr.expression]
+        if isinstance(expr, cst.Comparison) and not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            return [expr.left, *(c.comparator for c in expr.comparisons)]
+        if isinstance(expr, cst.Call) and is_operand_function(self.values.qualname(expr.func) or ""):
+            return [a.value for a in expr.args if not a.star]
+        return []
+
+    @staticmethod
+    def _derived(operands: list[dict]) -> dict | None:
+        """A tensor computed from symbolic operands (a parameter, another module's result) and
+        host values lives where the symbolic ones are: the view decides."""
+        operands = [item for v in operands for item in (v["items"] if v.get("k") == "tuple" else [v])]  # `torch.cat([a, b])`
+        symbolic = [v for v in operands if v.get("k") in absval.SYMBOLIC]
+        if symbolic and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in operands):
+            return _like(symbolic[0] if len(symbolic) == 1 else absval.join_abs(symbolic))
+        return None
+
     def _subscript(self, expr: cst.Subscript, depth: int) -> dict:
         """`MODELS[name]` of a dict display: the value under a constant key, else any of them
         when they are classes or functions (a factory picked by the config)."""
-        base = self.abs_of(expr.value, depth + 1) if isinstance(expr.value, cst.Name) else None
+        base = self.abs_of(expr.value, depth) if isinstance(expr.value, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        registry = self.values.qualname(expr.value)
+        if base is not None and registry is not None and base.get("k") in ("sym", "attr") and not _constant_index(expr):
+            return {"k": "entry", "of": base, "name": registry}  # `registry.BOX_HEADS[cfg.name]`: the view looks up what was registered
+        if base is not None and base.get("k") in absval.SYMBOLIC and self.values.kind(expr) is Kind.UNKNOWN:
+            return _like(base)  # `x[:, 2]`, `boxes[i]` of a parameter: where it is (as a device tensor's part is)
         if base is None or base.get("k") != "dict" or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
             return self.kind_or_device(expr)
         key = expr.slice[0].slice.value
@@ -129,7 +163,7 @@ class AbstractValues:
             value = self.abs_of(func, depth + 1)
             if isinstance(func, cst.Name) and value.get("k") in ("vcall", "call", "instance"):
                 return value  # an object made by such a pick, called: its `__call__`/`forward`
-            if isinstance(func, cst.Name) and value.get("k") in ("sym", "param"):
+            if isinstance(func, cst.Name) and value.get("k") in ("sym", "param") and not any(d.how == "assign" for d in self.values.reaching_defs(func)):
                 return None  # an imported name or a parameter: named by the callee already, or a library's
         else:
             return None
@@ -215,6 +249,9 @@ class AbstractValues:
         if expr.value in ("None", "True", "False"):
             return {"k": "host"}
         defs = self.values.reaching_defs(expr)
+        info = self.index.local_class(expr) if not defs else None
+        if info is not None and self.names.ref(info.node) is not None:
+            return {"k": "class", "ref": self.names.ref(info.node)}  # `ARCHS = {"det": Detector}`: a class of the module as a value
         if not defs:
             qn = self.values.qualname(expr) or self.names._star_name(expr)  # noqa: SLF001
             return {"k": "sym", "name": qn} if qn is not None else absval.UNKNOWN
@@ -245,6 +282,10 @@ class AbstractValues:
                     found.append(absval.of_kind(Kind.HOST_TENSOR) if batch and inner["k"] == "unknown" else self.kind_or_device(expr))
             elif d.how == "for" and d.value is not None and self._item_part(d, depth) is not None:
                 found.append(self._item_part(d, depth))  # `for i, (x, y) in enumerate(self.loader)`
+            elif d.how == "module-move" and isinstance(d.stmt, cst.Expr) and isinstance(d.stmt.value, cst.Call):
+                found.append(self.abs_of(d.stmt.value, depth + 1))  # `model.to(device)` as a statement: the same module, placed
+            elif d.how == "param" and self._param_value(d) is not None:
+                found.append(self._param_value(d))  # `x = f(x)` in a loop: the parameter, or what the loop made of it
             else:
                 return self.kind_or_device(expr)
         return absval.join_abs(found)
@@ -276,7 +317,7 @@ class AbstractValues:
                 # checkpoint: the same object moved, or a tensor copied (the view tells)
                 return {"k": "to", "of": receiver, "kind": self.values.kind(expr).value}
         if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None:
-            derived = _like(self.abs_of(func.value, depth + 1))  # `tensor.clone()` of a parameter
+            derived = _like(self.abs_of(func.value, depth))  # `tensor.clone()` of a parameter
             if derived is not None:
                 return derived
         if isinstance(func, cst.Name) and func.value in ("iter", "next") and len(expr.args) == 1 and not self.index.binds_locally(func.value, func):

@@ -29,6 +29,9 @@ other modules' summaries. The forms:
   {"k": "any", "of": [...]}                      one of these (a join that keeps symbolic parts)
   {"k": "member", "of": abs}                     `getattr(of, <name>)`: any member of a module
   {"k": "to", "of": abs}                         `of.to(device)`: a module moved, or a tensor copied
+  {"k": "entry", "of": abs, "name": dotted}       `REGISTRY[key]` of an imported name under a key
+                                                the config picks: what the project registered
+                                                into it, else a part of ``of``
   {"k": "vcall", "of": abs, "args": [...], "kwargs": {...}}
                                                 calling a value (a class or function picked
                                                 from a dict or a module by the config)
@@ -43,7 +46,7 @@ from __future__ import annotations
 from torchsync_lint.analysis.kinds import Kind, join
 
 UNKNOWN = {"k": "unknown"}
-SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall", "to")  # resolved by the view
+SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall", "to", "entry")  # resolved by the view
 # Joined without losing what they are: a value that may be one of these is an "any".
 _KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object", "class", "module", "tuple", "loader"}
 _MAX_ALTERNATIVES = 12
@@ -88,7 +91,7 @@ def kind_of(value: dict | None) -> Kind:
         return join(kind_of(v) for v in value["of"])
     if k == "to":
         return Kind.MOVED
-    if k in ("object", "param", "call", "sym", "elem", "attr", "func", "class", "module", "member", "vcall"):
+    if k in ("object", "param", "call", "sym", "elem", "attr", "func", "class", "module", "member", "vcall", "entry"):
         return Kind(value.get("kind", "unknown")) if k == "call" else Kind.UNKNOWN
     try:
         return Kind(k)
@@ -141,6 +144,8 @@ def element(value: dict, position: int) -> dict:
         return join_abs([element(alt, position) for alt in value["of"]])  # `return a, b` or `return loader`
     if value.get("k") == "item" and kind_of(value) in (Kind.HOST_TENSOR, Kind.DEVICE):
         return of_kind(kind_of(value))  # part of a batch: where the batch is
+    if value.get("k") == "like":
+        return value  # `v, i = x.max(dim=0)` of a tensor computed from a parameter: where it is
     if value.get("k") in SYMBOLIC:
         return {"k": "elem", "of": value, "i": position}  # resolved by the view
     kind = kind_of(value)

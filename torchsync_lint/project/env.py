@@ -303,15 +303,39 @@ class ModuleEnv(Env):
         # `self.train_step()` in a base class's loop: an override in a subclass runs the step
         return any(self.view.function_flag(ref, "step") for ref in self.view.overrides(self._names.dispatch(call)))
 
+    def hands_model_to_forward(self, call: cst.Call, values) -> bool:
+        """Does ``call`` hand a model to a function of another module that calls it (`sample(model,
+        x)` of `def sample(model, x): ... model(x)`)? That runs the model's forward, as
+        `model(x)` would here (a loop calling a function that runs whole passes over a loader
+        stays an epoch loop: HotLoopAnalysis drops those)."""
+        found = self._callee_target_and_shift(call)
+        if found is None:
+            return False
+        path, qual = found[0].split(":", 1)
+        record = self.view.function(path, qual)
+        if not record or not record.get("forwards"):
+            return False
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        for i in record["forwards"]:
+            arg = positional[i - found[1]] if 0 <= i - found[1] < len(positional) else named.get(record["params"][i])
+            if arg is not None and values.kind(arg) in (Kind.MODEL, Kind.MOVED, Kind.PREPARED):
+                return True
+        return False
+
     def _callee_target(self, call: cst.Call) -> str | None:
         """"path:Qual" of the project function ``call`` runs, named as the summaries name it."""
+        found = self._callee_target_and_shift(call)
+        return found[0] if found is not None else None
+
+    def _callee_target_and_shift(self, call: cst.Call) -> tuple[str, int] | None:
+        """The project function ``call`` runs and how many leading parameters it fills itself."""
         if self._names is None:
             self._names = CalleeNames(self.analysis, self.path)
         callee = self._names.callee(call)
         if callee is None or callee.startswith(":"):
             return None  # this module's own functions are the per-module analysis's to judge
-        found = self.view.call_target_of(callee, self.path, self._names.bound(call, callee))
-        return found[0] if found is not None else None
+        return self.view.call_target_of(callee, self.path, self._names.bound(call, callee))
 
     def is_step_like(self, qualname: str) -> bool:
         target = self._call_target(qualname)

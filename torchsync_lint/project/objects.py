@@ -12,10 +12,13 @@ mixin of ProjectView (view.py), which provides ``summaries``, ``resolve``, ``res
 
 from __future__ import annotations
 
+from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
 from torchsync_lint.project.values import call_bindings
 
 _MAX_BASES = 6
+# Methods of a module of unknown class that no project method name can stand for: torch's own.
+_GENERIC_METHODS = tk.MODULE_METHODS | tk.TENSOR_METHODS | {"__call__", "forward", "__init__"}
 
 
 class ObjectAnswers:
@@ -109,6 +112,8 @@ class ObjectAnswers:
             if found_name is None or found_name[0] != "class":
                 return []
             path, cls = found_name[1], found_name[2]
+        elif kind in ("moved", "model", "device") and method not in _GENERIC_METHODS:
+            return self._sole_module_method(method)
         else:
             return []
         for name in (method, "forward") if method == "__call__" else (method,):
@@ -116,6 +121,23 @@ class ObjectAnswers:
             if member is not None and member[0] == "function":
                 return [(f"{member[1]}:{member[2]}", 1)]
         return []
+
+    def _sole_module_method(self, method: str) -> list[tuple[str, int]]:
+        """A module of unknown class (unpickled from a checkpoint, built by a library) whose
+        call names a method only one project module class defines (`model.detect_objects(...)`):
+        that method, the only code of the project it can run. Names a library module or tensor
+        also has (`forward`, `to`, `eval`...) never resolve this way, nor names several
+        classes define."""
+        if self._methods_by_name is None:
+            table: dict[str, list[str]] = {}
+            for path in sorted(self.summaries):
+                for cls, record in sorted(self.summaries[path]["classes"].items()):
+                    if self.class_flag(path, cls, "module"):
+                        for name in record["methods"]:
+                            table.setdefault(name, []).append(f"{path}:{cls}.{name}")
+            self._methods_by_name = table
+        found = self._methods_by_name.get(method, [])
+        return [(found[0], 1)] if len(found) == 1 else []
 
     def stored_callees(self, spec: str) -> list[tuple[str, int]]:
         """`<path>:<Class>.<attr>[.<method>]`: the functions run by calling what the class

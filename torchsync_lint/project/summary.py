@@ -27,6 +27,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.loaders import loaders
 from torchsync_lint.analysis.metrics import metric_tracker
+from torchsync_lint.knowledge import libraries
 from torchsync_lint.project import absval
 from torchsync_lint.project.abstract import AbstractValues
 from torchsync_lint.project.callees import CalleeNames
@@ -63,6 +64,7 @@ class _Summarizer:
             "functions": self._functions(),
             "classes": self._classes(),
             "values": self._module_values(),
+            "registered": self._registered(),
             "calls": self._calls(),
             "feeds": self._feeds(),
             "loaders": [self.site(info.call) for info in self.loaders.loaders],
@@ -92,6 +94,7 @@ class _Summarizer:
                 "yielded": self._yielded(func),  # what a generator's items are (`__iter__` of a prefetcher)
                 "step": hot.is_step_like(func),
                 "epoch": self._runs_epoch(func),
+                "forwards": self._called_params(func),
                 "callees": sorted({c for c in (self.names.callee(call) for call in self.index.calls_by_owner.get(func, ())) if c}),
                 "line": self.index.line(func),
             }
@@ -106,6 +109,19 @@ class _Summarizer:
         """The join of what a generator yields, when it yields values (None otherwise)."""
         yields = [n.value for n in self.index.tree.yields(func) if isinstance(n.value, cst.BaseExpression)]
         return absval.join_abs([self.abs_of(y) for y in yields]) if yields else None
+
+    def _called_params(self, func: cst.FunctionDef) -> list[int]:
+        """The positions of the parameters ``func`` calls (`model(x)` of `def sample(model, x)`),
+        anywhere in its body: a caller that hands it a model runs that model's forward."""
+        found = set()
+        for node in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+                defs = self.values.reaching_defs(node.func)
+                if defs and all(d.how == "param" and d.func is func for d in defs):
+                    position = param_index(func, defs[0].param)
+                    if position is not None:
+                        found.add(position)
+        return sorted(found)
 
     def _runs_epoch(self, func: cst.FunctionDef) -> bool:
         """Does ``func`` hold a pass over a data loader (a loop the hot-loop analysis reads as
@@ -138,6 +154,23 @@ class _Summarizer:
                 "methods": sorted(info.methods),
                 "getitem": self._getitem_converts(info),
             }
+        return out
+
+    def _registered(self) -> list[dict]:
+        """The module's classes and functions put into an imported registry by a decorator
+        (`@registry.BOX_HEADS.register("SSDBoxHead")`): ``into`` is the registry's import name."""
+        out = []
+        for node in self.a.module.body:
+            if not isinstance(node, (cst.ClassDef, cst.FunctionDef)):
+                continue
+            for dec in node.decorators:
+                call = dec.decorator
+                func = call.func if isinstance(call, cst.Call) else call
+                if isinstance(func, cst.Attribute) and func.attr.value in libraries.REGISTRY_DECORATOR_METHODS:
+                    into = self.values.qualname(func.value)
+                    ref = self.ref(node)
+                    if into is not None and ref is not None:
+                        out.append({"into": into, "k": "class" if isinstance(node, cst.ClassDef) else "func", "ref": ref})
         return out
 
     def _module_values(self) -> dict:

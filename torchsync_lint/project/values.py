@@ -127,7 +127,7 @@ class ValueAnswers:
             if moved.get("k") == "moved" and value.get("kind") == "device":
                 return {"k": "device"}  # what the module alone knew (a batch of its own loop, copied)
             return moved
-        if kind not in ("param", "call", "sym", "attr", "member", "vcall"):
+        if kind not in ("param", "call", "sym", "attr", "member", "vcall", "entry"):
             return value
         key = json.dumps([value, from_path, bind], sort_keys=True)
         return self._resolved.solve(key, lambda: self._resolve_symbolic(value, from_path, depth, bind), absval.UNKNOWN)
@@ -174,6 +174,14 @@ class ValueAnswers:
             return {"function": {"k": "func", "ref": f"{found[1]}:{found[2]}"}, "class": {"k": "class", "ref": f"{found[1]}:{found[2]}"}, "module": {"k": "module", "path": found[1]}}[found[0]]
         if kind == "member":
             return self._member_value(self.resolve(value["of"], from_path, depth + 1, bind))
+        if kind == "entry":
+            registered = self.registered_into(value["name"], from_path)
+            if registered:
+                return absval.join_abs(registered)  # one of the classes or functions registered into it
+            picked = self.resolve(value["of"], from_path, depth + 1, bind)
+            if picked.get("k") == "dict" and picked["items"]:
+                return absval.join_abs(list(picked["items"].values()))  # a dict of another module, picked from
+            return {"k": "like", "of": picked} if picked.get("k") != "unknown" else absval.UNKNOWN
         if kind == "vcall":
             args = [self.resolve(v, from_path, depth + 1, bind) for v in value.get("args", ())]
             kwargs = {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()}
@@ -192,6 +200,37 @@ class ValueAnswers:
         if path not in self.summaries or "." in cls or cls not in self.summaries[path]["classes"]:
             return None
         return self.class_attr(path, cls, attr)
+
+    def _forward_of_placed_parameter(self, callee: str, bind: dict | None) -> bool:
+        """Is the callee `model(x)` of a parameter given a module that may be on the device
+        (`def sample(model, x): model(x)`, handed a moved model)? Its output is a device tensor."""
+        if not (callee.startswith("^") and callee.endswith(".__call__")):
+            return False
+        ref, _, rest = callee[1:].partition("#")
+        index = rest.partition(".")[0]
+        passed = self.param_value(ref, int(index), bind) if index.isdigit() else None
+        return passed is not None and absval.kind_of(passed) in (Kind.MODEL, Kind.MOVED)
+
+    def registered_into(self, name: str, from_path: str) -> list[dict]:
+        """The classes and functions the project registers into the registry an import name
+        names (`@registry.BOX_HEADS.register(...)` anywhere in the component)."""
+        target = self.resolve_name(name, from_path)
+        if target is None or target[0] != "value":
+            return []
+        if self._registrations is None:
+            table: dict[tuple, list[dict]] = {}
+            for path in sorted(self.summaries):
+                for entry in self.summaries[path].get("registered", ()):
+                    into = self.resolve_name(entry["into"], path)
+                    if into is not None:
+                        table.setdefault(into, []).append({"k": entry["k"], "ref": entry["ref"]})
+            self._registrations = table
+        return self._registrations.get(target, [])
+
+    def _owned_by_module(self, callee: str) -> bool:
+        """Is the object holding a `~`/`@` callee's attribute itself an nn.Module?"""
+        path, _, cls = callee[1:].rpartition(".")[0].partition(":")
+        return self.class_flag(path, cls, "module")
 
     def _member_value(self, base: dict) -> dict:
         if base.get("k") == "module":
@@ -235,6 +274,8 @@ class ValueAnswers:
             # `self.model(x)`: the forward of a module held on the object; where its output
             # lives is the module's place (its body's submodules do not know it)
             on_device = absval.kind_of(receiver) is not Kind.CPU_MODEL or any(absval.kind_of(a) is Kind.DEVICE for a in args)
+            if not on_device and self._owned_by_module(callee):
+                return absval.UNKNOWN  # a submodule built in `__init__` moves with its parent, whose place this does not know
             return {"k": "device" if on_device else "host-tensor"}
         target = self.call_target_of(callee, from_path, value.get("bound", True))
         if target is not None:
@@ -246,6 +287,8 @@ class ValueAnswers:
             returned = self.resolve(record["returns"], fpath, depth + 1, call_bind)
             if absval.kind_of(returned) is Kind.UNKNOWN and value.get("kind", "unknown") != "unknown":
                 return {"k": value["kind"]}  # what the calling module knew (a device model's forward)
+            if absval.kind_of(returned) is Kind.UNKNOWN and self._forward_of_placed_parameter(callee, bind):
+                return {"k": "device"}
             return returned
         owner, _, method = callee.rpartition(".")
         cls = self.resolve_name(owner, from_path) if method in MODEL_METHODS_KEEPING_MODEL and found is None else None
@@ -254,6 +297,8 @@ class ValueAnswers:
             return {"k": "instance", "cls": f"{cls[1]}:{cls[2]}", "module": True, "placed": True}
         if found is not None:
             return absval.UNKNOWN
+        if self._forward_of_placed_parameter(callee, bind):
+            return {"k": "device"}
         if value.get("kind", "unknown") == "unknown":
             return {"k": "object", "origin": callee} if not callee.startswith(("^", "~", "*", "@", "!", "%")) else absval.UNKNOWN  # a library's object
         return {"k": value["kind"]}

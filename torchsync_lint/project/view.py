@@ -33,7 +33,7 @@ from torchsync_lint.project.values import ValueAnswers, passed_slot
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 6
 _MAX_DEPTH = 12
 _MAX_BASES = 6  # levels of project base classes followed
 
@@ -51,6 +51,8 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
         self._children: dict[str, list[str]] | None = None  # class ref -> direct project subclasses
+        self._methods_by_name: dict[str, list[str]] | None = None  # method -> refs of module classes defining it
+        self._registrations: dict[tuple, list[dict]] | None = None  # registry value -> registered classes/functions
 
     # -- names --------------------------------------------------------------------------------
     def resolve_name(self, dotted: str, from_path: str, depth: int = 0) -> tuple | None:

@@ -46,6 +46,31 @@ _LEGACY_CONSTRUCTORS = frozenset(
 )  # always build a CPU tensor (they reject CUDA input)
 _FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"}) | _LEGACY_CONSTRUCTORS
 _CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
+
+
+def keeps_place(method: str) -> bool:
+    """A tensor method whose result is the tensor itself, a view or a cast of it, where it is:
+    a reshape (`unsqueeze`, `expand_as`, `long`) or an in-place fill (`zero_`, `scatter_`)."""
+    return method in torch_knowledge.RESHAPING_METHODS or (method.endswith("_") and not method.startswith("_"))
+
+
+def fresh_host_fill(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str | None:
+    """The factory (`zeros`, `randn`...) of a tensor filled on the CPU that ``expr`` is, else
+    None: the call itself, reshaped or filled in place there (TorchTidy's "Extra CUDA Copy"),
+    or a name every definition of which binds one (`noise = torch.randn(n)`, then
+    `noise = noise.cuda()` a line later)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and keeps_place(expr.func.attr.value):
+        expr = expr.func.value
+    if isinstance(expr, cst.Call):
+        qn = analysis.qualname(expr.func) or ""
+        last = qn.rsplit(".", 1)[-1]
+        placed = any(a.keyword is not None and a.keyword.value == "device" for a in expr.args)
+        return last if qn.count(".") == 1 and qn.startswith("torch.") and last in _CPU_FACTORIES and not placed else None
+    if isinstance(expr, cst.Name) and depth < 4:
+        defs = analysis.values.reaching_defs(expr)
+        found = {fresh_host_fill(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
+        return found.pop() if len(found) == 1 and None not in found else None
+    return None
 _DTYPE_WORDS = frozenset({"float32", "float16", "bfloat16", "float64", "int64", "int32", "long", "float", "half", "double", "uint8", "bool", "int8", "int16"})
 
 
@@ -174,8 +199,8 @@ class BlockingHostToDeviceCopy(Rule):
         if not tracker.module_feeds_accelerator:
             return  # `Trainer(accelerator="cpu")`: the copy never reaches a GPU
         receiver = node.func.value
-        if self._cpu_factory(receiver) is not None or (isinstance(receiver, cst.Call) and self.analysis.qualname(receiver.func) in _FRESH_HOST_TENSOR):
-            return  # `torch.tensor(v).to(device)`, `torch.randn(n).to(device)`: TSL305's findings
+        if fresh_host_fill(self.analysis, receiver) is not None or (isinstance(receiver, cst.Call) and self.analysis.qualname(receiver.func) in _FRESH_HOST_TENSOR):
+            return  # `torch.tensor(v).to(device)`, `torch.randn(n).to(device)`, `z = torch.zeros(n); z.cuda()`: TSL305's findings
         state, arg = self._non_blocking(node)
         if state in ("true", "unknown"):
             return
@@ -198,18 +223,6 @@ class BlockingHostToDeviceCopy(Rule):
             line = self.analysis.index.line(unpinned[0].call)
             message += f"; the loader on line {line} does not pin its memory yet (TSL302)"
         self.report(node, message, fix=fix, hot=hot, expr=self.snippet(node))
-
-    def _cpu_factory(self, receiver: cst.BaseExpression) -> str | None:
-        """`torch.zeros(n)` / `torch.randn(n)` filled on the CPU (and maybe reshaped there)
-        and then copied (TorchTidy's "Extra CUDA Copy" pattern): the factory name, else None."""
-        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in torch_knowledge.RESHAPING_METHODS:
-            receiver = receiver.func.value
-        if isinstance(receiver, cst.Call):
-            qn = self.analysis.qualname(receiver.func) or ""
-            last = qn.rsplit(".", 1)[-1]
-            if qn.count(".") == 1 and qn.startswith("torch.") and last in _CPU_FACTORIES:
-                return last
-        return None
 
     def _non_blocking(self, call: cst.Call) -> tuple[str, cst.Arg | None]:
         """("true" | "false" | "absent" | "unknown", the keyword argument when written)."""

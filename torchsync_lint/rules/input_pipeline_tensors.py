@@ -21,6 +21,8 @@ from torchsync_lint.rules.input_pipeline import (
     _LEGACY_CONSTRUCTORS,
     _append_keyword,
     _render,
+    fresh_host_fill,
+    keeps_place,
 )
 from torchsync_lint.types import Applicability, Invalid, Valid
 
@@ -293,6 +295,9 @@ class HostTensorInLoop(Rule):
         Valid(pipeline(copy="cpu_scale = torch.tensor(0.5, device='cpu')\n    cpu_noise = torch.randn(3).to('cpu')")),
         Valid(pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)\nweights = torch.tensor([1.0, 2.0, 1.0, 1.0], device=device)")),  # hoisted
         Valid(pipeline(copy="half = torch.zeros(4).to(torch.float16)")),  # a dtype cast, stays on the CPU
+        Valid(pipeline(copy="bias = torch.zeros(4, device=device)\n    bias = bias.cuda()")),  # made on the device: the copy is a no-op
+        Valid(pipeline(copy="if 'w' not in cache:\n        cache['w'] = torch.tensor([1.0, 2.0]).to(device)")),  # a memo filled once per key
+        Valid(pipeline(copy="noise = torch.randn(4) if x is None else x\n    noise = noise.cuda()")),  # not only a fresh fill on every path
         # a helper whose device defaults to the CPU, and no call site passes another
         Valid(pipeline(copy="c = pick([0, 3])\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)", imports=_PICK)),
     ]
@@ -306,6 +311,10 @@ class HostTensorInLoop(Rule):
         Invalid(pipeline(copy="w = torch.as_tensor([1.0, 2.0, 1.0, 1.0], device=device)"), line=COPY_LINE, message_contains="once before the loop"),
         Invalid(pipeline(copy="lengths = [len(s) for s in y]\n    lens = torch.tensor(lengths).to(device)"), line=COPY_LINE + 1),
         Invalid(pipeline(copy="t = torch.tensor(np.arange(4)).cuda()", imports="import numpy as np\nfrom torch.utils.data import DataLoader"), line=COPY_LINE + 1),
+        Invalid(pipeline(copy="ranks = torch.LongTensor(range(8)).unsqueeze(0).expand(4, 8).to(device)"), line=COPY_LINE),  # reshaped on the host, then copied
+        Invalid(pipeline(copy="noise = torch.randn(32, 4)\n    noise = noise.cuda()"), line=COPY_LINE + 1, message_contains="torch.randn(..., device=...)"),  # named, then copied
+        Invalid(pipeline(copy="if 'w' not in seen:\n        w = torch.tensor([1.0, 2.0]).to(device)"), line=COPY_LINE + 1),  # a test, but no memo filled
+        Invalid(pipeline(copy="hot = torch.zeros(32, 10).scatter_(1, y.view(-1, 1), 1)\n    hot = hot.to(device)"), line=COPY_LINE + 1),  # filled in place, then copied
         Invalid(pipeline(copy="flag = torch.tensor(True, device='cuda')"), line=COPY_LINE, expected_fix=pipeline(copy="flag = torch.full((), True, device='cuda')")),
         Invalid(pipeline(copy="obs, rewards, dones, infos = env.step(action)\n    done = torch.Tensor(dones).to(device)"), line=COPY_LINE + 1),  # cleanrl
         Invalid(
@@ -326,6 +335,8 @@ class HostTensorInLoop(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         qn = self.analysis.qualname(node.func) or ""
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda") and not qn:
+            self._named_fill_copied(node)
         if qn in _FRESH_HOST_TENSOR:
             self._from_host_data(node, qn)
         elif qn.startswith("torch.") and qn.count(".") == 1 and qn[6:] in _CPU_FACTORIES:
@@ -373,7 +384,7 @@ class HostTensorInLoop(Rule):
         if not loaders(self.analysis).module_feeds_accelerator:
             return  # `Trainer(accelerator="cpu")`: nothing reaches a GPU
         device = self._keyword(node, "device")
-        copy = self._chained_copy(node)
+        copy = self._chained_copy(node, through_reshapes=True)  # also `torch.tensor(ids).unsqueeze(0).to(device)`
         if device is not None:
             if self.analysis.values.device_of(device.value) != "accelerator":
                 return  # built on the CPU, or a device we cannot place
@@ -421,6 +432,28 @@ class HostTensorInLoop(Rule):
         fix = self._device_fix(node, copy, factory) if direct else None  # the rewrite knows direct chains only
         self.report(copy, fix=fix, hot=hot, expr=self.snippet(copy), advice=advice)
 
+    def _named_fill_copied(self, copy: cst.Call) -> None:
+        """`noise = torch.randn(n)` ... `noise = noise.cuda()`: a name holding a tensor filled on
+        the CPU, copied (the chained form `torch.randn(n).cuda()` is found from the factory)."""
+        receiver = copy.func.value  # type: ignore[union-attr]
+        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and keeps_place(receiver.func.attr.value):
+            receiver = receiver.func.value
+        if not isinstance(receiver, cst.Name):
+            return
+        factory = fresh_host_fill(self.analysis, receiver)
+        if factory is None or self._chained_copy_target(copy) is None or not loaders(self.analysis).module_feeds_accelerator:
+            return
+        hot = self.hot(copy)
+        if hot is not None:
+            advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy"
+            self.report(copy, hot=hot, expr=self.snippet(copy), advice=advice)
+
+    def _chained_copy_target(self, copy: cst.Call) -> cst.Call | None:
+        """``copy`` itself when it moves to an accelerator (`.cuda()`, `.to(<accelerator>)`)."""
+        if copy.func.attr.value == "cuda" or self.analysis.values.to_destination(copy) == "accelerator":  # type: ignore[union-attr]
+            return copy
+        return None
+
     def _device_fix(self, factory_call: cst.Call, copy: cst.Call, factory: str):
         method = copy.func.attr.value  # type: ignore[union-attr]
         if method == "cuda":
@@ -459,7 +492,7 @@ class HostTensorInLoop(Rule):
         """The `.to(<accelerator>)` / `.cuda()` call applied directly to ``node`` (or, with
         ``through_reshapes``, after reshaping methods that keep it on the host), if any."""
         parent = self.analysis.index.parent(node)
-        while through_reshapes and isinstance(parent, cst.Attribute) and parent.attr.value in torch_knowledge.RESHAPING_METHODS:
+        while through_reshapes and isinstance(parent, cst.Attribute) and keeps_place(parent.attr.value):
             call = self.analysis.index.parent(parent)
             if not isinstance(call, cst.Call) or call.func is not parent:
                 return None
