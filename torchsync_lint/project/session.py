@@ -293,6 +293,8 @@ class Session:
         from torchsync_lint.parallel import map_files
 
         self.graph()
+        if jobs != 1:  # summaries and lints may run in forked workers: no ast forest to inherit
+            self._asts = {}
         tops = {self._top[rel] for rel in self._named if rel in self._top and self.connected(rel)}
         missing = []
         for top in sorted(tops):
