@@ -65,6 +65,7 @@ class AbstractValues:
         self.metrics = metrics
         self._open_defs: set[int] = set()  # stores to `self.<attr>` being summarised (cycles)
         self._memo: dict[tuple, dict] = {}
+        self._appends: dict[int, dict[str, list[cst.BaseExpression]]] = {}  # class -> attr -> appended values
 
     def abs_of(self, expr: cst.BaseExpression, depth: int = 0) -> dict:
         # An answer depends on the node, the depth left (the cut-off) and the stores being
@@ -219,14 +220,20 @@ class AbstractValues:
         """What the class's methods append to a container it stores on `self.<attr>`
         (`self.flows = nn.ModuleList()`, then `self.flows.append(ConvFlow(...))`): iterating
         it gives one of these."""
+        appends = self._appends.get(id(info))
+        if appends is None:  # the class's `self.<attr>.append(v)` calls, found once per class
+            appends = self._appends[id(info)] = {}
+            for method in info.methods.values():
+                for call in self.index.tree.walk_subtree(method.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "append" and len(call.args) == 1:
+                        parts = dotted_parts(call.func.value)
+                        if parts and len(parts) == 2 and parts[0] == "self":
+                            appends.setdefault(parts[1], []).append(call.args[0].value)
         out: list[dict] = []
-        for method in info.methods.values():
-            for node in self.index.tree.walk_subtree(method.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "append" and len(node.args) == 1:
-                    if dotted_parts(node.func.value) == ["self", attr]:
-                        value = self.abs_of(node.args[0].value)
-                        if value not in out:
-                            out.append(value)
+        for arg in appends.get(attr, ()):
+            value = self.abs_of(arg)
+            if value not in out:
+                out.append(value)
         return out
 
     def stored_value(self, d, depth: int = 0) -> dict | None:

@@ -27,13 +27,21 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.loaders import loaders
 from torchsync_lint.analysis.metrics import metric_tracker
+from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import libraries
+from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
 from torchsync_lint.project.abstract import AbstractValues
 from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.view import SUMMARY_VERSION
 
 _HANDOFF_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit", "validate", "test", "predict"})
+
+
+def _may_name_project_method(method: str) -> bool:
+    """A method name torch's tensors and modules do not have (`update`, `act`): only such a
+    call on an object of unknown kind may run a project class's method."""
+    return method not in tk.TENSOR_METHODS and method not in tk.MODULE_METHODS
 
 
 def summarize(analysis, relpath: str) -> dict:
@@ -194,7 +202,7 @@ class _Summarizer:
             callee = self.names.callee(call)
             picked = self.abstract.callee_value(call.func) if callee is None else None
             method = None
-            if callee is None and picked is None and isinstance(call.func, cst.Attribute):
+            if callee is None and picked is None and isinstance(call.func, cst.Attribute) and _may_name_project_method(call.func.attr.value) and self.values.kind(call.func.value) is Kind.UNKNOWN:
                 receiver = self.abs_of(call.func.value)
                 if receiver.get("k") in ("any", "call", "vcall"):
                     # `agent.update(rollouts)`, `agent` one of several project classes: the view
