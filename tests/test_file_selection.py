@@ -111,6 +111,29 @@ def test_gitignore_needs_a_repository_but_dot_ignore_does_not(tmp_path, monkeypa
     assert paths(capsys, ".") == {"a.py"}  # as ruff (and ripgrep): no .git, no .gitignore
 
 
+def test_a_walk_never_enters_the_tools_own_cache(tmp_path, monkeypatch, capsys):
+    # Outside a git repository the cache's own `.gitignore` does not apply: the walk prunes the
+    # directory by name instead of listing its entries (thousands after a few runs).
+    from torchsync_lint.config import Config
+    from torchsync_lint.files import discover
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    write(tmp_path, "a.py")
+    write(tmp_path, ".torchsync_cache/v1/stray.py")
+    write(tmp_path, "sub/.torchsync_cache/stray.py")
+    write(tmp_path, "torchsync_cache/kept.py")  # near misses: other names are walked
+    write(tmp_path, ".torchsync_cache_old/kept.py")
+    seen = []
+    real_walk = os.walk
+    monkeypatch.setattr(os, "walk", lambda *a, **k: ((seen.append(root) or (root, dirs, names)) for root, dirs, names in real_walk(*a, **k)))
+    found, errors = discover(["."], Config(root=tmp_path), notes=[])
+    assert sorted(found) == [".torchsync_cache_old/kept.py", "a.py", "torchsync_cache/kept.py"] and errors == []
+    assert not [root for root in seen if ".torchsync_cache" in Path(root).parts]
+    assert paths(capsys, ".") == {"a.py", "torchsync_cache/kept.py", ".torchsync_cache_old/kept.py"}
+
+
 def test_dot_ignore_beats_gitignore_in_the_same_directory(project, capsys):
     write(project, "keep.py")
     (project / ".gitignore").write_text("keep.py\n")

@@ -120,3 +120,23 @@ def test_a_package_building_an_extension_in_place_belongs_to_the_project_around_
     (ext / "core.py").write_text("import torch\n")
     clear_marker_memo()
     assert project_root(str(ext / "core.py")) == ((ext if own_project else tmp_path), True)
+
+
+def test_a_module_to_lint_is_parsed_by_python_once_for_its_imports_and_its_positions(tmp_path, monkeypatch):
+    # The import graph's ast of a connected file to lint is handed to its summary's positions
+    # (the summary asks the line of every call); the same findings as with a second parse.
+    import torchsync_lint.analysis.positions as positions
+    import torchsync_lint.project.graph as graph
+
+    root = project(tmp_path)
+    files = [str(root / name) for name in ("train.py", "utils.py", "other.py")]
+    expected = [codes(Session(root, Config(), use_cache=False, files=files).lint(f)) for f in files]
+    parsed: list[str] = []
+    for module in (positions, graph):
+        real = module.parse_tree
+        monkeypatch.setattr(module, "parse_tree", lambda source, *a, real=real, **k: parsed.append(source) or real(source, *a, **k))
+    session = Session(root, Config(), use_cache=False, files=files)
+    assert [codes(session.lint(f)) for f in files] == expected
+    texts = {(root / name).read_text() for name in ("train.py", "utils.py")}
+    assert sorted(t for t in parsed if t in texts) == sorted(texts)  # once each, not twice
+    assert not session._asts  # handed over, nothing left behind (other.py is connected to nothing)

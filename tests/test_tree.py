@@ -62,10 +62,11 @@ def _assert_positions_match(source: str) -> LazyPositions:
     module = cst.parse_module(source)
     reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     tree = walk(module)
-    positions = starts = LazyPositions(module, source, tree)
+    positions = starts = lines = LazyPositions(module, source, tree)
     for i, node in enumerate(tree.nodes):
         if i % 16 == 0:  # fresh tables now and then, so that nodes are also computed on their own
-            positions, starts = LazyPositions(module, source, tree), LazyPositions(module, source, tree)
+            positions, starts, lines = (LazyPositions(module, source, tree) for _ in range(3))
+        assert lines.line(node) == reference[node].start.line, (type(node).__name__, i)  # (on its own table)
         assert positions[node] == reference[node], (type(node).__name__, i)
         assert starts.start(node) == reference[node].start, (type(node).__name__, i)
     return positions
@@ -100,6 +101,11 @@ def test_positions_equal_libcst_position_provider_on_the_corpora(path):
         "match p:\n    case 1:\n        a = 1\n    # comment\n    case _:\n        b = (\n            2)\n",
         "def f(a, /, b, *, c):\n    return [x for x in a if x if b]\n",
         "try:\n    pass\n# c\nexcept E as e:\n    raise\nelse:\n    pass\nfinally:\n    pass\n",
+        # statements on one physical line or on several: brackets, backslashes and strings
+        # that span lines, several statements on a line (LazyPositions.line's shortcut)
+        "a = f(1); b = g(\n    2)\nc = h(3); d = 4  # t\nx = \\\n    y(5)\ns = '''a\nb''' + k(6)\n"
+        "if q: r(7); t(8)\nu = 'a\\\nb' + v(9)\nw = [m(10),\n  n(11)]; z = o(12)\n",
+        "import torch\n@d\n\n# c\nclass A(\n    B):\n    @x(\n      1)\n    async def f(self):\n        pass\n    def g(\n      self): pass\n",
     ],
 )
 def test_positions_on_edge_cases(source):
@@ -129,3 +135,57 @@ def test_walk_of_a_deep_expression_does_not_recurse():
     tree = walk(module)
     names = [n for n in tree.nodes if isinstance(n, cst.Name) and n.value == "a"]
     assert len(names) == 3000
+
+
+_YIELDS = """\
+def gen(items):
+    for x in items:
+        yield x
+    def inner():
+        yield 1
+    class C:
+        def m(self):
+            yield 2
+    f = lambda: (yield 3)
+    y = yield (yield 4)
+
+
+def plain():
+    return [i for i in range(3)]
+"""
+
+
+def _walked_yields(tree, func):
+    return [n for n in tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Yield)]
+
+
+def test_yields_of_a_function_are_its_own_body_s():
+    tree = walk(cst.parse_module(_YIELDS))
+    funcs = {n.name.value: n for n in tree.nodes if isinstance(n, cst.FunctionDef)}
+    lam = next(n for n in tree.nodes if isinstance(n, cst.Lambda))
+    own = tree.yields(funcs["gen"])
+    assert [cst.Module([]).code_for_node(y) for y in own] == ["yield x", "yield (yield 4)", "(yield 4)"]
+    assert [len(tree.yields(funcs[name])) for name in ("inner", "m", "plain")] == [1, 1, 0]
+    assert len(tree.yields(lam)) == 1  # a lambda whose body is the yield itself
+    for func in [*funcs.values(), lam]:  # the same as a walk of the body that prunes nested scopes
+        assert tree.yields(func) == _walked_yields(tree, func)
+        assert tree.yields(func) is tree.yields(func)  # memoised
+
+
+@pytest.mark.parametrize("path", [TOUR, *OWN[:4]], ids=lambda p: os.path.relpath(p, ROOT))
+def test_memoised_enclosing_function_and_frame_equal_the_ancestor_walk(path):
+    import random
+
+    from torchsync_lint.analysis.index import build_index
+
+    source = _read(path)
+    module = cst.parse_module(source)
+    tree = walk(module)
+    index = build_index(tree, LazyPositions(module, source, tree))
+    nodes = list(tree.nodes)
+    random.Random(0).shuffle(nodes)  # answers reused from ancestors asked before, in any order
+    for node in nodes:
+        ancestors = list(index.ancestors(node))
+        assert index.enclosing_function(node) is next((a for a in ancestors if isinstance(a, cst.FunctionDef)), None)
+        if node is not module:
+            assert index.frame_of(node) is next(a for a in ancestors if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.Module)))

@@ -183,6 +183,12 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
     return unique, errors
 
 
+# The tool's own cache (project/cache.py): it never holds sources, and outside a git repository
+# its `.gitignore` does not apply, so a walk would otherwise list its thousands of entries on
+# every run of a project whose cache is on.
+CACHE_DIR = ".torchsync_cache"
+
+
 def _walk(given: str, config: Config, skipped: list[str]) -> list[str]:
     from torchsync_lint.gitignore import Matcher, matcher_for_walk
 
@@ -194,7 +200,7 @@ def _walk(given: str, config: Config, skipped: list[str]) -> list[str]:
         kept = []
         for d in sorted(dirs):
             full = os.path.join(root, d)
-            if config.is_excluded(full, given) or matcher.ignored(os.path.abspath(full), True):
+            if d == CACHE_DIR or config.is_excluded(full, given) or matcher.ignored(os.path.abspath(full), True):
                 continue
             kept.append(d)
             if config.respect_gitignore:

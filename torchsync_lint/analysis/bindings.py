@@ -74,7 +74,7 @@ class Bindings:
         iterable), a comprehension's before its element and conditions; every other binding
         before the uses that follow its statement.
         """
-        if isinstance(d.stmt, cst.CompFor):
+        if type(d.stmt) is cst.CompFor:  # (an exact type test: this runs for every def of every use)
             return not (use is d.stmt.iter or self.index.inside(use, d.stmt.iter))
         if d.seq >= seq:
             return False

@@ -139,7 +139,7 @@ class CallKinds:
         return self.index.argument_for(call, func, defs[0].param)
 
     def _is_generator(self, func: cst.FunctionDef) -> bool:
-        return any(isinstance(n, (cst.Yield,)) for n in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)))
+        return bool(self.index.tree.yields(func))
 
     def _class_instance(self, cls: cst.ClassDef) -> Kind:
         """A module built here lives on the CPU until moved (see ValueAnalysis._def)."""
@@ -423,7 +423,7 @@ class CallKinds:
     def yielded_param(self, func: cst.FunctionDef) -> cst.Param | None:
         """The parameter whose items ``func`` (a generator) yields one by one, if it does:
         `for obj in iterable: yield obj`, also through `enumerate(iterable)`."""
-        yields = [n for n in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Yield)]
+        yields = self.index.tree.yields(func)
         if not yields:
             return None
         sources = set()

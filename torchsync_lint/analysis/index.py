@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 from torchsync_lint.analysis.imports import ImportMap, dotted_parts
-from torchsync_lint.analysis.tree import Tree
+from torchsync_lint.analysis.tree import Tree, innermost
 
 Scope = cst.Module | cst.FunctionDef | cst.Lambda | cst.ListComp | cst.SetComp | cst.DictComp | cst.GeneratorExp
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _FRAMES = (cst.FunctionDef, cst.Lambda, cst.Module)
 _FRAME_TYPES = frozenset(_FRAMES)  # exact types: no subclasses of these node classes exist
+_FUNCTION_TYPES = frozenset({cst.FunctionDef})
+
 _COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
 
 
@@ -87,6 +89,8 @@ class ModuleIndex:
     _binding_resolver: object = None
     _call_sites: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict)
     _scopes: dict[cst.CSTNode, Scope] = field(default_factory=dict)  # scope_of, memoised
+    _frames: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)  # frame_of, memoised
+    _functions_of: dict[cst.CSTNode, cst.FunctionDef | None] = field(default_factory=dict)  # enclosing_function
 
     def call_targets(self) -> dict[cst.Call, cst.FunctionDef]:
         """Every call whose callee is a same-module function, resolved once."""
@@ -177,7 +181,7 @@ class ModuleIndex:
 
     def line(self, node: cst.CSTNode) -> int:
         """The line ``node`` starts on (computes its position: for messages, not for ordering)."""
-        return self.positions.start(node).line
+        return self.positions.line(node)
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.tree.parents.get(node)
@@ -222,10 +226,10 @@ class ModuleIndex:
 
     def frame_of(self, node: cst.CSTNode) -> cst.Module | cst.FunctionDef | cst.Lambda:
         """The function, lambda or module whose frame runs ``node`` (comprehensions run inline)."""
-        for anc in self.ancestors(node):
-            if type(anc) in _FRAME_TYPES:
-                return anc
-        raise AssertionError("node outside the module")
+        found = innermost(self.tree.parents, self._frames, node, _FRAME_TYPES)
+        if found is None:
+            raise AssertionError("node outside the module")
+        return found
 
     def binds_locally(self, name: str, at: cst.CSTNode) -> bool:
         """Does a scope around ``at``, up to its function, bind ``name`` (shadowing a builtin)?"""
@@ -238,10 +242,7 @@ class ModuleIndex:
             scope = self.scope_of(scope)
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        for anc in self.ancestors(node):
-            if isinstance(anc, cst.FunctionDef):
-                return anc
-        return None
+        return innermost(self.tree.parents, self._functions_of, node, _FUNCTION_TYPES)
 
     def local_class(self, func: cst.BaseExpression) -> ClassInfo | None:
         """The class of this module that a call's callee names (`Trainer(...)`), unless a

@@ -122,8 +122,9 @@ class LoaderTracker:
         # Memoised on (node, depth left): through parameters every call site is followed, so
         # without it a helper called from many places inside functions that are themselves
         # called from many places is walked once per path (a2c-ppo-acktr: minutes). A node met
-        # again while its answer is computed is a cycle: no loader along it.
-        if expr is None or depth > _MAX_DEPTH:
+        # again while its answer is computed is a cycle: no loader along it. Every loader found
+        # is one built here (``_by_call``): a module that builds none holds none.
+        if expr is None or depth > _MAX_DEPTH or not self._by_call:
             return []
         key = (id(expr), depth)
         found = self._loaders_memo.get(key)

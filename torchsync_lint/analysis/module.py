@@ -20,18 +20,22 @@ class ModuleAnalysis:
     ``env`` is what the rest of the project says about the module (analysis/env.py); the walk,
     positions and index do not depend on it, so ``with_env`` reuses them."""
 
-    def __init__(self, module: cst.Module, source: str, env: Env = NULL_ENV, *, _base: ModuleAnalysis | None = None) -> None:
+    def __init__(self, module: cst.Module, source: str, env: Env = NULL_ENV, *, _base: ModuleAnalysis | None = None, statements=None) -> None:
+        """``statements``: Python's ast of ``source``, when the caller has parsed it already
+        (positions pair libcst's statements with its line numbers)."""
         self.module = module
         self.source = source
         self.env = env
         if _base is None:
             self.tree = walk(module)
-            self.positions = LazyPositions(module, source, self.tree)
+            self.positions = LazyPositions(module, source, self.tree, statements)
             self.index: ModuleIndex = build_index(self.tree, self.positions)
         else:
             self.tree, self.positions, self.index = _base.tree, _base.positions, _base.index
         seed = _base.values if _base is not None else None  # its answers that asked the project nothing
-        self.values = ValueAnalysis(self.index, source_uses_accelerator(source), source_names_accelerator(source), env, seed=seed)
+        # What the text mentions is the same text's: searched once (two regexes over the module).
+        self._mentions = _base._mentions if _base is not None else (source_uses_accelerator(source), source_names_accelerator(source))
+        self.values = ValueAnalysis(self.index, *self._mentions, env, seed=seed)
         env.bind(self)
         self._extensions: dict[str, object] = {}
 

@@ -75,10 +75,13 @@ class _PartialState(PositionProvidingCodegenState):
 class LazyPositions:
     """A read-only mapping node -> CodeRange, filled on demand (see the module docstring)."""
 
-    def __init__(self, module: cst.Module, source: str, tree: Tree) -> None:
+    def __init__(self, module: cst.Module, source: str, tree: Tree, statements: ast.Module | None = None) -> None:
+        """``statements``: Python's ast of ``source`` when the caller has it (else parsed on
+        the first question that needs it)."""
         self._module = module
         self._source = source
         self._tree = tree
+        self._parsed = statements
         self._computed: dict[cst.CSTNode, CodeRange] = {}
         self.starts: dict[cst.CSTNode, CodePosition] = {}
         self._lines: _StatementLines | None = None
@@ -111,6 +114,23 @@ class LazyPositions:
             if node not in self.starts:
                 return self[node].start
         return self.starts[node]
+
+    def line(self, node: cst.CSTNode) -> int:
+        """The line ``node`` starts on: ``start(node).line``, without generating any code when
+        ``node`` lies inside a simple statement line that ast says is one physical line (every
+        node in it starts there), or is a function or class (libcst starts it at its `def` or
+        `class` keyword, as ast does). The summary asks the line of every call and function."""
+        if node not in self._computed and node not in self.starts and not self._full:
+            lines = self._statement_lines()
+            found = lines.keyword_line(node)  # a function or class: its `def`/`class` line
+            if found is not None:
+                return found
+            unit = self._statement_of(node)
+            if unit is not node and unit is not None:
+                found = lines.one_line(unit)
+                if found is not None:
+                    return found
+        return self.start(node).line
 
     @property
     def used_fallback(self) -> bool:
@@ -189,7 +209,8 @@ class LazyPositions:
 
     def _statement_lines(self) -> _StatementLines:
         if self._lines is None:
-            self._lines = _StatementLines(self._module, self._source, self._tree)
+            self._lines = _StatementLines(self._module, self._source, self._tree, self._parsed)
+            self._parsed = None
         return self._lines
 
     def _use_provider(self) -> None:
@@ -211,17 +232,27 @@ class _StatementLines:
     """The line each libcst statement's generated text starts on (its leading blank and comment
     lines included), from ast statement line numbers. A statement ast cannot pair gets None."""
 
-    def __init__(self, module: cst.Module, source: str, tree: Tree) -> None:
+    def __init__(self, module: cst.Module, source: str, tree: Tree, parsed: ast.Module | None = None) -> None:
         self._tree = tree
         self._start: dict[cst.CSTNode, int] = {}
+        self._single: dict[cst.CSTNode, int] = {}  # simple statement line -> its one physical line
+        self._keywords: dict[cst.CSTNode, int] = {}  # function or class -> the line of `def`/`class`
         try:
-            parsed = parse_tree(source)
+            parsed = parsed if parsed is not None else parse_tree(source)
             self._block(list(module.body), parsed.body)
         except (SyntaxError, ValueError, RecursionError, MemoryError, _Mismatch):
-            self._start = {}  # every statement unknown: positions come from libcst instead
+            self._start, self._single, self._keywords = {}, {}, {}  # all unknown: positions come from libcst instead
 
     def start_of(self, unit: cst.CSTNode) -> int | None:
         return self._start.get(unit)
+
+    def one_line(self, unit: cst.CSTNode) -> int | None:
+        """The line of a simple statement line whose statements ast places on one physical
+        line (from the first one's start to the last one's end), else None."""
+        return self._single.get(unit)
+
+    def keyword_line(self, node: cst.CSTNode) -> int | None:
+        return self._keywords.get(node)
 
     def _block(self, statements: list[cst.CSTNode], nodes: list[ast.stmt]) -> None:
         i = 0
@@ -230,6 +261,9 @@ class _StatementLines:
                 raise _Mismatch
             if isinstance(stmt, cst.SimpleStatementLine):
                 self._start[stmt] = nodes[i].lineno - len(stmt.leading_lines)
+                last = nodes[min(i + len(stmt.body), len(nodes)) - 1]
+                if last.end_lineno == nodes[i].lineno:
+                    self._single[stmt] = nodes[i].lineno
                 i += len(stmt.body)
             else:
                 self._compound(stmt, nodes[i])
@@ -248,6 +282,7 @@ class _StatementLines:
         if expected is None or not isinstance(node, expected):
             raise _Mismatch
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            self._keywords[stmt] = node.lineno
             if stmt.decorators:
                 first = stmt.decorators[0]
                 self._start[stmt] = node.decorator_list[0].lineno - len(first.leading_lines) - len(stmt.leading_lines)

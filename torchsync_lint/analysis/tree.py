@@ -134,6 +134,8 @@ class Tree:
     parents: dict[cst.CSTNode, cst.CSTNode]
     order: dict[cst.CSTNode, int]
     end: list[int]
+    _all_yields: list[cst.Yield] | None = dataclasses.field(default=None, repr=False)
+    _yields: dict[cst.CSTNode, list[cst.Yield]] = dataclasses.field(default_factory=dict, repr=False)
 
     def inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
         """Is ``ancestor`` a strict ancestor of ``node``? (False for nodes the walk skipped.)"""
@@ -162,9 +164,53 @@ class Tree:
             yield n
             i += 1
 
+    def yields(self, func: cst.FunctionDef) -> list[cst.Yield]:
+        """The `yield` expressions of ``func``'s own body (not of the functions, lambdas and
+        classes nested in it), in source order. Memoised, and found among the module's yields
+        rather than by a walk of the body: the summary and the value analysis ask it of every
+        function, several times, and most modules yield nothing."""
+        found = self._yields.get(func)
+        if found is None:
+            if self._all_yields is None:
+                self._all_yields = [n for n in self.nodes if type(n) is cst.Yield]
+            body = func.body
+            found = self._yields[func] = [y for y in self._all_yields if y is body or (self.inside(y, body) and self._owned_by(y, body))]
+        return found
+
+    def _owned_by(self, node: cst.CSTNode, body: cst.CSTNode) -> bool:
+        """Is no function, lambda or class between ``node`` and ``body`` (an ancestor of it)?"""
+        current = self.parents.get(node)
+        while current is not None and current is not body:
+            if type(current) in _SCOPE_TYPES:
+                return False
+            current = self.parents.get(current)
+        return current is body
+
     def after(self, node: cst.CSTNode, other: cst.CSTNode) -> bool:
         """Does ``node`` start after the whole of ``other`` (in source order)?"""
         return self.order[node] >= self.end[self.order[other]]
+
+
+def innermost(parents: dict, memo: dict, node: cst.CSTNode, types: frozenset[type]) -> cst.CSTNode | None:
+    """The nearest strict ancestor of ``node`` of one of ``types`` (exact types: isinstance
+    against libcst's abstract classes is slow), None when there is none; memoised in ``memo``
+    per node, and an ancestor already answered answers for the nodes below it (the rules and
+    the summary ask this of most calls and names)."""
+    found = memo.get(node, memo)
+    if found is not memo:
+        return found
+    anc = parents.get(node)
+    while anc is not None and type(anc) not in types:
+        known = memo.get(anc, memo)
+        if known is not memo:  # `anc` is of none of the types: its answer is this node's too
+            anc = known
+            break
+        anc = parents.get(anc)
+    memo[node] = anc
+    return anc
+
+
+_SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)  # concrete node types: compared by type
 
 
 def walk(module: cst.Module) -> Tree:

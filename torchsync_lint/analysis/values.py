@@ -117,6 +117,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
     def qualname(self, node: cst.BaseExpression) -> str | None:
         """The imported name ``node`` (a dotted name) refers to, unless a local binding of its
         root shadows the import (`import model` ... `model = model.Net()` in a script)."""
+        entry = self._qualnames.get(node)
+        if entry is not None and not entry[1]:  # (asked of nearly every node: the common hit inline)
+            return entry[0]
         return self._reused(self._qualnames, node, lambda: self._qualname(node))
 
     def _qualname(self, node: cst.BaseExpression) -> str | None:
@@ -274,45 +277,48 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         return result
 
     def _compute(self, node: cst.BaseExpression) -> Kind | None:
-        if type(node) in _LITERAL_TYPES:
+        # Exact type tests (the node classes below have no subclasses; isinstance against
+        # libcst's abstract base classes is slow, and every value question comes here).
+        kind = type(node)
+        if kind in _LITERAL_TYPES:
             return Kind.HOST
-        if isinstance(node, cst.Name):
+        if kind is cst.Name:
             if node.value in ("None", "True", "False"):
                 return Kind.HOST
             return self._name(node)
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             return self._attribute(node)
-        if isinstance(node, cst.Call):
+        if kind is cst.Call:
             return self._call(node)
-        if isinstance(node, cst.Subscript):
+        if kind is cst.Subscript:
             return self._subscript(node)
-        if isinstance(node, cst.BinaryOperation):
+        if kind is cst.BinaryOperation:
             if isinstance(node.operator, cst.Modulo) and self._is_text(node.left):
                 return Kind.HOST  # "%s" % t: string formatting
             if isinstance(node.operator, cst.Add) and (self._is_text(node.left) or self._is_text(node.right)):
                 return Kind.HOST  # `dir + "/" + name`: text
             return combine(self._eval(node.left), self._eval(node.right))
-        if isinstance(node, cst.UnaryOperation):
+        if kind is cst.UnaryOperation:
             if isinstance(node.operator, cst.Not):
                 return Kind.HOST
             return combine(self._eval(node.expression))
-        if isinstance(node, cst.Comparison):
+        if kind is cst.Comparison:
             if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
                 return Kind.HOST
             return combine(self._eval(node.left), *(self._eval(c.comparator) for c in node.comparisons))
-        if isinstance(node, cst.BooleanOperation):
+        if kind is cst.BooleanOperation:
             return join([self._eval(node.left), self._eval(node.right)])
-        if isinstance(node, cst.IfExp):
+        if kind is cst.IfExp:
             return join([self._eval(node.body), self._eval(node.orelse)])
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        if kind is cst.Tuple or kind is cst.List or kind is cst.Set:
             return self._container([self._eval(el.value) for el in node.elements])
-        if isinstance(node, cst.Dict):
+        if kind is cst.Dict:
             return self._container([self._eval(el.value) for el in node.elements if isinstance(el, cst.DictElement)], partial=True)
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        if kind is cst.ListComp or kind is cst.SetComp or kind is cst.GeneratorExp:
             return Kind.DEVICE if self._eval(node.elt) is Kind.DEVICE else Kind.UNKNOWN
-        if isinstance(node, cst.DictComp):
+        if kind is cst.DictComp:
             return Kind.DEVICE if self._eval(node.value) is Kind.DEVICE else Kind.UNKNOWN
-        if isinstance(node, cst.NamedExpr):
+        if kind is cst.NamedExpr:
             return self._eval(node.value)
         return Kind.UNKNOWN
 
@@ -344,7 +350,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         if self._not_a_tensor_here(node, defs):
             return Kind.HOST  # the `else` of `isinstance(value, torch.Tensor)`
         kinds = [self._def(d) for d in defs]
-        if any(d.how == "assign" and isinstance(d.value, (cst.List, cst.Dict)) for d in defs) and self._device_added_to(node):
+        if any(d.how == "assign" and type(d.value) in (cst.List, cst.Dict) for d in defs) and self._device_added_to(node):
             kinds.append(Kind.DEVICE)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
         return join(kinds) if any(k is not None for k in kinds) else None
 
@@ -409,7 +415,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         scope = self.index.scope_of(d.stmt)
         key = (id(scope), d.name)
         if key not in self._placements:
-            self._placements[key] = not any(self._moves_or_escapes(n) for n in self.index.tree.walk_subtree(scope) if isinstance(n, cst.Name) and n.value == d.name)
+            self._placements[key] = not any(self._moves_or_escapes(n) for n in self.index.tree.walk_subtree(scope) if type(n) is cst.Name and n.value == d.name)
         return self._placements[key]
 
     def _moves_or_escapes(self, name: cst.Name) -> bool:

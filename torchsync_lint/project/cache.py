@@ -28,9 +28,7 @@ from pathlib import Path
 
 from torchsync_lint import __version__
 from torchsync_lint.atomic import WriteError, write_atomic
-from torchsync_lint.files import read_regular
-
-CACHE_DIR = ".torchsync_cache"
+from torchsync_lint.files import CACHE_DIR, read_regular
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by torchsync-lint.\n"
 _HEADER = b"tsl-cache 1 "
 _MAX_ENTRY_BYTES = 64 << 20

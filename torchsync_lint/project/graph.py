@@ -21,12 +21,20 @@ from torchsync_lint.project.layout import Layout
 from torchsync_lint.pytree import parse_tree
 
 
-def import_names(source: str) -> list[str]:
-    """The dotted names a module's import statements name (relative ones keep their dots);
-    `from a import b` names both `a` and `a.b` (b may be a submodule)."""
+def parse_module(source: str) -> ast.Module | None:
+    """``source``'s ast, or None when Python cannot parse it."""
     try:
-        tree = parse_tree(source)
+        return parse_tree(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def import_names(source: str, tree: ast.Module | None = None) -> list[str]:
+    """The dotted names a module's import statements name (relative ones keep their dots);
+    `from a import b` names both `a` and `a.b` (b may be a submodule). ``tree``: the ast of
+    ``source``, when the caller has parsed it already."""
+    tree = tree if tree is not None else parse_module(source)
+    if tree is None:
         return []
     names: list[str] = []
     for node in _statements(tree.body):

@@ -67,12 +67,13 @@ from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError
 from torchsync_lint.project import checks
 from torchsync_lint.project.cache import Cache, digest
-from torchsync_lint.project.graph import components, import_names, resolve_imports
+from torchsync_lint.project.graph import components, import_names, parse_module, resolve_imports
 from torchsync_lint.project.layout import Layout, project_root
 from torchsync_lint.project.view import SUMMARY_VERSION, ProjectView
 from torchsync_lint.types import FileResult, Finding
 
 _KEEP_ANALYSES_BYTES = 8 << 20  # parsed modules kept for the lint pass (avoids parsing twice)
+_KEEP_ASTS_BYTES = 2 << 20  # Python's ast of modules to lint, kept from the import graph (about 40x the text)
 _GRAPH_VERSION = 1
 MODULE_SUFFIXES = (".py", ".ipynb")
 
@@ -96,11 +97,11 @@ class Session:
 
     def _forget(self, everything: bool = False, rel: str | None = None) -> None:
         """Drop what was read or worked out (about ``rel``, or ``everything``)."""
-        memos = ("_sources", "_shas", "_names", "_summaries", "_digests")
+        memos = ("_sources", "_shas", "_names", "_summaries", "_digests", "_asts")
         if everything:
             for name in memos:
                 setattr(self, name, {})
-            self._modules = None
+            self._modules, self._ast_bytes = None, 0
         else:
             for name in memos:
                 getattr(self, name).pop(rel, None)
@@ -179,6 +180,7 @@ class Session:
                         self.cache.put("graph", key, graph)
             self._graph, self._dirty = graph, set()
             self._connected = {m for m, targets in graph["imports"].items() if targets} | {t for targets in graph["imports"].values() for t in targets}
+            self._asts = {m: kept for m, kept in self._asts.items() if m in self._connected}  # the others are not summarised
             top = components(graph["reach"])
             self._members: dict[str, list[str]] = {}
             for m in files:
@@ -201,9 +203,13 @@ class Session:
             key = digest("imports", sha)
             cached = None if sha is None or self._in_memory(rel) else self.cache.get("imports", key, checks.valid_names)
             if cached is None:
-                cached = import_names(self._text(rel)) if sha is not None else []
+                text = self._text(rel)
+                tree = parse_module(text) if sha is not None else None
+                cached = import_names(text, tree) if sha is not None else []
                 if sha is not None and not self._in_memory(rel):
                     self.cache.put("imports", key, cached)
+                if tree is not None and rel in self._named and self._ast_bytes + len(text) <= _KEEP_ASTS_BYTES:
+                    self._asts[rel], self._ast_bytes = (text, tree), self._ast_bytes + len(text)  # for its summary's positions
             self._names[rel] = cached
         return self._names[rel]
 
@@ -266,7 +272,8 @@ class Session:
         return self._digests[rel]
 
     def _summarize(self, rel: str, text: str) -> dict | None:
-        result, analysis = _analyse_and_summarize(rel, text)
+        kept = self._asts.pop(rel, None)
+        result, analysis = _analyse_and_summarize(rel, text, kept[1] if kept is not None and kept[0] == text else None)
         if analysis is not None and (rel in self._named or rel in self._edits) and self._kept + len(text) <= _KEEP_ANALYSES_BYTES:
             self.analyses[rel] = analysis  # the lint pass reuses the parse and the index
             self._kept += len(text)
@@ -286,6 +293,8 @@ class Session:
         from torchsync_lint.parallel import map_files
 
         self.graph()
+        if jobs != 1:  # summaries and lints may run in forked workers: no ast forest to inherit
+            self._asts = {}
         tops = {self._top[rel] for rel in self._named if rel in self._top and self.connected(rel)}
         missing = []
         for top in sorted(tops):
@@ -463,7 +472,7 @@ class Session:
         """What a worker process needs: the graph, the summaries, the overlays and the cache;
         not the sources, the parsed modules or the views (rebuilt there)."""
         state = dict(self.__dict__)
-        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _views={})
+        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _views={}, _asts={})
         return state
 
 
@@ -474,15 +483,16 @@ def _lines(text: str | bytes | None) -> str | bytes | None:
     return text
 
 
-def _analyse_and_summarize(rel: str, text: str):
-    """(summary, analysis) of one module, or (None, None) when it cannot be summarised."""
+def _analyse_and_summarize(rel: str, text: str, statements=None):
+    """(summary, analysis) of one module, or (None, None) when it cannot be summarised.
+    ``statements``: Python's ast of ``text``, when the import graph parsed it already."""
     import libcst as cst  # here: a run served by the cache never loads the parser
 
     from torchsync_lint.analysis import ModuleAnalysis
     from torchsync_lint.project import summary as summary_module
 
     try:
-        analysis = ModuleAnalysis(cst.parse_module(text), text)
+        analysis = ModuleAnalysis(cst.parse_module(text), text, statements=statements)
         return summary_module.summarize(analysis, rel), analysis
     except Exception:  # noqa: BLE001 - a module we cannot summarise is unknown, never a crash
         return None, None

@@ -115,7 +115,7 @@ class _Summarizer:
 
     def _yielded(self, func: cst.FunctionDef) -> dict | None:
         """The join of what a generator yields, when it yields values (None otherwise)."""
-        yields = [n.value for n in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Yield) and isinstance(n.value, cst.BaseExpression)]
+        yields = [n.value for n in self.index.tree.yields(func) if isinstance(n.value, cst.BaseExpression)]
         return absval.join_abs([self.abs_of(y) for y in yields]) if yields else None
 
     def _called_params(self, func: cst.FunctionDef) -> list[int]:
