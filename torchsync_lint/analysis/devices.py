@@ -9,6 +9,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import torch as tk
+from torchsync_lint.pytree import literal_value
 
 ACCELERATOR_WORDS = re.compile(r"cuda|mps|xla|xpu|hpu|npu|meta|gpu|accelerat", re.I)
 CPU_WORDS = re.compile(r"^cpu(:\d+)?$")
@@ -73,7 +74,8 @@ class DeviceArguments:
         if depth > 8:
             return "accelerator"
         if isinstance(node, cst.SimpleString):
-            text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
+            value = literal_value(node)
+            text = value if isinstance(value, str) else ""
             if CPU_WORDS.match(text):
                 return "cpu"
             return "accelerator" if ACCELERATOR_WORDS.search(text) else None

@@ -8,6 +8,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import MODEL_KINDS, Kind, join
+from torchsync_lint.pytree import literal_value
 
 
 class ElementKinds:
@@ -188,9 +189,9 @@ def _is_container_display(value: cst.BaseExpression | None, index) -> bool:
 
 def _literal_key(node: cst.BaseExpression | None) -> object:
     if isinstance(node, cst.SimpleString):
-        return node.evaluated_value
+        return literal_value(node)
     if isinstance(node, cst.Integer):
-        return node.evaluated_value
+        return literal_value(node)
     return _UNKNOWN_KEY
 
 
