@@ -15,7 +15,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from torchsync_lint.pytree import literal_value, parse_tree
+from torchsync_lint.pytree import evaluated_literal, parse_tree
 
 PACKAGE = Path(__file__).resolve().parent.parent / "torchsync_lint"
 
@@ -43,7 +43,7 @@ def test_literals_and_parses_on_two_threads_never_mix_their_depths():
         try:
             while not stop.is_set():
                 _garbage()
-                assert literal_value(literal) == "cuda:0"
+                assert evaluated_literal(literal) == "cuda:0"
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
 

@@ -9,7 +9,7 @@ verifier lints two scripts at once on threads (``--jobs``), and the language ser
 worker thread, so every ``ast`` tree the tool builds is built here, behind one lock. Only the
 conversion is guarded: reading the tree afterwards is safe. libcst's ``evaluated_value`` of a
 string or number literal calls ``ast.literal_eval`` (an ``ast`` tree too), so the tool reads
-literals through ``literal_value`` below, never through ``evaluated_value`` itself (a test
+literals through ``evaluated_literal`` below, never through ``evaluated_value`` itself (a test
 holds the package to that).
 """
 
@@ -28,7 +28,7 @@ def parse_tree(source: str, filename: str = "<unknown>", flags: int = 0) -> ast.
         return compile(source, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
 
 
-def literal_value(node):
+def evaluated_literal(node):
     """libcst's ``node.evaluated_value`` (a string, number or concatenated string literal), built
     behind the same lock: libcst evaluates it with ``ast.literal_eval``."""
     with _LOCK:

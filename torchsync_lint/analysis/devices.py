@@ -9,7 +9,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import torch as tk
-from torchsync_lint.pytree import literal_value
+from torchsync_lint.pytree import evaluated_literal
 
 ACCELERATOR_WORDS = re.compile(r"cuda|mps|xla|xpu|hpu|npu|meta|gpu|accelerat", re.I)
 CPU_WORDS = re.compile(r"^cpu(:\d+)?$")
@@ -74,7 +74,7 @@ class DeviceArguments:
         if depth > 8:
             return "accelerator"
         if isinstance(node, cst.SimpleString):
-            value = literal_value(node)
+            value = evaluated_literal(node)
             text = value if isinstance(value, str) else ""
             if CPU_WORDS.match(text):
                 return "cpu"

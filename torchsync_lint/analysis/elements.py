@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import MODEL_KINDS, Kind, join
-from torchsync_lint.pytree import literal_value
+from torchsync_lint.pytree import evaluated_literal
 
 
 class ElementKinds:
@@ -189,9 +189,9 @@ def _is_container_display(value: cst.BaseExpression | None, index) -> bool:
 
 def _literal_key(node: cst.BaseExpression | None) -> object:
     if isinstance(node, cst.SimpleString):
-        return literal_value(node)
+        return evaluated_literal(node)
     if isinstance(node, cst.Integer):
-        return literal_value(node)
+        return evaluated_literal(node)
     return _UNKNOWN_KEY
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from torchsync_lint.analysis.imports import ImportMap, dotted_parts
 from torchsync_lint.analysis.tree import Tree, innermost
-from torchsync_lint.pytree import literal_value
+from torchsync_lint.pytree import evaluated_literal
 
 Scope = cst.Module | cst.FunctionDef | cst.Lambda | cst.ListComp | cst.SetComp | cst.DictComp | cst.GeneratorExp
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -524,9 +524,9 @@ class _Indexer:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "add_state" and isinstance(func.value, cst.Name) and func.value.value == "self":
             name = node.args[0].value if node.args else None
-            if isinstance(name, cst.SimpleString) and isinstance(literal_value(name), str):
+            if isinstance(name, cst.SimpleString) and isinstance(evaluated_literal(name), str):
                 # a torchmetrics state: a tensor that moves with the metric (`self.correct`)
-                self._add_self_attr(node, Def(literal_value(name), self.index.seq(node), "state", node))
+                self._add_self_attr(node, Def(evaluated_literal(name), self.index.seq(node), "state", node))
         for anc in self.index.ancestors(node):
             if type(anc) in _OWNER_TYPES:
                 self.index.calls_by_owner.setdefault(anc, []).append(node)

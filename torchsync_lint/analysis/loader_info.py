@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from torchsync_lint.pytree import literal_value
+from torchsync_lint.pytree import evaluated_literal
 
 DATALOADER = "torch.utils.data.DataLoader"
 # `DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
@@ -52,13 +52,13 @@ class LoaderInfo:
 def literal_value(node: cst.BaseExpression):
     """(True, value) for a Python literal we can read statically, else (False, None)."""
     if isinstance(node, cst.Integer):
-        return True, literal_value(node)
+        return True, evaluated_literal(node)
     if isinstance(node, cst.Float):
-        return True, literal_value(node)
+        return True, evaluated_literal(node)
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return True, {"True": True, "False": False, "None": None}[node.value]
     if isinstance(node, cst.SimpleString):
-        return True, literal_value(node)
+        return True, evaluated_literal(node)
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         ok, v = literal_value(node.expression)
         if ok and isinstance(v, (int, float)):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchsync_lint.installed import installed_torchmetrics_version
-from torchsync_lint.pytree import literal_value
+from torchsync_lint.pytree import evaluated_literal
 
 
 class _Unknown:
@@ -107,7 +107,7 @@ _ITEM_VIEWS = frozenset({"items", "values"})
 def literal(expr: cst.BaseExpression | None) -> object:
     """A Python literal from source (str/int/float/bool/None), else UNKNOWN."""
     if isinstance(expr, cst.SimpleString):
-        return literal_value(expr)
+        return evaluated_literal(expr)
     if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[expr.value]
     if isinstance(expr, cst.Integer):

@@ -43,7 +43,7 @@ from torchsync_lint.analysis.metric_params import MetricParameters
 from torchsync_lint.analysis.metric_sites import MetricSite, MetricUse, _unique
 from torchsync_lint.analysis.metric_uses import MetricUses
 from torchsync_lint.knowledge.libraries import LIBRARY_ROOTS
-from torchsync_lint.pytree import literal_value
+from torchsync_lint.pytree import evaluated_literal
 
 
 class MetricTracker(MetricUses, MetricParameters):
@@ -135,7 +135,7 @@ class MetricTracker(MetricUses, MetricParameters):
                 return None
             body = positional[2]
             if isinstance(body, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in body.elements):
-                methods = frozenset(literal_value(el.key) for el in body.elements)
+                methods = frozenset(evaluated_literal(el.key) for el in body.elements)
             else:
                 methods = frozenset({ANY_METHOD})
             return replace(base, name=f"{literal(positional[0]) if literal(positional[0]) is not UNKNOWN else 'type'}({base.name})", overrides=base.overrides | methods)

@@ -18,7 +18,7 @@ from torchsync_lint.project import absval
 from torchsync_lint.analysis.index import param_index
 from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.describe import describe_metric
-from torchsync_lint.pytree import literal_value
+from torchsync_lint.pytree import evaluated_literal
 
 MAX_DEPTH = 10
 # Values a call may run project code through.
@@ -105,7 +105,7 @@ class AbstractValues:
         if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(el, cst.StarredElement) for el in expr.elements):
             return {"k": "tuple", "items": [self.abs_of(el.value, depth + 1) for el in expr.elements]}
         if isinstance(expr, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in expr.elements):
-            return {"k": "dict", "items": {literal_value(el.key): self.abs_of(el.value, depth + 1) for el in expr.elements}}
+            return {"k": "dict", "items": {evaluated_literal(el.key): self.abs_of(el.value, depth + 1) for el in expr.elements}}
         if isinstance(expr, cst.Attribute):
             return self._attribute(expr, depth)
         if isinstance(expr, cst.Subscript):
@@ -149,7 +149,7 @@ class AbstractValues:
             return self.kind_or_device(expr)
         key = expr.slice[0].slice.value
         if isinstance(key, cst.SimpleString):
-            return base["items"].get(literal_value(key), absval.UNKNOWN)
+            return base["items"].get(evaluated_literal(key), absval.UNKNOWN)
         items = list(base["items"].values())
         if items and all(v.get("k") in _CALLABLE_VALUES for v in items):
             return absval.join_abs(items)

@@ -29,7 +29,7 @@ import libcst as cst
 from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.hotloops import ITER_WRAPPERS
 from torchsync_lint.analysis.loaders import LoaderInfo, literal_value, loaders
-from torchsync_lint.pytree import literal_value
+from torchsync_lint.pytree import evaluated_literal
 
 _MAX_DEPTH = 6
 _DEVICE_TYPES = "cpu|cuda|mps|xpu|xla|meta|hpu|npu|mtia|ipu|hip|ve|lazy|vulkan|maia|privateuseone"
@@ -46,7 +46,7 @@ def plain_device(analysis, expr: cst.BaseExpression, depth: int = 0) -> bool:
     if depth > _MAX_DEPTH:
         return False
     if isinstance(expr, cst.SimpleString):
-        value = literal_value(expr)
+        value = evaluated_literal(expr)
         return isinstance(value, str) and bool(_DEVICE_STRING.match(value))
     if isinstance(expr, cst.FormattedString):  # f"cuda:{rank}"
         head = expr.parts[0] if expr.parts else None

@@ -16,7 +16,7 @@ from torchsync_lint.rule import Rule
 from torchsync_lint.rules._cases import LOOP_BODY_LINE as L
 from torchsync_lint.rules._cases import in_loop
 from torchsync_lint.types import Invalid, Valid
-from torchsync_lint.pytree import literal_value
+from torchsync_lint.pytree import evaluated_literal
 
 
 class TensorFormatInLoop(Rule):
@@ -137,7 +137,7 @@ def _formatted_attributes(template: cst.BaseExpression, call: cst.Call):
     """(argument, attribute) for every `{name.attr}` / `{0.attr}` field of a literal format."""
     import string
 
-    text = literal_value(template) if isinstance(template, cst.SimpleString) else None
+    text = evaluated_literal(template) if isinstance(template, cst.SimpleString) else None
     if not isinstance(text, str):
         return
     positional = [a for a in call.args if a.keyword is None and not a.star]
