@@ -89,9 +89,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._instances: dict[int, object] = {}  # binding -> the instance it holds (instances.py)
         self._instance_values: dict[tuple[int, int], object] = {}
         self._clean: set[object] = set()  # memo keys whose answer asked the project nothing
-        if seed is not None:
-            self._memo = {k: seed._memo[k] for k in seed._clean if k in seed._memo}  # noqa: SLF001
-            self._clean = set(self._memo)
+        # Read when a key is first asked, not copied now: the seed goes on answering (the
+        # project's summary computes some of its fields only when the view reads them).
+        self._seed = seed
 
     # -- public ---------------------------------------------------------------------------
     def kind(self, node: cst.BaseExpression) -> Kind:
@@ -232,6 +232,11 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             if key not in self._clean:
                 self._asked[0] += 1  # leaning on an answer the project gave
             return self._memo[key]
+        seed = self._seed
+        if seed is not None and key in seed._clean and key in seed._memo:  # noqa: SLF001
+            self._clean.add(key)
+            result = self._memo[key] = seed._memo[key]  # noqa: SLF001
+            return result
         depth = self._active.get(key)
         if depth is not None:
             self._lowest_cut = min(self._lowest_cut, depth)

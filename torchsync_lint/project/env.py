@@ -272,6 +272,8 @@ class ModuleEnv(Env):
         return bool(found and found[0] == "class" and self.view.class_converts(found[1], found[2]))
 
     def has_remote_metrics(self) -> bool:
+        if not any(s.get("metrics") for s in self.view.summaries.values()):
+            return False  # no module of the component builds a metric: no value is one
         summary = self.view.summaries.get(self.path, {})
         for qual, record in summary.get("functions", {}).items():
             for index in range(len(record["params"])):

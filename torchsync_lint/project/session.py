@@ -41,12 +41,14 @@ and nothing is cut off at a size the whole-tree view does not also have):
 
 - a module's import names: its text (SHA-256);
 - the import graph: the project's files, its source roots, every file's text;
-- a module's summary: its path, its text, the settings, the summary format;
-- a component's digest: its modules' paths and texts, its import edges, the source roots,
-  the settings, the summary format; the value is a digest of its summaries;
+- a module's summary: its path, its text, the settings, the summary format (an entry holds
+  the fields computed by then: the deferred ones, project/deferred.py, are computed again
+  from the module when a later run reads them);
 - a file's findings: its path as reported, its text, the rules selected for it, the
   settings, the installed torchmetrics release, whether `# noqa` is applied here, and when it
-  is connected to other modules, its component's digest.
+  is connected to other modules, its component's digest: its modules' paths and texts, its
+  import edges, the source roots, the settings and the summary format (everything its
+  modules' summaries are made from, so none is computed to find a result still valid).
 
 In-memory sources (``set_source``, ``editing``) are never written to the cache: their import
 names, summaries, graph and component digests are worked out afresh; only their findings are
@@ -55,7 +57,6 @@ looked up there, by content (the same text saved to disk has the same key).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -65,10 +66,11 @@ from torchsync_lint import sources
 from torchsync_lint.config import Config
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError
-from torchsync_lint.project import checks
+from torchsync_lint.project import checks, deferred
 from torchsync_lint.project.cache import Cache, digest
 from torchsync_lint.project.graph import components, import_names, parse_module, resolve_imports
 from torchsync_lint.project.layout import Layout, project_root
+from torchsync_lint.project.summarizing import Summarizers, analyse, summarize_file, summary_of, text_sha
 from torchsync_lint.project.view import SUMMARY_VERSION, ProjectView
 from torchsync_lint.types import FileResult, Finding
 
@@ -102,10 +104,12 @@ class Session:
             for name in memos:
                 setattr(self, name, {})
             self._modules, self._ast_bytes = None, 0
+            self._summarizers = Summarizers(_KEEP_ANALYSES_BYTES)
         else:
             for name in memos:
                 getattr(self, name).pop(rel, None)
             self._take_analysis(rel)
+            self._summarizers.drop(rel)
             if rel in (self._modules or ()) and self._graph is not None:
                 self._dirty.add(rel)  # the same files: only its own import edges are redone
                 self._views, self._deps = {}, {}
@@ -153,7 +157,7 @@ class Session:
     def _sha(self, rel: str) -> str | None:
         if rel not in self._shas:
             text = self._text(rel)
-            self._shas[rel] = None if text is None else _text_sha(text)
+            self._shas[rel] = None if text is None else text_sha(text)
         return self._shas[rel]
 
     def _in_memory(self, rel: str) -> bool:
@@ -225,21 +229,16 @@ class Session:
 
     def dependencies(self, rel: str) -> str:
         """A digest of everything the project view can tell ``rel``: its cached result is valid
-        while this is unchanged ("" for a module linted alone)."""
+        while this is unchanged ("" for a module linted alone). Every summary is a function of
+        its module's text, the settings and this code, so the texts' hashes stand for them
+        (no summary need be computed to know a cached result still holds)."""
         if not self.connected(rel):
             return ""
         top = self._top[rel]
         if top not in self._deps:
             members = self._members[top]
             reach = self.graph()["reach"]
-            key = digest("component", SUMMARY_VERSION, self._roots(), self.settings, [(m, self._sha(m), reach[m]) for m in members])
-            memory = any(self._in_memory(m) for m in members)
-            found = None if memory else self.cache.get("components", key, lambda v: isinstance(v, str))
-            if found is None:
-                found = digest([(m, self._summary_digest(m)) for m in members])
-                if not memory:
-                    self.cache.put("components", key, found)
-            self._deps[top] = digest(key, found)
+            self._deps[top] = digest("component", SUMMARY_VERSION, self._roots(), self.settings, [(m, self._sha(m), reach[m]) for m in members])
         return self._deps[top]
 
     def dependents(self, path: str) -> set[str]:
@@ -258,7 +257,9 @@ class Session:
                 if result is None:
                     result = self._summarize(rel, self._text(rel))
                     if result is not None and not self._in_memory(rel):
-                        self.cache.put("summaries", key, result)
+                        self.cache.put("summaries", key, result)  # (the fields computed so far)
+                else:
+                    result = deferred.defer_missing(result, partial(self._deferred, rel, self._sha(rel)))
             self._summaries[rel] = result
         return self._summaries[rel]
 
@@ -266,18 +267,43 @@ class Session:
         return digest("summary", SUMMARY_VERSION, rel, self._sha(rel), self.settings)
 
     def _summary_digest(self, rel: str) -> str | None:
+        """A digest of ``rel``'s whole summary (its deferred fields computed: an edit that
+        changes only what a function returns changes it too)."""
         if rel not in self._digests:
             summary = self.summary(rel)
-            self._digests[rel] = digest(summary) if summary is not None else None
+            self._digests[rel] = digest(deferred.complete(summary)) if summary is not None else None
         return self._digests[rel]
 
     def _summarize(self, rel: str, text: str) -> dict | None:
         kept = self._asts.pop(rel, None)
-        result, analysis = _analyse_and_summarize(rel, text, kept[1] if kept is not None and kept[0] == text else None)
-        if analysis is not None and (rel in self._named or rel in self._edits) and self._kept + len(text) <= _KEEP_ANALYSES_BYTES:
+        analysis = analyse(text, kept[1] if kept is not None and kept[0] == text else None)
+        if analysis is None:
+            return None
+        self._keep_analysis(rel, analysis)
+        return summary_of(self._summarizers.keep(rel, analysis, partial(self._deferred, rel, self._sha(rel))))
+
+    def _keep_analysis(self, rel: str, analysis) -> None:
+        if (rel in self._named or rel in self._edits) and rel not in self.analyses and self._kept + len(analysis.source) <= _KEEP_ANALYSES_BYTES:
             self.analyses[rel] = analysis  # the lint pass reuses the parse and the index
-            self._kept += len(text)
-        return result
+            self._kept += len(analysis.source)
+
+    def _deferred(self, rel: str, sha: str | None, kind: str, key, field: str):
+        """The thunk of one deferred field of ``rel``'s summary of the text whose hash is
+        ``sha`` (project/deferred.py)."""
+        return partial(self._deferred_field, rel, sha, kind, key, field)
+
+    def _deferred_field(self, rel: str, sha: str | None, kind: str, key, field: str):
+        from torchsync_lint.project.summary import unknown_field
+
+        summarizer = self._summarizers.get(rel)
+        if summarizer is None and sha is not None and self._sha(rel) == sha:  # (another text: its summary is another's)
+            analysis = self.analyses.get(rel) or analyse(self._text(rel))
+            if analysis is not None:
+                self._keep_analysis(rel, analysis)
+                summarizer = self._summarizers.keep(rel, analysis)
+        if summarizer is None or sha != self._sha(rel):
+            return unknown_field(field)
+        return summarizer.deferred_field(kind, key, field)
 
     def _take_analysis(self, rel: str):
         """The kept analysis of ``rel`` (None if none), no longer kept: what is kept stays
@@ -303,11 +329,11 @@ class Session:
                     continue
                 cached = self.cache.get("summaries", self._summary_key(rel), partial(checks.valid_summary, rel))
                 if cached is not None:
-                    self._summaries[rel] = cached
+                    self._summaries[rel] = deferred.defer_missing(cached, partial(self._deferred, rel, self._sha(rel)))
                 else:
                     missing.append(rel)
         if len(missing) > 1 and jobs != 1:
-            work = partial(_summarize_file, str(self.root))
+            work = partial(summarize_file, str(self.root))
             for rel, (sha, result) in zip(missing, map_files(work, missing, jobs)):
                 if sha != self._sha(rel):
                     continue  # the worker read another text (saved meanwhile): summary() does ours
@@ -392,7 +418,7 @@ class Session:
             return None
         from torchsync_lint.installed import installed_torchmetrics_version
 
-        sha = _text_sha(text)
+        sha = text_sha(text)
         deps = self.dependencies(rel) if rel is not None else ""
         return digest("results", shown, sha, sorted(codes), sorted(self.settings.items()), installed_torchmetrics_version(), noqa, deps)
 
@@ -472,7 +498,7 @@ class Session:
         """What a worker process needs: the graph, the summaries, the overlays and the cache;
         not the sources, the parsed modules or the views (rebuilt there)."""
         state = dict(self.__dict__)
-        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _views={}, _asts={})
+        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _views={}, _asts={}, _summarizers=Summarizers(_KEEP_ANALYSES_BYTES))
         return state
 
 
@@ -481,36 +507,3 @@ def _lines(text: str | bytes | None) -> str | bytes | None:
     if isinstance(text, str):
         return text.replace("\r\n", "\n").replace("\r", "\n")
     return text
-
-
-def _analyse_and_summarize(rel: str, text: str, statements=None):
-    """(summary, analysis) of one module, or (None, None) when it cannot be summarised.
-    ``statements``: Python's ast of ``text``, when the import graph parsed it already."""
-    import libcst as cst  # here: a run served by the cache never loads the parser
-
-    from torchsync_lint.analysis import ModuleAnalysis
-    from torchsync_lint.project import summary as summary_module
-
-    try:
-        analysis = ModuleAnalysis(cst.parse_module(text), text, statements=statements)
-        return summary_module.summarize(analysis, rel), analysis
-    except Exception:  # noqa: BLE001 - a module we cannot summarise is unknown, never a crash
-        return None, None
-
-
-def _summarize_file(root: str, rel: str) -> tuple[str | None, dict | None]:
-    """A worker's (hash of the text it read, summary) of one module (parsed there, nothing
-    kept): just the file, not a whole Session (whose layout would re-read pyproject.toml for
-    every module). The hash says which text the summary is of: the file may have been saved
-    since the session read it."""
-    try:
-        text = sources.read(str(Path(root) / rel)).python
-    except ReadError:
-        text = None
-    return (_text_sha(text), _analyse_and_summarize(rel, text)[0]) if text is not None else (None, None)
-
-
-def _text_sha(text: str) -> str:
-    """The SHA-256 of a module's text, as every key names it (lone surrogates kept)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-

@@ -15,7 +15,9 @@ that module alone (so it can be cached by the file's content hash).
   constructor (a transform passed in), so the view can follow a fed loader back to them.
 
 Values are abstract values (absval.py); names of other modules stay as written (`proj.data.
-make_loader`, `.engine.f`) and are resolved by the project view.
+make_loader`, `.engine.f`) and are resolved by the project view. What a function returns and
+what a call passes (with a few other fields) may be deferred: computed when the view first
+reads them (project/deferred.py).
 """
 
 from __future__ import annotations
@@ -30,10 +32,17 @@ from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import libraries
 from torchsync_lint.knowledge import torch as tk
-from torchsync_lint.project import absval
+from torchsync_lint.project import absval, deferred
 from torchsync_lint.project.abstract import AbstractValues
 from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.view import SUMMARY_VERSION
+
+
+
+def unknown_field(field: str):
+    """What a deferred field is when it cannot be computed (project/deferred.py)."""
+    return {"returns": {"k": "unknown"}, "yielded": None, "step": False, "forwards": [], "line": 0, "args": [], "kwargs": {}}[field]
+
 
 _HANDOFF_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit", "validate", "test", "predict"})
 
@@ -44,12 +53,16 @@ def _may_name_project_method(method: str) -> bool:
     return method not in tk.TENSOR_METHODS and method not in tk.MODULE_METHODS
 
 
-def summarize(analysis, relpath: str) -> dict:
-    return _Summarizer(analysis, relpath).run()
+def summarize(analysis, relpath: str, defer=None) -> dict:
+    """``analysis``'s summary, every field computed; with ``defer(kind, key, field)`` giving a
+    thunk, the fields of project/deferred.py are those thunks instead."""
+    return Summarizer(analysis, relpath, defer).run()
 
 
-class _Summarizer:
-    def __init__(self, analysis, relpath: str) -> None:
+class Summarizer:
+    def __init__(self, analysis, relpath: str, defer=None) -> None:
+        self._defer = defer
+        self._by_key: dict | None = None
         self.a = analysis
         self.index = analysis.index
         self.values = analysis.values
@@ -67,6 +80,7 @@ class _Summarizer:
             "version": SUMMARY_VERSION,
             "path": self.relpath,
             "accelerator": self.values.uses_accelerator,
+            "metrics": bool(self.metrics.sites),  # builds torchmetrics metrics (only such a module describes one)
             "aliases": dict(imports.aliases),
             "stars": list(imports.star_imports),
             "functions": self._functions(),
@@ -82,7 +96,6 @@ class _Summarizer:
     # -- functions and classes ----------------------------------------------------------------
     def _functions(self) -> dict:
         out = {}
-        hot = self.a.hot
         for func in self.index.returns:
             qual = self.qual(func)
             if qual is None:
@@ -91,22 +104,51 @@ class _Summarizer:
             positional = [p.name.value for p in (*params.posonly_params, *params.params)]
             decorators = {tuple(dotted_parts(d.decorator) or ()) for d in func.decorators}
             bound = 1 if func in self.index.class_of_method and ("staticmethod",) not in decorators else 0
-            returns = [self.abs_of(r) for r in self.index.returns.get(func, [])]
-            out[qual] = {
+            fields = {
                 "params": positional,
                 "kwonly": [p.name.value for p in params.kwonly_params],
                 "star": isinstance(params.star_arg, cst.Param) or isinstance(params.star_kwarg, cst.Param),
                 "bound": bound,
-                "returns": absval.join_abs(returns) if returns else {"k": "host"},
                 "yields": self._yielded_param(func),
-                "yielded": self._yielded(func),  # what a generator's items are (`__iter__` of a prefetcher)
-                "step": hot.is_step_like(func),
                 "epoch": self._runs_epoch(func),
-                "forwards": self._called_params(func),
                 "callees": sorted({c for c in (self.names.callee(call) for call in self.index.calls_by_owner.get(func, ())) if c}),
-                "line": self.index.line(func),
             }
+            out[qual] = self._record(fields, "fn", qual, deferred.FUNCTION_FIELDS)
         return out
+
+    def _function_field(self, func: cst.FunctionDef, field: str):
+        if field == "returns":
+            returns = [self.abs_of(r) for r in self.index.returns.get(func, [])]
+            return absval.join_abs(returns) if returns else {"k": "host"}
+        if field == "yielded":  # what a generator's items are (`__iter__` of a prefetcher)
+            return self._yielded(func)
+        if field == "step":
+            return self.a.hot.is_step_like(func)
+        if field == "line":
+            return self.index.line(func)
+        return self._called_params(func)  # "forwards"
+
+    def _record(self, fields: dict, kind: str, key, names: tuple[str, ...]) -> dict:
+        """``fields`` with the deferred ``names``: thunks when the summary defers them, else
+        computed now (project/deferred.py)."""
+        if self._defer is not None:
+            return deferred.DeferredRecord(fields, {name: self._defer(kind, key, name) for name in names})
+        return {**fields, **{name: self.deferred_field(kind, key, name) for name in names}}
+
+    def deferred_field(self, kind: str, key, field: str):
+        """One deferred field: of the function ``key`` (its qualified name; kind "fn") or of
+        the call ``key`` (its seq; kind "call"). A field that cannot be computed is unknown
+        (a pathological expression), never a crash, whichever way it is asked."""
+        if self._by_key is None:
+            self._by_key = {("fn", self.qual(f)): f for f in self.index.returns}
+            self._by_key.update((("call", self.index.seq(c)), c) for c in self.index.calls)
+        node = self._by_key.get((kind, key))
+        try:
+            if node is None:
+                raise LookupError(key)
+            return self._function_field(node, field) if kind == "fn" else self._call_field(node, field)
+        except (LookupError, RecursionError, MemoryError):
+            return unknown_field(field)
 
     def _yielded_param(self, func: cst.FunctionDef) -> int | None:
         """The position of the parameter whose items ``func`` (a generator) yields."""
@@ -218,12 +260,10 @@ class _Summarizer:
             if picked is not None:
                 # `ARCHS[name](cfg)`, `getattr(losses, name)()`: what may be picked, resolved by the view
                 callee, record = ("%" if method is None else f"%.{method}"), {"value": picked}
-            out.append(
-                {
+            fields = {
                     **record,
                     "callee": callee,
                     "bound": callee != "%" and (callee.startswith("%.") or self.names.bound(call, callee)),  # `obj.method(...)`, `obj(...)`: `self` is implicit
-                    "line": self.index.line(call),
                     "seq": self.index.seq(call),
                     "caller": caller_ref,
                     "hot": "yes" if ctx is not None else ("caller" if caller_ref else "no"),
@@ -231,14 +271,19 @@ class _Summarizer:
                     # a loop here that other modules' answers may make per step (it calls a
                     # method that runs backward and an optimizer step)
                     "loop": self.index.seq(loop) if loop is not None else None,
-                    "args": [self.abs_of(a.value) for a in call.args if a.keyword is None and not a.star],
-                    "kwargs": {a.keyword.value: self.abs_of(a.value) for a in call.args if a.keyword is not None},
                     "star": any(a.star for a in call.args),
                     "dispatch": self.names.dispatch(call),  # `self.m()`: subclasses' overrides too
                     "needs": self._needs(call),  # runs only when a caller passes this parameter
-                }
-            )
+            }
+            out.append(self._record(fields, "call", fields["seq"], deferred.CALL_FIELDS))
         return out
+
+    def _call_field(self, call: cst.Call, field: str):
+        if field == "line":
+            return self.index.line(call)
+        if field == "args":
+            return [self.abs_of(a.value) for a in call.args if a.keyword is None and not a.star]
+        return {a.keyword.value: self.abs_of(a.value) for a in call.args if a.keyword is not None}  # "kwargs"
 
     def _needs(self, call: cst.Call) -> list | None:
         """[function ref, parameter index] when ``call`` sits in a branch its function's

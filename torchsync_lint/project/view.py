@@ -33,7 +33,7 @@ from torchsync_lint.project.values import ValueAnswers, passed_slot
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 8
+SUMMARY_VERSION = 9
 _MAX_DEPTH = 12
 _MAX_BASES = 6  # levels of project base classes followed
 

@@ -1,0 +1,116 @@
+"""Deferred summary fields (project/deferred.py): what a function returns, what a call passes,
+and a few more are computed when the project view first reads them. The answers must be the
+same as with every field computed at once, whichever way a summary was made (here, in a
+worker, read back from the cache with some fields absent)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import libcst as cst
+
+from torchsync_lint.analysis import ModuleAnalysis
+from torchsync_lint.config import Config
+from torchsync_lint.project import deferred, summary
+from torchsync_lint.project.deferred import DeferredRecord
+from torchsync_lint.project.session import Session
+
+DATA = Path(__file__).parent / "data" / "entry_points"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _counting(calls: list):
+    def thunk():
+        calls.append(1)
+        return len(calls)
+
+    return thunk
+
+
+def test_a_deferred_field_is_computed_once_on_first_read_and_only_then():
+    calls: list = []
+    record = DeferredRecord({"params": ["x"]}, {"returns": _counting(calls)})
+    assert calls == [] and "returns" in record and "other" not in record
+    assert dict(record) == {"params": ["x"]}  # iteration and equality: the computed fields
+    assert json.loads(json.dumps(record)) == {"params": ["x"]}  # a cache entry: the same
+    assert record["returns"] == 1 and record.get("returns") == 1 and calls == [1]
+    assert dict(record) == {"params": ["x"], "returns": 1}
+    assert record.get("absent", "default") == "default"
+
+
+def test_a_field_already_present_is_not_deferred_and_pickling_computes_the_rest():
+    calls: list = []
+    record = DeferredRecord({"returns": {"k": "host"}}, {"returns": _counting(calls), "step": _counting(calls)})
+    assert record["returns"] == {"k": "host"} and calls == []
+    copy = pickle.loads(pickle.dumps(record))
+    assert type(copy) is dict and copy == {"returns": {"k": "host"}, "step": 1}
+
+
+def _summaries(path: Path) -> tuple[dict, dict]:
+    text = path.read_text(encoding="utf-8")
+    eager = summary.summarize(ModuleAnalysis(cst.parse_module(text), text), path.name)
+    analysis = ModuleAnalysis(cst.parse_module(text), text)
+    summarizer = summary.Summarizer(analysis, path.name, lambda kind, key, field: lambda: summarizer.deferred_field(kind, key, field))
+    return eager, summarizer.run()
+
+
+def test_a_deferred_summary_completed_equals_the_summary_computed_at_once():
+    modules = sorted((ROOT / "fixtures").rglob("*.py"))[:40] + sorted((ROOT / "tests" / "data").rglob("*.py"))[:40]
+    deferred_fields = 0
+    for path in modules:
+        eager, lazy = _summaries(path)
+        deferred_fields += sum(len(r._thunks) for r in [*lazy["functions"].values(), *lazy["calls"]])
+        assert deferred.complete(lazy) == eager, path
+        # read in another order (the calls last to first): the same answers
+        _, again = _summaries(path)
+        for record in reversed(again["calls"]):
+            record["args"], record["kwargs"]
+        assert deferred.complete(again) == eager, path
+    assert deferred_fields > 100  # the modules above do defer fields
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "p"
+    shutil.copytree(DATA / "helper-item" / "project", root)
+    return root
+
+
+def _codes(result) -> list[tuple]:
+    return sorted((f.line, f.column, f.code) for f in result.findings)
+
+
+def test_a_field_no_answer_needs_is_never_computed(tmp_path, monkeypatch):
+    root = _project(tmp_path)
+    (root / "unused.py").write_text("import utils\n\n\ndef never_called(t):\n    return utils.clean(t) * 2\n")
+    asked = []
+    real = summary.Summarizer.deferred_field
+    monkeypatch.setattr(summary.Summarizer, "deferred_field", lambda self, kind, key, field: asked.append((self.relpath, kind, key, field)) or real(self, kind, key, field))
+    session = Session(root, Config(), use_cache=False)
+    assert _codes(session.lint(str(root / "utils.py"))) == [(5, 12, "TSL101")]
+    assert asked  # the view did read some deferred fields
+    assert ("unused.py", "fn", "never_called", "returns") not in asked
+
+
+def test_summaries_read_back_from_the_cache_compute_their_absent_fields_again(tmp_path):
+    root = _project(tmp_path)
+    expected = {p: _codes(Session(root, Config(), use_cache=False).lint(str(root / p))) for p in ("train.py", "utils.py")}
+    Session(root, Config()).lint(str(root / "utils.py"))  # writes summaries with some fields absent
+    cached = [json.loads(p.read_text().split("\n", 1)[1]) for p in (root / ".torchsync_cache").rglob("summaries/*/*.json")]
+    assert cached and any(f not in r for s in cached for r in s["functions"].values() for f in deferred.FUNCTION_FIELDS)
+    # an edit elsewhere invalidates the results, not the summaries: they come from the cache
+    (root / "train.py").write_text((root / "train.py").read_text() + "\n")
+    session = Session(root, Config())
+    assert {p: _codes(session.lint(str(root / p))) for p in ("train.py", "utils.py")} == expected
+
+
+def test_an_edit_that_changes_only_what_a_function_returns_reaches_its_callers(tmp_path):
+    root = _project(tmp_path)
+    session = Session(root, Config(), use_cache=False)
+    utils = root / "utils.py"
+    session.lint(str(utils))
+    # the same lines, the same calls: only the value `to_scalar` returns differs
+    changed = session.set_source(str(utils), utils.read_text().replace("return t.item()", "return t + 0  "))
+    assert changed == {"train.py", "utils.py"}

@@ -1,0 +1,87 @@
+"""Summary fields computed when the project view first reads them.
+
+Most of a module's summary is cheap, but the abstract value of what each function returns
+and of each argument of each call of an imported name is not: on the 25 project trees of
+docs/precision.md they were half of the summaries' time, while the view read the returns of
+315 of 3,562 functions and the arguments of 3,764 of 8,883 calls. Those fields are deferred:
+a record holds a thunk for each, and the first read computes it (project/session.py keeps the
+module's summarizer for that, or parses the module again). A field's value is a function of
+the module alone, as the rest of the summary is, so an answer never depends on what was read
+first, and a summary with every field computed (a worker's, or `summarize(...)` without
+``deferred``) equals one whose fields were read one by one.
+
+A cache entry holds only the computed fields (json writes a dict's own items); the session
+defers the missing ones again when it reads the entry back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# The fields of a function's record and of a call's record that are computed on first read.
+FUNCTION_FIELDS = ("returns", "yielded", "step", "forwards", "line")
+CALL_FIELDS = ("args", "kwargs", "line")
+
+
+class DeferredRecord(dict):
+    """A summary record (a function's, a call's) whose ``thunks`` fields are computed on first
+    read, then stored like the others. Reading through ``[]``, ``get`` and ``in`` sees them;
+    iteration, ``items()`` and equality see only the fields computed so far (``complete()``
+    computes the rest). Pickling computes them all: a worker gets plain values."""
+
+    __slots__ = ("_thunks",)
+
+    def __init__(self, fields: dict, thunks: dict[str, Callable[[], object]]) -> None:
+        super().__init__(fields)
+        self._thunks = {k: t for k, t in thunks.items() if k not in fields}
+
+    def __missing__(self, key):
+        thunk = self._thunks.pop(key, None)
+        if thunk is None:
+            raise KeyError(key)
+        value = self[key] = thunk()
+        return value
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, key) or key in self._thunks
+
+    def get(self, key, default=None):
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        return self[key] if key in self._thunks else default
+
+    def complete(self) -> dict:
+        """A plain dict of every field, each computed now if it was not yet."""
+        for key in list(self._thunks):
+            self[key]
+        return dict(self)
+
+    def __reduce__(self):
+        return (dict, (self.complete(),))
+
+
+def complete(summary: dict) -> dict:
+    """``summary`` with every deferred field computed (plain dicts throughout)."""
+    out = dict(summary)
+    out["functions"] = {q: _plain(r) for q, r in summary["functions"].items()}
+    out["calls"] = [_plain(c) for c in summary["calls"]]
+    return out
+
+
+def defer_missing(summary: dict, thunk: Callable[[str, object, str], Callable[[], object]]) -> dict:
+    """``summary`` (read from the cache: its deferred fields absent unless the module's
+    earlier run had computed them) with a thunk for each absent field: ``thunk(kind, key,
+    field)``, kind "fn" keyed by the function's qualified name, "call" by the call's seq."""
+    summary["functions"] = {
+        q: DeferredRecord(r, {f: thunk("fn", q, f) for f in FUNCTION_FIELDS if f not in r}) if any(f not in r for f in FUNCTION_FIELDS) else r
+        for q, r in summary["functions"].items()
+    }
+    summary["calls"] = [
+        DeferredRecord(c, {f: thunk("call", c.get("seq"), f) for f in CALL_FIELDS if f not in c}) if any(f not in c for f in CALL_FIELDS) else c
+        for c in summary["calls"]
+    ]
+    return summary
+
+
+def _plain(record: dict) -> dict:
+    return record.complete() if isinstance(record, DeferredRecord) else record
