@@ -11,11 +11,18 @@ Two relations come out of it:
   package (the view resolves `pkg.sub.f` after a bare `import pkg`). The connected components
   of ``reach`` (edges taken both ways) bound what the view can tell a module: its result
   depends on the summaries of its component and on the project-wide facts, nothing else.
+
+A run over a few files of a large project needs only their components: ``rows_needed`` finds
+the modules whose import rows decide them, parsing only the modules whose import statements
+could name one of them (a word test on the import statements' text, a superset of what Python
+would resolve), so that `check train.py` with no cache does not parse the whole repository.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable
 
 from torchsync_lint.project.layout import Layout
 from torchsync_lint.pytree import parse_tree
@@ -105,3 +112,84 @@ def components(edges: dict[str, list[str]]) -> dict[str, str]:
             if a != b:
                 parent[max(a, b)] = min(a, b)
     return {m: find(m) for m in parent}
+
+
+_IMPORT_KEYWORD = re.compile(r"\b(?:import|from)\b")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RELATIVE = re.compile(r"from\s*\.")
+
+
+def import_hints(text: str) -> tuple[frozenset[str], bool]:
+    """(every word of the text that could belong to an import statement, whether one could be
+    relative): from each `import` or `from` keyword to the end of its line, through an opened
+    parenthesis and backslash continuations. Text in strings and comments may add words; no
+    import statement's name is missed."""
+    words: set[str] = set()
+    relative = False
+    for found in _IMPORT_KEYWORD.finditer(text):
+        start = found.start()
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        while text[start:end].rstrip().endswith("\\") and end < len(text):  # a backslash continuation
+            nxt = text.find("\n", end + 1)
+            end = len(text) if nxt < 0 else nxt
+        opened = text.find("(", start, end)
+        if opened >= 0:
+            closed = text.find(")", opened)
+            end = max(end, len(text) if closed < 0 else closed)
+        region = text[start:end]
+        words.update(_WORD.findall(region))
+        relative = relative or bool(_RELATIVE.match(region))
+    return frozenset(words), relative
+
+
+def _path_words(rel: str) -> set[str]:
+    """The words a module's import name may use: its path's components (`pkg/sub/mod.py`:
+    pkg, sub, mod; under a source root the name is a suffix of them)."""
+    parts = rel.split("/")
+    return {*parts[:-1], parts[-1].rsplit(".", 1)[0]}
+
+
+def rows_needed(files: list[str], seeds: list[str], text_of: Callable[[str], str | None], reach_of: Callable[[str], list[str]]) -> set[str]:
+    """The modules whose import rows must be read for the components of ``seeds`` to be exact:
+    every module of those components, and every module whose import statements could name one
+    of them (``reach_of(m)`` reads ``m``'s row). A module left out cannot import any module of
+    those components, nor be imported by one, so its row changes none of their components."""
+    resolved: dict[str, list[str]] = {}
+    hints: dict[str, tuple[frozenset[str], bool]] = {}
+    names: set[str] = set()
+    frontier = set(seeds)
+    while frontier:
+        for m in sorted(frontier):
+            resolved[m] = reach_of(m)
+        relevant = _connected_to(seeds, resolved)
+        for m in relevant:
+            names |= _path_words(m)
+        frontier = {m for m in relevant if m not in resolved}
+        for m in files:
+            if m in resolved or m in frontier:
+                continue
+            if m not in hints:
+                text = text_of(m)
+                hints[m] = import_hints(text) if text is not None else (frozenset(), False)
+            words, relative = hints[m]
+            if relative or not words.isdisjoint(names):  # (a relative import names no path: always read)
+                frontier.add(m)
+    return set(resolved)
+
+
+def _connected_to(seeds: list[str], rows: dict[str, list[str]]) -> set[str]:
+    """The modules connected to ``seeds`` by the ``rows`` known so far (edges both ways)."""
+    neighbours: dict[str, set[str]] = {}
+    for m, targets in rows.items():
+        for t in targets:
+            neighbours.setdefault(m, set()).add(t)
+            neighbours.setdefault(t, set()).add(m)
+    seen = set(seeds)
+    stack = list(seeds)
+    while stack:
+        for n in neighbours.get(stack.pop(), ()):
+            if n not in seen:
+                seen.add(n)
+                stack.append(n)
+    return seen

@@ -68,7 +68,7 @@ from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError
 from torchsync_lint.project import checks, deferred
 from torchsync_lint.project.cache import Cache, digest
-from torchsync_lint.project.graph import components, import_names, parse_module, resolve_imports
+from torchsync_lint.project.graph import components, import_names, parse_module, resolve_imports, rows_needed
 from torchsync_lint.project.layout import Layout, project_root
 from torchsync_lint.project.summarizing import Summarizers, analyse, summarize_file, summary_of, text_sha
 from torchsync_lint.project.view import SUMMARY_VERSION, ProjectView
@@ -117,6 +117,7 @@ class Session:
             self._modules = None
         self._graph: dict | None = None
         self._dirty: set[str] = set()
+        self._unread: set[str] = set()  # modules whose import rows the graph has not read yet
         self._views: dict[str, ProjectView] = {}
         self._deps: dict[str, str] = {}
 
@@ -171,17 +172,21 @@ class Session:
             files = self.modules()
             if self._graph is not None:  # an in-memory edit: redo the edited modules' rows
                 graph = {part: dict(rows) for part, rows in self._graph.items()}
-                self._resolve_rows(graph, sorted(self._dirty))
+                self._resolve_rows(graph, sorted(self._dirty | self._unread))
+                self._unread = set()
             else:
                 shas = [(m, self._sha(m)) for m in files]
-                key = digest("graph", _GRAPH_VERSION, self._roots(), shas)
+                self._graph_key = digest("graph", _GRAPH_VERSION, self._roots(), shas)
                 memory = any(self._in_memory(m) for m in files)
-                graph = None if memory else self.cache.get("graph", key, partial(checks.valid_graph, files))
+                graph = None if memory else self.cache.get("graph", self._graph_key, partial(checks.valid_graph, files))
                 if graph is None:
                     graph = {"imports": {}, "reach": {}}
-                    self._resolve_rows(graph, files)
-                    if not memory:
-                        self.cache.put("graph", key, graph)
+                    self._resolve_rows(graph, self._rows_to_read(graph, files))
+                    self._unread = {m for m in files if m not in graph["imports"]}
+                    for m in self._unread:  # (read when a question needs them: _read_all_rows)
+                        graph["imports"][m] = graph["reach"][m] = []
+                    if not memory and not self._unread:
+                        self.cache.put("graph", self._graph_key, graph)
             self._graph, self._dirty = graph, set()
             self._connected = {m for m, targets in graph["imports"].items() if targets} | {t for targets in graph["imports"].values() for t in targets}
             self._asts = {m: kept for m, kept in self._asts.items() if m in self._connected}  # the others are not summarised
@@ -192,11 +197,33 @@ class Session:
             self._top = top
         return self._graph
 
-    def _resolve_rows(self, graph: dict, modules: list[str]) -> None:
+    def _resolve_rows(self, graph: dict, modules) -> None:
         packages: dict[str, list[str]] = {}
         for m in modules:
-            direct, inside = resolve_imports(self.layout, m, self._import_names(m), packages)
-            graph["imports"][m], graph["reach"][m] = direct, direct + inside
+            if m not in graph["imports"] or m in self._dirty or m in self._unread:
+                direct, inside = resolve_imports(self.layout, m, self._import_names(m), packages)
+                graph["imports"][m], graph["reach"][m] = direct, direct + inside
+
+    def _rows_to_read(self, graph: dict, files: list[str]) -> list[str]:
+        """All the modules, or for a run over some of them (the files named), only those whose
+        rows decide their components (graph.rows_needed); their rows are read into ``graph``."""
+        named = [m for m in self._named if m in set(files)]
+        if not named or len(named) == len(files):
+            return files
+
+        def reach_of(m: str) -> list[str]:
+            self._resolve_rows(graph, [m])
+            return graph["reach"][m]
+
+        return sorted(rows_needed(files, named, self._text, reach_of))
+
+    def _read_all_rows(self) -> None:
+        """Every module's import row (a question about a module the run did not name)."""
+        if self._unread:
+            self._dirty = set(self._unread)
+            graph = self.graph()
+            if not any(self._in_memory(m) for m in self.modules()):
+                self.cache.put("graph", self._graph_key, graph)
 
     def _roots(self) -> list[str]:
         return [self.layout.relpath(r) for r in self.layout.roots]
@@ -219,13 +246,19 @@ class Session:
 
     def connected(self, rel: str) -> bool:
         """Is ``rel`` connected to another module by imports (else it is linted alone)?"""
-        self.graph()
+        self._graph_of(rel)
         return rel in self._connected
 
     def component(self, rel: str) -> list[str]:
         """The modules of ``rel``'s connected component (sorted), ``rel`` included."""
-        self.graph()
+        self._graph_of(rel)
         return self._members.get(self._top.get(rel, ""), [rel])
+
+    def _graph_of(self, rel: str) -> None:
+        """The import graph, with every row that ``rel``'s component depends on read."""
+        self.graph()
+        if rel in self._unread:
+            self._read_all_rows()
 
     def dependencies(self, rel: str) -> str:
         """A digest of everything the project view can tell ``rel``: its cached result is valid
@@ -343,7 +376,7 @@ class Session:
 
     def view(self, rel: str) -> ProjectView:
         """The settled view over ``rel``'s component (project/view.py)."""
-        self.graph()
+        self._graph_of(rel)
         top = self._top.get(rel, rel)
         if top not in self._views:
             members = self.component(rel)
@@ -480,6 +513,8 @@ class Session:
 
     def _snapshot(self) -> tuple:
         """(text digest per module, reach edges, component per module, connected modules)."""
+        self.graph()
+        self._read_all_rows()
         graph = self.graph()
         return {m: self._sha(m) for m in self.modules()}, graph["reach"], dict(self._top), set(self._connected)
 
