@@ -114,3 +114,29 @@ def test_an_edit_that_changes_only_what_a_function_returns_reaches_its_callers(t
     # the same lines, the same calls: only the value `to_scalar` returns differs
     changed = session.set_source(str(utils), utils.read_text().replace("return t.item()", "return t + 0  "))
     assert changed == {"train.py", "utils.py"}
+
+
+def test_a_call_s_arguments_are_computed_one_by_one():
+    calls: list = []
+
+    def arg(i):
+        return lambda: calls.append(i) or {"k": f"a{i}"}
+
+    args = deferred.DeferredList([arg(0), arg(1), arg(2)])
+    assert len(args) == 3 and calls == []
+    assert args[1] == {"k": "a1"} and calls == [1]
+    assert args[-1] == {"k": "a2"} and args[1:] == [{"k": "a1"}, {"k": "a2"}] and calls == [1, 2]
+    assert list(args) == [{"k": "a0"}, {"k": "a1"}, {"k": "a2"}] and calls == [1, 2, 0]
+    assert pickle.loads(pickle.dumps(args)) == [{"k": "a0"}, {"k": "a1"}, {"k": "a2"}]
+    kwargs = deferred.DeferredDict({}, {"x": arg(3), "y": arg(4)})
+    assert "x" in kwargs and len(kwargs) == 2 and calls == [1, 2, 0]
+    assert kwargs["y"] == {"k": "a4"} and calls[-1] == 4
+    assert dict(kwargs.items()) == {"x": {"k": "a3"}, "y": {"k": "a4"}} and sorted(kwargs) == ["x", "y"]
+
+
+def test_a_cache_entry_holds_computed_values_never_placeholders():
+    record = DeferredRecord({"callee": "f"}, {"args": lambda: deferred.DeferredList([lambda: {"k": "host"}, lambda: {"k": "device"}])})
+    summary = {"functions": {}, "calls": [record]}
+    assert deferred.computed(summary)["calls"] == [{"callee": "f"}]
+    record["args"][1]  # the view read the second argument
+    assert json.loads(json.dumps(deferred.computed(summary)))["calls"] == [{"callee": "f", "args": [{"k": "host"}, {"k": "device"}]}]

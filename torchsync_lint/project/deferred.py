@@ -54,18 +54,87 @@ class DeferredRecord(dict):
         """A plain dict of every field, each computed now if it was not yet."""
         for key in list(self._thunks):
             self[key]
-        return dict(self)
+        return {k: dict.__getitem__(self, k) for k in dict.keys(self)}
 
     def __reduce__(self):
         return (dict, (self.complete(),))
 
 
+class DeferredDict(DeferredRecord):
+    """A call's keyword arguments, each value computed on first read; unlike a record, every
+    way of reading it (``items()``, iteration) computes what it reads."""
+
+    __slots__ = ()
+
+    def keys(self):
+        return self.complete().keys()
+
+    def items(self):
+        return self.complete().items()
+
+    def values(self):
+        return self.complete().values()
+
+    def __iter__(self):
+        return iter(self.complete())
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + len(self._thunks)
+
+
+class DeferredList(list):
+    """A call's positional arguments, each computed on first read (its length is known)."""
+
+    __slots__ = ("_thunks",)
+
+    def __init__(self, thunks: list[Callable[[], object]]) -> None:
+        super().__init__([None] * len(thunks))
+        self._thunks: list[Callable[[], object] | None] = list(thunks)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        thunk = self._thunks[index]
+        if thunk is not None:
+            self._thunks[index] = None
+            list.__setitem__(self, index, thunk())
+        return list.__getitem__(self, index)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def complete(self) -> list:
+        return [self[i] for i in range(len(self))]
+
+    def __reduce__(self):
+        return (list, (self.complete(),))
+
+
 def complete(summary: dict) -> dict:
-    """``summary`` with every deferred field computed (plain dicts throughout)."""
+    """``summary`` with every deferred field computed (plain dicts and lists throughout)."""
     out = dict(summary)
     out["functions"] = {q: _plain(r) for q, r in summary["functions"].items()}
     out["calls"] = [_plain(c) for c in summary["calls"]]
     return out
+
+
+def computed(summary: dict) -> dict:
+    """``summary`` as a cache entry holds it: the fields computed so far (an argument list or
+    keyword table the view has read is completed: json would see its placeholders)."""
+    out = dict(summary)
+    out["functions"] = {q: _computed(r) for q, r in summary["functions"].items()}
+    out["calls"] = [_computed(c) for c in summary["calls"]]
+    return out
+
+
+def _computed(record: dict) -> dict:
+    fields = {k: dict.__getitem__(record, k) for k in dict.keys(record)}
+    for key in ("args", "kwargs"):
+        if isinstance(fields.get(key), (DeferredList, DeferredDict)):
+            fields[key] = fields[key].complete() if key == "args" else dict(fields[key].complete())
+    return fields
 
 
 def defer_missing(summary: dict, thunk: Callable[[str, object, str], Callable[[], object]]) -> dict:
@@ -84,4 +153,8 @@ def defer_missing(summary: dict, thunk: Callable[[str, object, str], Callable[[]
 
 
 def _plain(record: dict) -> dict:
-    return record.complete() if isinstance(record, DeferredRecord) else record
+    record = record.complete() if isinstance(record, DeferredRecord) else dict(record)
+    for key in ("args", "kwargs"):
+        if isinstance(record.get(key), (DeferredList, DeferredDict)):
+            record[key] = record[key].complete() if key == "args" else dict(record[key].complete())
+    return record

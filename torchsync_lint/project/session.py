@@ -290,7 +290,7 @@ class Session:
                 if result is None:
                     result = self._summarize(rel, self._text(rel))
                     if result is not None and not self._in_memory(rel):
-                        self.cache.put("summaries", key, result)  # (the fields computed so far)
+                        self.cache.put("summaries", key, deferred.computed(result))  # (the fields computed so far)
                 else:
                     result = deferred.defer_missing(result, partial(self._deferred, rel, self._sha(rel)))
             self._summaries[rel] = result
@@ -333,7 +333,7 @@ class Session:
             analysis = self.analyses.get(rel) or analyse(self._text(rel))
             if analysis is not None:
                 self._keep_analysis(rel, analysis)
-                summarizer = self._summarizers.keep(rel, analysis)
+                summarizer = self._summarizers.keep(rel, analysis, partial(self._deferred, rel, sha))
         if summarizer is None or sha != self._sha(rel):
             return unknown_field(field)
         return summarizer.deferred_field(kind, key, field)

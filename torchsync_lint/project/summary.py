@@ -41,6 +41,8 @@ from torchsync_lint.project.view import SUMMARY_VERSION
 
 def unknown_field(field: str):
     """What a deferred field is when it cannot be computed (project/deferred.py)."""
+    if field.startswith(("args.", "kwargs.")):
+        return {"k": "unknown"}
     return {"returns": {"k": "unknown"}, "yielded": None, "step": False, "forwards": [], "line": 0, "args": [], "kwargs": {}}[field]
 
 
@@ -147,7 +149,7 @@ class Summarizer:
             if node is None:
                 raise LookupError(key)
             return self._function_field(node, field) if kind == "fn" else self._call_field(node, field)
-        except (LookupError, RecursionError, MemoryError):
+        except (LookupError, ValueError, RecursionError, MemoryError):
             return unknown_field(field)
 
     def _yielded_param(self, func: cst.FunctionDef) -> int | None:
@@ -279,11 +281,23 @@ class Summarizer:
         return out
 
     def _call_field(self, call: cst.Call, field: str):
+        """A call's "line", or what it passes: "args" and "kwargs" hold one deferred value per
+        argument (the view reads one parameter's), "args.<i>" and "kwargs.<name>" one of them."""
         if field == "line":
             return self.index.line(call)
+        seq = self.index.seq(call)
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         if field == "args":
-            return [self.abs_of(a.value) for a in call.args if a.keyword is None and not a.star]
-        return {a.keyword.value: self.abs_of(a.value) for a in call.args if a.keyword is not None}  # "kwargs"
+            if self._defer is None:
+                return [self.abs_of(v) for v in positional]
+            return deferred.DeferredList([self._defer("call", seq, f"args.{i}") for i in range(len(positional))])
+        if field == "kwargs":
+            if self._defer is None:
+                return {k: self.abs_of(v) for k, v in named.items()}
+            return deferred.DeferredDict({}, {k: self._defer("call", seq, f"kwargs.{k}") for k in named})
+        part, _, which = field.partition(".")
+        return self.abs_of(positional[int(which)] if part == "args" else named[which])
 
     def _needs(self, call: cst.Call) -> list | None:
         """[function ref, parameter index] when ``call`` sits in a branch its function's
