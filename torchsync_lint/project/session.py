@@ -68,19 +68,17 @@ from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError
 from torchsync_lint.project import checks, deferred
 from torchsync_lint.project.cache import Cache, digest
-from torchsync_lint.project.graph import components, import_names, parse_module, resolve_imports, rows_needed
+from torchsync_lint.project.session_graph import ImportGraph
 from torchsync_lint.project.layout import Layout, project_root
 from torchsync_lint.project.summarizing import Summarizers, analyse, summarize_file, summary_of, text_sha
 from torchsync_lint.project.view import SUMMARY_VERSION, ProjectView
 from torchsync_lint.types import FileResult, Finding
 
 _KEEP_ANALYSES_BYTES = 8 << 20  # parsed modules kept for the lint pass (avoids parsing twice)
-_KEEP_ASTS_BYTES = 2 << 20  # Python's ast of modules to lint, kept from the import graph (about 40x the text)
-_GRAPH_VERSION = 1
 MODULE_SUFFIXES = (".py", ".ipynb")
 
 
-class Session:
+class Session(ImportGraph):
     def __init__(self, root: Path | str, config: Config | None = None, *, marked: bool = True, use_cache: bool = True, files=()) -> None:
         """``marked``: a project marker defines ``root`` and the project is its walk; without
         one the project is ``files`` (the files named together) and nothing is cached."""
@@ -163,122 +161,6 @@ class Session:
 
     def _in_memory(self, rel: str) -> bool:
         return rel in self._overlays or rel in self._edits
-
-    # -- the import graph and its components ---------------------------------------------------
-    def graph(self) -> dict:
-        """{"imports": module -> modules it imports, "reach": imports plus the modules inside
-        the packages it imports} over every module of the project (project/graph.py)."""
-        if self._graph is None or self._dirty:
-            files = self.modules()
-            if self._graph is not None:  # an in-memory edit: redo the edited modules' rows
-                graph = {part: dict(rows) for part, rows in self._graph.items()}
-                self._resolve_rows(graph, sorted(self._dirty | self._unread))
-                self._unread = set()
-            else:
-                shas = [(m, self._sha(m)) for m in files]
-                self._graph_key = digest("graph", _GRAPH_VERSION, self._roots(), shas)
-                memory = any(self._in_memory(m) for m in files)
-                graph = None if memory else self.cache.get("graph", self._graph_key, partial(checks.valid_graph, files))
-                if graph is None:
-                    graph = {"imports": {}, "reach": {}}
-                    self._resolve_rows(graph, self._rows_to_read(graph, files))
-                    self._unread = {m for m in files if m not in graph["imports"]}
-                    for m in self._unread:  # (read when a question needs them: _read_all_rows)
-                        graph["imports"][m] = graph["reach"][m] = []
-                    if not memory and not self._unread:
-                        self.cache.put("graph", self._graph_key, graph)
-            self._graph, self._dirty = graph, set()
-            self._connected = {m for m, targets in graph["imports"].items() if targets} | {t for targets in graph["imports"].values() for t in targets}
-            self._asts = {m: kept for m, kept in self._asts.items() if m in self._connected}  # the others are not summarised
-            top = components(graph["reach"])
-            self._members: dict[str, list[str]] = {}
-            for m in files:
-                self._members.setdefault(top[m], []).append(m)
-            self._top = top
-        return self._graph
-
-    def _resolve_rows(self, graph: dict, modules) -> None:
-        packages: dict[str, list[str]] = {}
-        for m in modules:
-            if m not in graph["imports"] or m in self._dirty or m in self._unread:
-                direct, inside = resolve_imports(self.layout, m, self._import_names(m), packages)
-                graph["imports"][m], graph["reach"][m] = direct, direct + inside
-
-    def _rows_to_read(self, graph: dict, files: list[str]) -> list[str]:
-        """All the modules, or for a run over some of them (the files named), only those whose
-        rows decide their components (graph.rows_needed); their rows are read into ``graph``."""
-        named = [m for m in self._named if m in set(files)]
-        if not named or len(named) == len(files):
-            return files
-
-        def reach_of(m: str) -> list[str]:
-            self._resolve_rows(graph, [m])
-            return graph["reach"][m]
-
-        return sorted(rows_needed(files, named, self._text, reach_of))
-
-    def _read_all_rows(self) -> None:
-        """Every module's import row (a question about a module the run did not name)."""
-        if self._unread:
-            self._dirty = set(self._unread)
-            graph = self.graph()
-            if not any(self._in_memory(m) for m in self.modules()):
-                self.cache.put("graph", self._graph_key, graph)
-
-    def _roots(self) -> list[str]:
-        return [self.layout.relpath(r) for r in self.layout.roots]
-
-    def _import_names(self, rel: str) -> list[str]:
-        if rel not in self._names:
-            sha = self._sha(rel)
-            key = digest("imports", sha)
-            cached = None if sha is None or self._in_memory(rel) else self.cache.get("imports", key, checks.valid_names)
-            if cached is None:
-                text = self._text(rel)
-                tree = parse_module(text) if sha is not None else None
-                cached = import_names(text, tree) if sha is not None else []
-                if sha is not None and not self._in_memory(rel):
-                    self.cache.put("imports", key, cached)
-                if tree is not None and rel in self._named and self._ast_bytes + len(text) <= _KEEP_ASTS_BYTES:
-                    self._asts[rel], self._ast_bytes = (text, tree), self._ast_bytes + len(text)  # for its summary's positions
-            self._names[rel] = cached
-        return self._names[rel]
-
-    def connected(self, rel: str) -> bool:
-        """Is ``rel`` connected to another module by imports (else it is linted alone)?"""
-        self._graph_of(rel)
-        return rel in self._connected
-
-    def component(self, rel: str) -> list[str]:
-        """The modules of ``rel``'s connected component (sorted), ``rel`` included."""
-        self._graph_of(rel)
-        return self._members.get(self._top.get(rel, ""), [rel])
-
-    def _graph_of(self, rel: str) -> None:
-        """The import graph, with every row that ``rel``'s component depends on read."""
-        self.graph()
-        if rel in self._unread:
-            self._read_all_rows()
-
-    def dependencies(self, rel: str) -> str:
-        """A digest of everything the project view can tell ``rel``: its cached result is valid
-        while this is unchanged ("" for a module linted alone). Every summary is a function of
-        its module's text, the settings and this code, so the texts' hashes stand for them
-        (no summary need be computed to know a cached result still holds)."""
-        if not self.connected(rel):
-            return ""
-        top = self._top[rel]
-        if top not in self._deps:
-            members = self._members[top]
-            reach = self.graph()["reach"]
-            self._deps[top] = digest("component", SUMMARY_VERSION, self._roots(), self.settings, [(m, self._sha(m), reach[m]) for m in members])
-        return self._deps[top]
-
-    def dependents(self, path: str) -> set[str]:
-        rel = self.layout.relpath(path)
-        if not self.connected(rel):
-            return {rel}
-        return {m for m in self.component(rel) if m in self._connected}
 
     # -- summaries and views -------------------------------------------------------------------
     def summary(self, rel: str) -> dict | None:
