@@ -4,8 +4,8 @@ Most of a module's summary is cheap, but the abstract value of what each functio
 and of each argument of each call of an imported name is not: on the 25 project trees of
 docs/precision.md they were half of the summaries' time, while the view read the returns of
 315 of 3,562 functions and the arguments of 3,764 of 8,883 calls. Those fields are deferred:
-a record holds a thunk for each, and the first read computes it (project/session.py keeps the
-module's summarizer for that, or parses the module again). A field's value is a function of
+a record holds a thunk for each, and the first read computes it (the session keeps the
+module's summarizer for that, project/summarizing.py, or parses the module again). A field's value is a function of
 the module alone, as the rest of the summary is, so an answer never depends on what was read
 first, and a summary with every field computed (a worker's, or `summarize(...)` without
 ``deferred``) equals one whose fields were read one by one.
@@ -114,47 +114,38 @@ class DeferredList(list):
 
 def complete(summary: dict) -> dict:
     """``summary`` with every deferred field computed (plain dicts and lists throughout)."""
-    out = dict(summary)
-    out["functions"] = {q: _plain(r) for q, r in summary["functions"].items()}
-    out["calls"] = [_plain(c) for c in summary["calls"]]
-    return out
+    return _records_mapped(summary, lambda r: r.complete() if isinstance(r, DeferredRecord) else r)
 
 
 def computed(summary: dict) -> dict:
     """``summary`` as a cache entry holds it: the fields computed so far (an argument list or
     keyword table the view has read is completed: json would see its placeholders)."""
-    out = dict(summary)
-    out["functions"] = {q: _computed(r) for q, r in summary["functions"].items()}
-    out["calls"] = [_computed(c) for c in summary["calls"]]
-    return out
+    return _records_mapped(summary, lambda r: {k: dict.__getitem__(r, k) for k in dict.keys(r)})
 
 
-def _computed(record: dict) -> dict:
-    fields = {k: dict.__getitem__(record, k) for k in dict.keys(record)}
-    for key in ("args", "kwargs"):
-        if isinstance(fields.get(key), (DeferredList, DeferredDict)):
-            fields[key] = fields[key].complete() if key == "args" else dict(fields[key].complete())
-    return fields
+def _records_mapped(summary: dict, fields: Callable[[dict], dict]) -> dict:
+    """A copy of ``summary`` whose function and call records are ``fields(record)``, their
+    argument lists and keyword tables completed."""
+
+    def plain(record: dict) -> dict:
+        out = dict(fields(record))
+        for key in ("args", "kwargs"):
+            if isinstance(out.get(key), (DeferredList, DeferredDict)):
+                out[key] = out[key].complete()
+        return out
+
+    return {**summary, "functions": {q: plain(r) for q, r in summary["functions"].items()}, "calls": [plain(c) for c in summary["calls"]]}
 
 
 def defer_missing(summary: dict, thunk: Callable[[str, object, str], Callable[[], object]]) -> dict:
     """``summary`` (read from the cache: its deferred fields absent unless the module's
     earlier run had computed them) with a thunk for each absent field: ``thunk(kind, key,
     field)``, kind "fn" keyed by the function's qualified name, "call" by the call's seq."""
-    summary["functions"] = {
-        q: DeferredRecord(r, {f: thunk("fn", q, f) for f in FUNCTION_FIELDS if f not in r}) if any(f not in r for f in FUNCTION_FIELDS) else r
-        for q, r in summary["functions"].items()
-    }
-    summary["calls"] = [
-        DeferredRecord(c, {f: thunk("call", c.get("seq"), f) for f in CALL_FIELDS if f not in c}) if any(f not in c for f in CALL_FIELDS) else c
-        for c in summary["calls"]
-    ]
+
+    def deferring(record: dict, kind: str, key, names: tuple[str, ...]) -> dict:
+        missing = [f for f in names if f not in record]
+        return DeferredRecord(record, {f: thunk(kind, key, f) for f in missing}) if missing else record
+
+    summary["functions"] = {q: deferring(r, "fn", q, FUNCTION_FIELDS) for q, r in summary["functions"].items()}
+    summary["calls"] = [deferring(c, "call", c.get("seq"), CALL_FIELDS) for c in summary["calls"]]
     return summary
-
-
-def _plain(record: dict) -> dict:
-    record = record.complete() if isinstance(record, DeferredRecord) else dict(record)
-    for key in ("args", "kwargs"):
-        if isinstance(record.get(key), (DeferredList, DeferredDict)):
-            record[key] = record[key].complete() if key == "args" else dict(record[key].complete())
-    return record

@@ -324,33 +324,26 @@ class ModuleEnv(Env):
                 return True
         return False
 
-    def _callee_targets(self, call: cst.Call) -> list[tuple[str, int]]:
-        """Every project function of another module ``call`` may run (one per class of an
-        object that may be one of several)."""
+    def _callee_targets(self, call: cst.Call, picked: bool = True) -> list[tuple[str, int]]:
+        """Every project function of another module ``call`` may run, with how many leading
+        parameters the call fills itself (one per class of an object that may be one of
+        several); ``picked=False`` leaves out what the summary resolves from a picked value."""
         if self._names is None:
             self._names = CalleeNames(self.analysis, self.path)
         callee = self._names.callee(call)
-        if callee is None:
+        if callee is None and picked:
             record = self.view.call_record(self.path, self.analysis.index.seq(call))
             if record is not None and record["callee"].startswith("%"):
                 return self.view.call_targets_of(record["callee"], self.path, record["bound"], record.get("value"))
         if callee is None or callee.startswith(":"):
-            return []
+            return []  # this module's own functions are the per-module analysis's to judge
         return self.view.call_targets_of(callee, self.path, self._names.bound(call, callee))
 
-    def _callee_target(self, call: cst.Call) -> str | None:
-        """"path:Qual" of the project function ``call`` runs, named as the summaries name it."""
-        found = self._callee_target_and_shift(call)
-        return found[0] if found is not None else None
-
     def _callee_target_and_shift(self, call: cst.Call) -> tuple[str, int] | None:
-        """The project function ``call`` runs and how many leading parameters it fills itself."""
-        if self._names is None:
-            self._names = CalleeNames(self.analysis, self.path)
-        callee = self._names.callee(call)
-        if callee is None or callee.startswith(":"):
-            return None  # this module's own functions are the per-module analysis's to judge
-        return self.view.call_target_of(callee, self.path, self._names.bound(call, callee))
+        """The one project function ``call`` runs by name and how many leading parameters it
+        fills itself (None: none, or several)."""
+        found = self._callee_targets(call, picked=False)
+        return found[0] if len(found) == 1 else None
 
     def is_step_like(self, qualname: str) -> bool:
         target = self._call_target(qualname)

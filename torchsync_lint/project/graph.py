@@ -162,7 +162,9 @@ def rows_needed(files: list[str], seeds: list[str], text_of: Callable[[str], str
     while frontier:
         for m in sorted(frontier):
             resolved[m] = reach_of(m)
-        relevant = _connected_to(seeds, resolved)
+        top = components(resolved)  # over the rows known so far
+        tops = {top[s] for s in seeds}
+        relevant = {m for m, t in top.items() if t in tops}
         for m in relevant:
             names |= _path_words(m)
         frontier = {m for m in relevant if m not in resolved}
@@ -177,19 +179,3 @@ def rows_needed(files: list[str], seeds: list[str], text_of: Callable[[str], str
                 frontier.add(m)
     return set(resolved)
 
-
-def _connected_to(seeds: list[str], rows: dict[str, list[str]]) -> set[str]:
-    """The modules connected to ``seeds`` by the ``rows`` known so far (edges both ways)."""
-    neighbours: dict[str, set[str]] = {}
-    for m, targets in rows.items():
-        for t in targets:
-            neighbours.setdefault(m, set()).add(t)
-            neighbours.setdefault(t, set()).add(m)
-    seen = set(seeds)
-    stack = list(seeds)
-    while stack:
-        for n in neighbours.get(stack.pop(), ()):
-            if n not in seen:
-                seen.add(n)
-                stack.append(n)
-    return seen

@@ -395,7 +395,6 @@ class Session(ImportGraph):
 
     def _snapshot(self) -> tuple:
         """(text digest per module, reach edges, component per module, connected modules)."""
-        self.graph()
         self._read_all_rows()
         graph = self.graph()
         return {m: self._sha(m) for m in self.modules()}, graph["reach"], dict(self._top), set(self._connected)

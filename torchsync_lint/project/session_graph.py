@@ -59,7 +59,8 @@ class ImportGraph:
     def _rows_to_read(self, graph: dict, files: list[str]) -> list[str]:
         """All the modules, or for a run over some of them (the files named), only those whose
         rows decide their components (graph.rows_needed); their rows are read into ``graph``."""
-        named = [m for m in self._named if m in set(files)]
+        known = set(files)
+        named = [m for m in self._named if m in known]
         if not named or len(named) == len(files):
             return files
 
@@ -71,6 +72,7 @@ class ImportGraph:
 
     def _read_all_rows(self) -> None:
         """Every module's import row (a question about a module the run did not name)."""
+        self.graph()
         if self._unread:
             self._dirty = set(self._unread)
             graph = self.graph()

@@ -38,7 +38,6 @@ from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.view import SUMMARY_VERSION
 
 
-
 def unknown_field(field: str):
     """What a deferred field is when it cannot be computed (project/deferred.py)."""
     if field.startswith(("args.", "kwargs.")):

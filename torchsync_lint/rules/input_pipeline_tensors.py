@@ -9,7 +9,6 @@ import libcst as cst
 from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.images import divided_operand, is_divide_by_255
 from torchsync_lint.analysis.loaders import literal_value, loaders
-from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.knowledge.transforms import CONVERTERS
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import integer_arange, movable_factory, plain_device
@@ -441,18 +440,16 @@ class HostTensorInLoop(Rule):
         if not isinstance(receiver, cst.Name):
             return
         factory = fresh_host_fill(self.analysis, receiver)
-        if factory is None or self._chained_copy_target(copy) is None or not loaders(self.analysis).module_feeds_accelerator:
+        if factory is None or not self._moves_to_accelerator(copy) or not loaders(self.analysis).module_feeds_accelerator:
             return
         hot = self.hot(copy)
         if hot is not None:
             advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy"
             self.report(copy, hot=hot, expr=self.snippet(copy), advice=advice)
 
-    def _chained_copy_target(self, copy: cst.Call) -> cst.Call | None:
-        """``copy`` itself when it moves to an accelerator (`.cuda()`, `.to(<accelerator>)`)."""
-        if copy.func.attr.value == "cuda" or self.analysis.values.to_destination(copy) == "accelerator":  # type: ignore[union-attr]
-            return copy
-        return None
+    def _moves_to_accelerator(self, copy: cst.Call) -> bool:
+        """Does ``copy`` (a `.cuda()` or `.to(...)` call) move to an accelerator?"""
+        return copy.func.attr.value == "cuda" or self.analysis.values.to_destination(copy) == "accelerator"  # type: ignore[union-attr]
 
     def _device_fix(self, factory_call: cst.Call, copy: cst.Call, factory: str):
         method = copy.func.attr.value  # type: ignore[union-attr]
@@ -502,9 +499,7 @@ class HostTensorInLoop(Rule):
         call = self.analysis.index.parent(parent)
         if not isinstance(call, cst.Call) or call.func is not parent:
             return None
-        if parent.attr.value == "cuda" or self.analysis.values.to_destination(call) == "accelerator":
-            return call
-        return None
+        return call if self._moves_to_accelerator(call) else None
 
 
 __all__ = ["HostFloatNormalization", "HostTensorInLoop"]
