@@ -48,12 +48,18 @@ def write(root: Path, rel: str, text: str = HAZARD) -> Path:
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A git repository (a `.git` directory is what marks one) with no global git config."""
+def bare_home(tmp_path, monkeypatch):
+    """``tmp_path`` as the working directory, with a home of its own (no global git config)."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    return tmp_path
+
+
+@pytest.fixture
+def project(bare_home, tmp_path, monkeypatch):
+    """A git repository (a `.git` directory is what marks one) with no global git config."""
+    monkeypatch.setenv("NO_COLOR", "1")
     repo = tmp_path / "repo"
     (repo / ".git" / "info").mkdir(parents=True)
     write(repo, "train.py")
@@ -100,10 +106,7 @@ def test_global_excludes_file_from_core_excludesfile(project, capsys):
     assert paths(capsys, ".") == {"train.py"}
 
 
-def test_gitignore_needs_a_repository_but_dot_ignore_does_not(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+def test_gitignore_needs_a_repository_but_dot_ignore_does_not(bare_home, tmp_path, capsys):
     write(tmp_path, "a.py")
     write(tmp_path, "b.py")
     (tmp_path / ".gitignore").write_text("a.py\n")
@@ -111,15 +114,12 @@ def test_gitignore_needs_a_repository_but_dot_ignore_does_not(tmp_path, monkeypa
     assert paths(capsys, ".") == {"a.py"}  # as ruff (and ripgrep): no .git, no .gitignore
 
 
-def test_a_walk_never_enters_the_tools_own_cache(tmp_path, monkeypatch, capsys):
+def test_a_walk_never_enters_the_tools_own_cache(bare_home, tmp_path, monkeypatch, capsys):
     # Outside a git repository the cache's own `.gitignore` does not apply: the walk prunes the
     # directory by name instead of listing its entries (thousands after a few runs).
     from torchsync_lint.config import Config
     from torchsync_lint.files import discover
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
     write(tmp_path, "a.py")
     write(tmp_path, ".torchsync_cache/v1/stray.py")
     write(tmp_path, "sub/.torchsync_cache/stray.py")
