@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from types import FrameType
 
 
@@ -21,7 +22,18 @@ class UserFrameFinder:
         self._names = {user_file, self.user_file}
 
     def line(self, skip: int = 1) -> int:
-        frame: FrameType | None = sys._getframe(skip)
+        return self._innermost(sys._getframe(skip))
+
+    def line_or_main_thread(self, skip: int = 1) -> int:
+        """As ``line``, but a thread with no frame of the script (autograd's per-device worker
+        thread runs a CUDA backward, so a sync in it has no Python caller) gets the line the
+        main thread is at: the ``loss.backward()`` waiting for that thread."""
+        line = self._innermost(sys._getframe(skip))
+        if line or threading.current_thread() is threading.main_thread():
+            return line
+        return self._innermost(sys._current_frames().get(threading.main_thread().ident))
+
+    def _innermost(self, frame: FrameType | None) -> int:
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename in self._names:

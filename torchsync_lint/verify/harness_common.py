@@ -180,11 +180,14 @@ def instrument_dataloader(
     user_line: Callable[[], int],
     *,
     force_main_process: bool,
+    can_pin: bool = False,
     on_iter: Callable[[torch.utils.data.DataLoader, LoaderSettings], None] | None = None,
     on_batch: Callable[[LoaderSettings, Any], Any] | None = None,
 ) -> None:
     """Patch DataLoader.__init__/__iter__ to remember the user's settings, count batches
-    and (under emulation) load in the main process so every transform runs under the modes.
+    and (``force_main_process``: emulation and the cuda attribution pass) load in the main
+    process so every transform runs under the modes. ``can_pin``: keep ``pin_memory`` when
+    loading in the main process (a GPU machine pins there; the CPU wheel cannot).
     """
     loader_cls = torch.utils.data.DataLoader
     original_init = loader_cls.__init__
@@ -202,7 +205,7 @@ def instrument_dataloader(
             # Workers would run the dataset outside our modes; the CPU wheel cannot pin.
             # These are the arguments DataLoader rejects unless num_workers > 0.
             arguments["num_workers"] = 0
-            arguments["pin_memory"] = False
+            arguments["pin_memory"] = arguments.get("pin_memory") if can_pin else False
             for name, neutral in (("prefetch_factor", None), ("persistent_workers", False), ("multiprocessing_context", None), ("timeout", 0)):
                 if name in arguments:
                     arguments[name] = neutral

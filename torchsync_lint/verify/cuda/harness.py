@@ -46,15 +46,26 @@ SYNC_DEBUG_MESSAGE = "called a synchronizing CUDA operation"
 def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) -> dict:
     import torch
     import torch.utils._pytree as pytree
+    from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from torchsync_lint.verify.cuda import sync_labels
-    from torchsync_lint.verify.emulate.virtual_cuda import TORCH_DIR, LoaderOrigin, VirtualCudaState, track_host_provenance
+    from torchsync_lint.verify.emulate import sinks
+    from torchsync_lint.verify.emulate.virtual_cuda import (
+        HOST_DATA_FACTORIES,
+        SAME_VALUE_OPS,
+        TORCH_DIR,
+        LoaderOrigin,
+        VirtualCudaState,
+        is_cuda_device,
+        track_host_provenance,
+    )
     from torchsync_lint.verify.sites import SiteFinder, with_sites
 
     finder = UserFrameFinder(script)
     clock = StepClock()
-    state = VirtualCudaState(user_line=lambda: finder.line(2), clock=clock.snapshot)
+    # A sync on autograd's device thread (a CUDA backward) belongs to the main thread's line.
+    state = VirtualCudaState(user_line=lambda: finder.line_or_main_thread(2), clock=clock.snapshot)
     sites = SiteFinder(script)
     state.locate = sites.locate
 
@@ -66,7 +77,8 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
 
         def __init__(self) -> None:
             super().__init__()
-            self.stack: list[tuple[str, str | None]] = []
+            # (op, copy direction, line of the logging call whose stored value the op reads)
+            self.stack: list[tuple[str, str | None, int | None]] = []
 
         def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             kwargs = kwargs or {}
@@ -87,12 +99,15 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
                     self._host_to_device(args[1], non_blocking, name)
                 elif is_cuda(args[1]) and not is_cuda(args[0]):
                     direction = "d2h"
-            self.stack.append((name, direction))
+            leaves = pytree.tree_leaves((args, kwargs))
+            read_line = state.read_line(leaves) if state.read_lines else None
+            self.stack.append((name, direction, read_line))
             try:
                 out = func(*args, **kwargs)
             finally:
                 self.stack.pop()
-            leaves = pytree.tree_leaves((args, kwargs))
+            if read_line is not None and name in SAME_VALUE_OPS and isinstance(out, torch.Tensor):
+                state.read_lines[out] = read_line  # Lightning reads `cache.detach()` of what it stored
             if not any(is_cuda(leaf) for leaf in leaves):
                 track_host_provenance(state, leaves, out)
             return out
@@ -100,8 +115,24 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
         def _host_to_device(self, source: Any, non_blocking: bool, op: str) -> None:
             state.record_host_to_device(source, non_blocking, op, pinned=source.is_pinned(), record_blocking=False)
 
-        def current(self) -> tuple[str | None, str | None]:
-            return self.stack[-1] if self.stack else (None, None)
+        def current(self) -> tuple[str | None, str | None, int | None]:
+            return self.stack[-1] if self.stack else (None, None, None)
+
+    class FactoryLabels(TorchFunctionMode):
+        """``torch.tensor(host data, device=cuda)`` (and as_tensor, asarray, new_tensor) copies
+        inside the C++ constructor, where no dispatched op is running: name the copy here so
+        its stream sync is labelled a blocking host-to-device copy."""
+
+        def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            kwargs = kwargs or {}
+            name = getattr(func, "__name__", "")
+            if (name in HOST_DATA_FACTORIES or name == "new_tensor") and is_cuda_device(kwargs.get("device")):
+                labels.stack.append((sync_labels.factory_label(name), "h2d", None))
+                try:
+                    return func(*args, **kwargs)
+                finally:
+                    labels.stack.pop()
+            return func(*args, **kwargs)
 
     labels = OpLabels()
 
@@ -119,16 +150,16 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
         # torch swallows (and logs) exceptions raised by GPU-trace callbacks: a bug here
         # would silently drop evidence, so keep this path minimal.
         if signals.callback(source):
-            op, direction = labels.current()
+            op, direction, read_line = labels.current()
             kind, label = sync_labels.classify_sync(source, op, direction, python_callee())
-            state.record(kind, label)
+            state.record(kind, label, line=read_line)
 
     def on_sync_debug_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
         if SYNC_DEBUG_MESSAGE in str(message):
             if signals.warning():  # a sync whose GPU-trace callback has not (yet) fired
-                op, direction = labels.current()
+                op, direction, read_line = labels.current()
                 kind, label = sync_labels.classify_sync(sync_labels.STREAM, op, direction, python_callee())
-                state.record(kind, f"sync_debug_mode: {label}")
+                state.record(kind, f"sync_debug_mode: {label}", line=read_line)
         else:
             original_showwarning(message, category, filename, lineno, file, line)
 
@@ -146,7 +177,14 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
     patcher = Patcher()
     original_showwarning = warnings.showwarning
     clock.install()
-    instrument_dataloader(patcher, clock, state.user_line, force_main_process=False, on_iter=on_iter, on_batch=on_batch)
+    # Loaders run in the main process here, as under emulation: a float that a worker process
+    # normalised on the host (TSL304) can only be traced to the line that made it in this
+    # process. The settings reported (on_iter) stay the script's own; the profile and time
+    # passes keep its workers.
+    instrument_dataloader(
+        patcher, clock, state.user_line, force_main_process=True, can_pin=torch.cuda.is_available(), on_iter=on_iter, on_batch=on_batch
+    )
+    sinks.install(patcher, state, on_device=is_cuda)
     if torch.cuda.is_available():
         from torch.cuda import _gpu_trace
 
@@ -159,7 +197,7 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
     warnings.simplefilter("always")
     patcher.set(warnings, "showwarning", on_sync_debug_warning)
     try:
-        with labels:
+        with FactoryLabels(), labels:
             outcome = run_script(script, script_args, extra_sys_path)
     finally:
         if torch.cuda.is_available():

@@ -18,10 +18,19 @@ _OP_KINDS = {
     **ev.SYNCING_OPS,
     "aten::is_nonzero": ev.SCALAR_READ,
     "aten::item": ev.SCALAR_READ,
+    "aten::allclose": ev.SCALAR_READ,  # returns a Python bool read from the device
     # a sync inside a mask index is its nonzero (the functional `aten::index_put` is not listed)
     **dict.fromkeys(ev.MASK_INDEX_OPS - {"aten::index_put"}, ev.DYNAMIC_SHAPE),
 }
 _COPY_OPS = frozenset({"aten::_to_copy", "aten::copy_", "aten::to", "aten::lift_fresh", "aten::_copy_from"})
+# Python calls that copy host data into a new device tensor inside C++, with no op dispatched
+# (the cuda harness's FactoryLabels names them while they run).
+_FACTORY_PREFIX = "factory:"
+
+
+def factory_label(name: str) -> str:
+    """The label of ``torch.<name>(host data, device=cuda)`` (``Tensor.new_tensor`` too)."""
+    return f"{_FACTORY_PREFIX}{'Tensor' if name == 'new_tensor' else 'torch'}.{name}"
 
 
 # Frames between a sync and the code that caused it which say nothing about the cause:
@@ -55,6 +64,8 @@ def classify_sync(
         if python_callee == "synchronize":
             return ev.EXPLICIT_SYNC, "Stream.synchronize"
         return ev.DEVICE_SYNC, "cudaStreamSynchronize"
+    if op.startswith(_FACTORY_PREFIX):
+        return ev.H2D_BLOCKING, op[len(_FACTORY_PREFIX) :] + "(host data, device=cuda)"
     if op in _COPY_OPS:
         if copy_direction == "h2d":
             return ev.H2D_BLOCKING, op

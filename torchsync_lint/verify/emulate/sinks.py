@@ -27,7 +27,11 @@ from torchsync_lint.verify.harness_common import Patcher
 LIGHTNING_RESULTS = ("lightning.pytorch.trainer.connectors.logger_connector.result", "pytorch_lightning.trainer.connectors.logger_connector.result")
 
 
-def install(patcher: Patcher, state: VirtualCudaState) -> None:
+def install(patcher: Patcher, state: VirtualCudaState, on_device: Callable[[Any], bool] | None = None) -> None:
+    """``on_device``: whether a stored value is a GPU tensor (default: the emulator's virtual
+    tag; the cuda backend passes ``Tensor.is_cuda``)."""
+    on_device = on_device or state.is_virtual
+
     def patch_results(module: Any) -> None:
         results = module._ResultCollection
         original = results.update_metrics
@@ -35,7 +39,7 @@ def install(patcher: Patcher, state: VirtualCudaState) -> None:
         def update_metrics(self: Any, key: str, value: Any, batch_size: int) -> None:
             original(self, key, value, batch_size)
             stored = getattr(self[key], "_forward_cache", None)
-            if state.is_virtual(stored):
+            if on_device(stored):
                 state.read_lines[stored] = state.user_line()
 
         patcher.set(results, "update_metrics", update_metrics)
