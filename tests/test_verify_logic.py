@@ -424,10 +424,20 @@ def test_ab_runs_alternate_original_and_fixed(monkeypatch):
         ("device", None, None, None, ev.EXPLICIT_SYNC),
         ("event", "aten::add", None, None, ev.EXPLICIT_SYNC),
         ("stream", "aten::some_new_op", None, None, ev.DEVICE_SYNC),
+        # seen on an H200 (docs/verification): torch.tensor(host, device=cuda) copies with no op
+        # dispatched, so the harness's factory label is all that says why the host waited
+        ("stream", sync_labels.factory_label("tensor"), "h2d", None, ev.H2D_BLOCKING),
+        ("stream", sync_labels.factory_label("new_tensor"), "h2d", None, ev.H2D_BLOCKING),
+        ("stream", "aten::allclose", None, None, ev.SCALAR_READ),
     ],
 )
 def test_classify_sync(source, op, direction, callee, expected):
     assert sync_labels.classify_sync(source, op, direction, callee)[0] == expected
+
+
+def test_factory_labels_name_the_call():
+    assert sync_labels.classify_sync("stream", sync_labels.factory_label("as_tensor"), "h2d")[1] == "torch.as_tensor(host data, device=cuda)"
+    assert sync_labels.classify_sync("stream", sync_labels.factory_label("new_tensor"), "h2d")[1] == "Tensor.new_tensor(host data, device=cuda)"
 
 
 def test_steps_holding_a_loop_start_are_not_steady():
@@ -505,3 +515,38 @@ def test_fixed_variant_falls_back_to_the_fixer_output(tmp_path):
         assert "x = x.to(device, non_blocking=True)" in open(path).read()
         assert extra == [str(tmp_path)]
     assert not os.path.exists(os.path.dirname(path))  # the fixer's copy is gone after the block
+
+
+def test_a_thread_without_script_frames_gets_the_main_threads_line():
+    """Autograd runs a CUDA backward on its own device thread, whose stack has no frame of the
+    script: a sync there is reported at the line the main thread waits on (loss.backward())."""
+    import inspect
+    import threading
+
+    from torchsync_lint.verify.frames import UserFrameFinder
+
+    finder = UserFrameFinder(__file__)
+    namespace: dict = {}
+    probe = "def probe(finder, out, waiting, done):\n    waiting.wait()\n    out.append((finder.line(1), finder.line_or_main_thread(1)))\n    done.set()\n"
+    exec(compile(probe, "<library>", "exec"), namespace)
+    seen: list = []
+    waiting, done = threading.Event(), threading.Event()
+    worker = threading.Thread(target=namespace["probe"], args=(finder, seen, waiting, done))
+    worker.start()
+    expected = inspect.currentframe().f_lineno + 1
+    waiting.set() or done.wait(10)  # the main thread stays on this line until the probe ran
+    worker.join()
+    assert seen == [(0, expected)]
+    # on the main thread the fallback changes nothing
+    assert finder.line_or_main_thread(1) == inspect.currentframe().f_lineno
+
+
+def test_entry_json_round_trip():
+    """Shards of one GPU session are merged from their JSON reports (benchmarks/verify_gpu_merge.py)."""
+    from torchsync_lint.verify.matching import Entry, Evidence
+
+    entry = Entry("f.py", 3, "TSL201", "confirmed", "cuda", [Evidence("scalar-read", "aten::_local_scalar_dense", 12, 2.0)],
+                  "metric-update-nan-check", static=True, marker="expect", detail="d", cost_ms_per_step=0.5, cost_pct=4.0)
+    assert Entry.from_json(entry.to_json()) == entry
+    script_level = Entry("f.py", None, None, "profiled", "cuda")
+    assert Entry.from_json(script_level.to_json()) == script_level

@@ -102,6 +102,17 @@ class Entry:
             "detail": self.detail or None,
         }
 
+    @classmethod
+    def from_json(cls, data: dict) -> "Entry":
+        """The inverse of ``to_json``: reports of several runs (shards of one GPU session) merged
+        into one page (benchmarks/verify_gpu_merge.py)."""
+        evidence = [Evidence(e["kind"], e["op"], e["count"], e["per_step"]) for e in data.get("evidence") or []]
+        return cls(
+            data["path"], data["line"], data["code"], data["status"], data["backend"], evidence, data.get("name") or "",
+            static=data["static"], marker=data["marker"], failed=data["failed"], detail=data.get("detail") or "",
+            cost_ms_per_step=data.get("cost_ms_per_step"), cost_pct=data.get("cost_pct"),
+        )
+
 
 def merge_expectations(findings: Iterable[Expectation], markers: Iterable[Expectation]) -> list[Expectation]:
     """One expectation per (line, code), remembering whether the linter and/or a marker said so."""
