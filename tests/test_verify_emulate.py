@@ -141,11 +141,13 @@ def test_dynamic_shape_ops(tmp_path):
         x = torch.randn(16, device=device)
         idx = torch.nonzero(x > 0)  # <-
         picked = x[x > 0]  # <-
-        x[x < 0] = 0.0  # <-
+        x[x < 0] = x.min()  # <-
         uniq = torch.unique(x.round())  # <-
         sel = torch.masked_select(x, x > 1)  # <-
         rep = torch.repeat_interleave(x, torch.ones(16, dtype=torch.long, device=device))  # <-
         rep_sized = torch.repeat_interleave(x, torch.ones(16, dtype=torch.long, device=device), output_size=16)  # <-
+        x[x < 0] = 0.0  # <-
+        x[x < 0] += 1.0  # <-
         """,
     )
     assert run.at(0) == Counter({(ev.DYNAMIC_SHAPE, "aten::nonzero"): 1})
@@ -156,6 +158,10 @@ def test_dynamic_shape_ops(tmp_path):
     assert run.at(4) == Counter({(ev.DYNAMIC_SHAPE, "aten::masked_select"): 1})
     assert run.at(5) == Counter({(ev.DYNAMIC_SHAPE, "aten::repeat_interleave"): 1})
     assert run.at(6) == Counter()  # output_size given: no sync
+    # one mask and a host scalar: ATen runs masked_fill_, no sync (as an H200 showed)
+    assert run.at(7) == Counter()
+    # `+=` reads x[mask] first (index: a sync) and stores a device value back (index_put_: another)
+    assert run.kinds_at(8) == Counter({ev.DYNAMIC_SHAPE: 2})
 
 
 def test_integer_index_is_not_a_mask(tmp_path):

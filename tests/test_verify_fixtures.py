@@ -37,7 +37,7 @@ def test_every_fixture_verifies_under_emulation(tmp_path):
     confirmed = sum(1 for e in plain if e["status"] == "confirmed" and e["marker"] == "expect")
     expect_sync = sum(1 for e in plain if e["status"] == "confirmed" and e["marker"] == "expect-sync")
     readme = " ".join((FIXTURES.parent / "README.md").read_text().split())
-    claim = f"the {confirmed} runtime-observable `# expect:` markers and the {expect_sync} `# expect-sync:` lines in the fixtures that need no optional package"
+    claim = f"the {confirmed} runtime-observable `# expect:` markers and the {expect_sync} `# expect-sync:` line{'s' * (expect_sync != 1)} in the fixtures that need no optional package"
     assert claim in readme
     if any(e["status"] == "skipped" for e in extra):
         pytest.skip("a logging library of the dev extra is missing: its fixtures' markers were not counted")

@@ -238,9 +238,10 @@ class DynamicShapeInLoop(Rule):
     Flags ops whose output shape depends on tensor values (`nonzero`, `x[mask]`, `unique`, ...)
     on device tensors in a per-step loop.
 
-    In full: `nonzero`, boolean-mask indexing `x[mask]` and `x[mask] = v`, `masked_select`,
-    `unique`, one-argument `torch.where(cond)`, and `repeat_interleave` with tensor repeats
-    and no `output_size`.
+    In full: `nonzero`, boolean-mask indexing `x[mask]` and `x[mask] = v` with a device tensor
+    `v`, `masked_select`, `unique`, one-argument `torch.where(cond)`, and `repeat_interleave`
+    with tensor repeats and no `output_size`. `x[mask] = 0.0` (a host scalar) is not flagged:
+    ATen runs it as `masked_fill_`, with no count to read back (seen on an H200).
 
     ## Why is this bad?
     To allocate the output, the host must first learn how many elements there are: the
@@ -276,11 +277,14 @@ class DynamicShapeInLoop(Rule):
         Valid(in_loop("counts = torch.tensor([1, 2])\nrep = logits.repeat_interleave(counts.to(device), dim=0, output_size=3)")),
         Valid(in_loop("pass", after="nz = torch.nonzero(logits)\n")),  # after the loop
         Valid(in_loop("m = torch.zeros(4) > 0\nsel = torch.ones(4)[m]")),  # a CPU tensor
+        Valid(in_loop("mask = y != 0\nlogits[mask] = 0.0")),  # a host scalar: masked_fill_, no sync
+        Valid(in_loop("logits[~(y > 0)] = -1e4")),
     ]
     INVALID = [
         Invalid(in_loop("pos = logits[logits > 0]"), line=L),
         Invalid(in_loop("idx = torch.nonzero(y)"), line=L),
-        Invalid(in_loop("mask = y != 0\nlogits[mask] = 0.0"), line=L + 1),
+        Invalid(in_loop("mask = y != 0\nlogits[mask] = logits.min()"), line=L + 1),  # a device value: nonzero
+        Invalid(in_loop("mask = y != 0\nlogits[mask] += 1.0"), line=L + 1),  # reads logits[mask] first
         Invalid(in_loop("classes = y.unique()"), line=L),
         Invalid(in_loop("rows, = torch.where(y > 0)"), line=L),
         Invalid(in_loop("sel = torch.masked_select(logits, logits > 0)"), line=L),
@@ -325,8 +329,19 @@ class DynamicShapeInLoop(Rule):
         if hot is not None:
             self.report(node, expr=self.snippet(node, 40), hot=hot)
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._masked_fills: set[int] = set()  # ids of `t[mask] = <host value>` targets
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `t[mask] = 0.0` stores through one bool mask with a one-element host value: ATen runs
+        # it as masked_fill_, with no nonzero and no sync (seen on an H200, docs/verification).
+        # A device value takes the nonzero path; a value of unknown kind stays silent.
         if not self.analysis.is_device(node.value):
+            self._masked_fills.update(id(t.target) for t in node.targets if isinstance(t.target, cst.Subscript))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if id(node) in self._masked_fills or not self.analysis.is_device(node.value):
             return
         for element in node.slice:
             index = element.slice

@@ -349,7 +349,7 @@ class VirtualCudaDispatchMode(TorchDispatchMode):
             kind = ev.SYNCING_OPS.get(name)
             if kind is not None and not (name == "aten::repeat_interleave" and kwargs.get("output_size") is not None):
                 state.record(kind, name, line=state.read_line(leaves))
-            elif name in ev.MASK_INDEX_OPS and _has_mask_index(args):
+            elif name in ev.MASK_INDEX_OPS and _has_mask_index(args) and not _dispatches_to_masked_fill(state, name, args, kwargs):
                 state.record(ev.DYNAMIC_SHAPE, f"{name} (bool mask)")
 
         out = func(*args, **kwargs)
@@ -429,3 +429,24 @@ def _has_mask_index(args: tuple) -> bool:
     if not isinstance(indices, (list, tuple)):
         return False
     return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices)
+
+
+def _dispatches_to_masked_fill(state: VirtualCudaState, name: str, args: tuple, kwargs: dict) -> bool:
+    """``t[mask] = 0.0``: an index_put of one bool mask (on the tensor's device) with a
+    one-element host value runs as ``masked_fill_`` (ATen's canDispatchToMaskedFill), with no
+    nonzero and no sync; seen on an H200 (docs/verification). A device value, a second index or
+    ``accumulate=True`` takes the nonzero path."""
+    if name == "aten::index":
+        return False
+    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+    value = args[2] if len(args) > 2 else kwargs.get("values")
+    if accumulate or not isinstance(value, torch.Tensor) or value.numel() != 1 or state.is_virtual(value):
+        return False
+    target, indices = args[0], args[1]
+    given = [index for index in indices if index is not None]
+    return (
+        len(given) == 1
+        and isinstance(given[0], torch.Tensor)
+        and given[0].dtype in (torch.bool, torch.uint8)
+        and state.is_virtual(given[0]) == state.is_virtual(target)
+    )
