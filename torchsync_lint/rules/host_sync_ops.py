@@ -331,21 +331,28 @@ class DynamicShapeInLoop(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._masked_fills: set[int] = set()  # ids of `t[mask] = <host value>` targets
+        self._stored: dict[int, cst.BaseExpression] = {}  # id of an assigned `t[...]` -> the value
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        # `t[mask] = 0.0` stores through one bool mask with a one-element host value: ATen runs
-        # it as masked_fill_, with no nonzero and no sync (seen on an H200, docs/verification).
-        # A device value takes the nonzero path; a value of unknown kind stays silent.
-        if not self.analysis.is_device(node.value):
-            self._masked_fills.update(id(t.target) for t in node.targets if isinstance(t.target, cst.Subscript))
+        # Only remembered here: the value's kind is asked of a masked store alone (asking it of
+        # every assignment would run the value analysis over the whole module).
+        for target in node.targets:
+            if isinstance(target.target, cst.Subscript):
+                self._stored[id(target.target)] = node.value
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if id(node) in self._masked_fills or not self.analysis.is_device(node.value):
+        if not self.analysis.is_device(node.value):
             return
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index) and self._is_bool_mask(index.value):
+                stored = self._stored.get(id(node))
+                if stored is not None and not self.analysis.is_device(stored):
+                    # `t[mask] = 0.0`: one bool mask and a one-element host value run as
+                    # masked_fill_, with no nonzero and no sync (seen on an H200,
+                    # docs/verification). A device value takes the nonzero path; a value of
+                    # unknown kind stays silent.
+                    return
                 hot = self.hot(node)
                 if hot is not None:
                     self.report(node, expr=self.snippet(node, 40), hot=hot)
