@@ -93,3 +93,28 @@ def test_import_hints_hold_every_word_an_import_statement_names():
     words, relative = import_hints(text)
     assert {"os", "a", "b", "pkg", "sub", "zz", "q", "r"} <= words and relative
     assert import_hints("x = 1\n") == (frozenset(), False)
+
+
+def test_a_directory_that_is_not_a_package_adds_no_word(tmp_path, monkeypatch):
+    """`fixtures/metrics/naive.py` (no `__init__.py` above it) is imported only by a name that
+    ends in `naive`: a module importing some other `metrics` is not read, while importing a
+    regular package still reaches every module inside it."""
+    _write(tmp_path, {
+        **UNRELATED,
+        "fixtures/metrics/naive.py": "import torch\n",
+        "lib/__init__.py": "",
+        "lib/metrics.py": "X = 1\n",
+        "user.py": "from lib import metrics\n",
+        "pkg/__init__.py": "",
+        "pkg/deep/mod.py": "import torch\n",
+        "other.py": "import pkg\n",
+    })
+    read = []
+    real = session_module.Session._import_names
+    monkeypatch.setattr(session_module.Session, "_import_names", lambda self, rel: read.append(rel) or real(self, rel))
+    named = Session(tmp_path, Config(), use_cache=False, files=[str(tmp_path / "fixtures/metrics/naive.py")])
+    assert named.component("fixtures/metrics/naive.py") == ["fixtures/metrics/naive.py"]
+    assert sorted(set(read)) == ["fixtures/metrics/naive.py"]
+    deep = Session(tmp_path, Config(), use_cache=False, files=[str(tmp_path / "pkg/deep/mod.py")])
+    whole = Session(tmp_path, Config(), use_cache=False)
+    assert deep.component("pkg/deep/mod.py") == whole.component("pkg/deep/mod.py") and "other.py" in whole.component("pkg/deep/mod.py")

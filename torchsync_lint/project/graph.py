@@ -143,11 +143,18 @@ def import_hints(text: str) -> tuple[frozenset[str], bool]:
     return frozenset(words), relative
 
 
-def _path_words(rel: str) -> set[str]:
-    """The words a module's import name may use: its path's components (`pkg/sub/mod.py`:
-    pkg, sub, mod; under a source root the name is a suffix of them)."""
+def _path_words(rel: str, packages: set[str]) -> set[str]:
+    """The words an import statement that reaches ``rel`` must use: its own name (`mod` of
+    `pkg/sub/mod.py`, `sub` of `pkg/sub/__init__.py`), which every import of it names last
+    or alone, and the name of each directory above it that is a regular package (in
+    ``packages``): importing a package reaches every module inside it. A directory without an
+    `__init__.py` is only ever part of a longer name, so its word would match imports of
+    other modules (a test suite's `metrics` beside `fixtures/metrics/`) for nothing."""
     parts = rel.split("/")
-    return {*parts[:-1], parts[-1].rsplit(".", 1)[0]}
+    dirs, stem = parts[:-1], parts[-1].rsplit(".", 1)[0]
+    words = {dirs[-1] if stem == "__init__" and dirs else stem}
+    words.update(d for i, d in enumerate(dirs) if "/".join(dirs[: i + 1]) in packages)
+    return words
 
 
 def rows_needed(files: list[str], seeds: list[str], text_of: Callable[[str], str | None], reach_of: Callable[[str], list[str]]) -> set[str]:
@@ -158,6 +165,7 @@ def rows_needed(files: list[str], seeds: list[str], text_of: Callable[[str], str
     resolved: dict[str, list[str]] = {}
     hints: dict[str, tuple[frozenset[str], bool]] = {}
     names: set[str] = set()
+    packages = {m[: -len("/__init__.py")] for m in files if m.endswith("/__init__.py")}
     frontier = set(seeds)
     while frontier:
         for m in sorted(frontier):
@@ -166,7 +174,7 @@ def rows_needed(files: list[str], seeds: list[str], text_of: Callable[[str], str
         tops = {top[s] for s in seeds}
         relevant = {m for m, t in top.items() if t in tops}
         for m in relevant:
-            names |= _path_words(m)
+            names |= _path_words(m, packages)
         frontier = {m for m in relevant if m not in resolved}
         for m in files:
             if m in resolved or m in frontier:
