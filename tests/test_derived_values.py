@@ -32,7 +32,7 @@ TRAIN = """\
             boxes = boxes.cuda(non_blocking=True)
             labels = labels.cuda(non_blocking=True)
             best, idx = overlap({boxes}, priors).max(dim=0)
-            labels[best < 0.5] = 0
+            kept = labels[best < 0.5]  # a mask read (a store of a scalar would be masked_fill_)
             loss = model(boxes, labels)
             loss.backward()
             opt.step()
