@@ -5,6 +5,8 @@ Light on purpose: a run whose results all come from the cache asks for it and no
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from functools import lru_cache
 
 
@@ -12,7 +14,10 @@ from functools import lru_cache
 def installed_version(distribution: str) -> str | None:
     """The installed ``distribution``'s version, read from its metadata (it is not imported),
     or None; once per process and name."""
-    from importlib import metadata
+    found = _dist_info_version(distribution)
+    if found is not None:
+        return found
+    from importlib import metadata  # (36 ms to import: only where the fast path cannot tell)
 
     try:
         return metadata.version(distribution)
@@ -25,3 +30,26 @@ def installed_version(distribution: str) -> str | None:
 def installed_torchmetrics_version() -> str | None:
     """The installed torchmetrics release (every file's cache key asks for it)."""
     return installed_version("torchmetrics")
+
+
+def _dist_info_version(distribution: str) -> str | None:
+    """The version in the name of the one ``<name>-<version>.dist-info`` folder beside the
+    package of the same name (how pip installs torchmetrics and libcst), or None when that is
+    not what is there (no such package, an egg, an editable install, two dist-infos): then
+    importlib.metadata decides. ``find_spec`` of a top-level name imports nothing."""
+    try:
+        spec = importlib.util.find_spec(distribution)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    site = os.path.dirname(next(iter(spec.submodule_search_locations)))
+    prefix = distribution.replace("-", "_").lower() + "-"
+    try:
+        names = [n for n in os.listdir(site) if n.lower().startswith(prefix) and n.endswith(".dist-info")]
+    except OSError:
+        return None
+    if len(names) != 1:
+        return None
+    version = names[0][len(prefix) : -len(".dist-info")]
+    return version or None
