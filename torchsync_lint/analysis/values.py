@@ -72,9 +72,10 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._names_accelerator = mentions_device if names_accelerator is None else names_accelerator
         self._memo: dict[object, Kind | None] = {}
         self._active: dict[object, int] = {}  # key -> its depth on the evaluation stack
-        self._rounds: list[int] = []  # per depth: the round its node is in (a unique number)
-        self._round_counter = 0
-        self._provisional: dict[object, tuple] = {}  # key -> (result, cut, rounds it relied on)
+        # Per depth: the in-progress nodes the node at that depth leaned on, with the value
+        # each gave it (an approximation of a cycle head, or a provisional answer's own).
+        self._leaned: list[dict[object, Kind | None]] = []
+        self._provisional: dict[object, tuple] = {}  # key -> (result, {in-progress key: value it gave})
         self._approx: dict[object, Kind | None] = {}  # a cycle head's value in the current round
         self._lowest_cut = _NO_CUT  # the shallowest in-progress node the current frame leaned on
         self._param_depth = 0
@@ -225,8 +226,10 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
         A node that is already being computed (a cycle) answers with its current
         approximation (None at first). The node that heads the cycle recomputes until its
-        value stops changing; nodes computed on top of an unfinished one are not memoised
-        (their value depends on where the evaluation started).
+        value stops changing. A node computed on top of an unfinished one is not memoised: it
+        is kept with the values the unfinished nodes gave it, and reused wherever they give the
+        same values again, whichever path reaches it (a cycle through many call sites reaches
+        each node along many paths; recomputing it per path is exponential in the fan-out).
         """
         if key in self._memo:
             if key not in self._clean:
@@ -240,26 +243,28 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         depth = self._active.get(key)
         if depth is not None:
             self._lowest_cut = min(self._lowest_cut, depth)
-            return self._approx.get(key)
+            value = self._approx.get(key)
+            if self._leaned:
+                self._leaned[-1][key] = value
+            return value
         provisional = self._provisional.get(key)
         if provisional is not None:
             self._asked[0] += 1  # (never reused across analyses: count it as asked)
-            # Computed on top of unfinished nodes: still valid while every one of them is in
-            # the same round of its fixed-point iteration (else recomputing it on every path
-            # through a cycle is exponential in the cycle's fan-out).
-            result, cut, rounds = provisional
-            if tuple(self._rounds[cut : cut + len(rounds)]) == rounds:
+            result, leaned = provisional
+            cut = self._still_given(leaned)
+            if cut is not None:
                 self._lowest_cut = min(self._lowest_cut, cut)
+                if self._leaned:
+                    self._leaned[-1].update((k, v) for k, v in leaned.items() if k in self._active)
                 return result
         depth = len(self._active)
         self._active[key] = depth
-        self._rounds.append(0)
+        self._leaned.append({})
         outer_cut = self._lowest_cut
         asked_before = self._asked[0]
         try:
             for _ in range(MAX_ROUNDS):
-                self._round_counter += 1
-                self._rounds[depth] = self._round_counter
+                self._leaned[depth] = {}
                 self._lowest_cut = _NO_CUT
                 result = compute()
                 if result is Kind.DEVICE and not self.uses_accelerator:
@@ -269,17 +274,34 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
                 self._approx[key] = result
         finally:
             del self._active[key]
-            self._rounds.pop()
+            leaned = self._leaned.pop()
             self._approx.pop(key, None)
+        leaned.pop(key, None)
         if self._lowest_cut >= depth:
             self._memo[key] = result
             if self._asked[0] == asked_before:
                 self._clean.add(key)
         elif self._lowest_cut >= 0:
-            cut = self._lowest_cut
-            self._provisional[key] = (result, cut, tuple(self._rounds[cut:depth]))
+            self._provisional[key] = (result, leaned)
+            if self._leaned:
+                self._leaned[-1].update(leaned)
         self._lowest_cut = min(outer_cut, self._lowest_cut if self._lowest_cut < depth else _NO_CUT)
         return result
+
+    def _still_given(self, leaned: dict) -> int | None:
+        """The shallowest depth among the in-progress nodes of ``leaned`` when each of them
+        (or, finished since, its memoised answer) still gives the value recorded there;
+        None when one does not."""
+        cut = _NO_CUT
+        for k, value in leaned.items():
+            depth = self._active.get(k)
+            if depth is not None:
+                if self._approx.get(k) != value:
+                    return None
+                cut = min(cut, depth)
+            elif k not in self._memo or self._memo[k] != value:
+                return None
+        return cut
 
     def _compute(self, node: cst.BaseExpression) -> Kind | None:
         # Exact type tests (the node classes below have no subclasses; isinstance against
