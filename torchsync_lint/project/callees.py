@@ -60,6 +60,7 @@ class CalleeNames:
         self.values = analysis.values
         self.relpath = relpath
         self._quals: dict[cst.CSTNode, str | None] = {}
+        self._callees: dict[cst.Call, str | None] = {}  # the summary asks per function and per call
 
     def qual(self, node: cst.CSTNode) -> str | None:
         if node not in self._quals:
@@ -76,6 +77,11 @@ class CalleeNames:
     def callee(self, call: cst.Call) -> str | None:
         """The name the project view resolves ``call``'s callee by, when it may be the
         project's own code (never a library's)."""
+        if call not in self._callees:
+            self._callees[call] = self._callee(call)
+        return self._callees[call]
+
+    def _callee(self, call: cst.Call) -> str | None:
         func = call.func
         target = self.index.target_of(call)
         if target is not None:

@@ -64,6 +64,7 @@ class Summarizer:
     def __init__(self, analysis, relpath: str, defer=None) -> None:
         self._defer = defer
         self._by_key: dict | None = None
+        self._epoch_functions: set | None = None  # functions holding a loop over a loader
         self.a = analysis
         self.index = analysis.index
         self.values = analysis.values
@@ -177,8 +178,10 @@ class Summarizer:
     def _runs_epoch(self, func: cst.FunctionDef) -> bool:
         """Does ``func`` hold a pass over a data loader (a loop the hot-loop analysis reads as
         iterating one)?"""
-        hot = self.a.hot
-        return any(self.index.inside(loop, func) and "data loader" in why and self.index.enclosing_function(loop) is func for loop, why in hot.hot_loops.items())
+        if self._epoch_functions is None:
+            index = self.index
+            self._epoch_functions = {index.enclosing_function(loop) for loop, why in self.a.hot.hot_loops.items() if "data loader" in why}
+        return func in self._epoch_functions
 
     def _classes(self) -> dict:
         out = {}
