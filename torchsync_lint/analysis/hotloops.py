@@ -246,9 +246,13 @@ class HotLoopAnalysis:
             name = parts[-1] if parts else ""
             if name in ITER_WRAPPERS or registry.is_item_wrapper(self.values.qualname(node.func) or ""):
                 return any(self._is_loader_like(a.value, depth + 1) for a in node.args if a.keyword is None)
-            if self.values.kind(node) in LOADER_KINDS:
-                return True
-            return bool(_LOADER_NAME.search(name))  # `trainer.train_dataloader()`
+            # (the name first: it answers many loops without asking the value analysis)
+            if _LOADER_NAME.search(name):
+                return True  # `trainer.train_dataloader()`
+            return self.values.kind(node) in LOADER_KINDS
+        parts = dotted_parts(node)
+        if parts and _LOADER_NAME.search(parts[-1]):
+            return True
         if self.values.kind(node) in (*LOADER_KINDS, Kind.PREPARED):
             return True
         if isinstance(node, cst.Name):
@@ -256,8 +260,7 @@ class HotLoopAnalysis:
             if len(defs) == 1 and defs[0].how == "assign" and isinstance(defs[0].value, cst.Call):
                 if self._is_loader_like(defs[0].value, depth + 1):
                     return True  # `pbar = tqdm(loader)`; `for x in pbar`
-        parts = dotted_parts(node)
-        return bool(parts and _LOADER_NAME.search(parts[-1]))
+        return False
 
     def _runs_step_work(self, owner: cst.CSTNode) -> bool:
         """Step work in a loop's or function's own code, not in nested loops or definitions."""
@@ -313,19 +316,18 @@ class HotLoopAnalysis:
         if self.env.hands_model_to_forward(call, self.values):
             return True  # `sample(model, x)`: another module's function runs the model it is handed
         if call.args:
-            if self.values.kind(func) in CALLABLE_MODELS:
-                return True
             parts = dotted_parts(func)
             if isinstance(func, cst.Name) and _MODEL_NAME.search(func.value) and self._is_variable(func):
                 return True
             if parts == ["self"] or (parts and len(parts) == 2 and parts[0] == "self" and _MODEL_NAME.search(parts[1])):
                 return True
+            return self.values.kind(func) in CALLABLE_MODELS  # (after the names: the costlier question)
         return False
 
     def _is_optimizer_step(self, call: cst.Call) -> bool:
         receiver = call.func.value  # type: ignore[union-attr]
         parts = dotted_parts(receiver)
-        if self.values.kind(receiver) is Kind.OPTIMIZER or (parts and _OPTIMIZER_NAME.search(parts[-1])):
+        if (parts and _OPTIMIZER_NAME.search(parts[-1])) or self.values.kind(receiver) is Kind.OPTIMIZER:
             return True
         return bool(parts and parts[-1] == "scaler" and call.args)
 
