@@ -17,15 +17,13 @@ import re
 from pathlib import Path
 
 from torchsync_lint.verify.matching import Entry
-from torchsync_lint.verify.report import render_json, render_markdown
+from torchsync_lint.verify.report import ENVIRONMENT_FIELDS, render_json, render_markdown
 
 _ROW = re.compile(r"^\| ([^|]+) \| (.*) \|$")
 
 
 def page_environment(page: Path) -> dict:
     """The environment table at the top of a page render_markdown wrote, by label."""
-    from torchsync_lint.verify.report import ENVIRONMENT_FIELDS
-
     by_label = {label: key for key, label in ENVIRONMENT_FIELDS}
     environment = {}
     for line in page.read_text(encoding="utf-8").splitlines()[4:]:

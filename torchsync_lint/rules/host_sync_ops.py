@@ -302,6 +302,10 @@ class DynamicShapeInLoop(Rule):
     )
     _MASK_METHODS = frozenset({"bool", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "isin"})
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._stored: dict[int, cst.BaseExpression] = {}  # id of an assigned `t[...]` -> the value
+
     def visit_Call(self, node: cst.Call) -> None:
         qn = self.analysis.qualname(node.func)
         positional = [a for a in node.args if a.keyword is None]
@@ -328,10 +332,6 @@ class DynamicShapeInLoop(Rule):
         hot = self.hot(node)
         if hot is not None:
             self.report(node, expr=self.snippet(node, 40), hot=hot)
-
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._stored: dict[int, cst.BaseExpression] = {}  # id of an assigned `t[...]` -> the value
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # Only remembered here: the value's kind is asked of a masked store alone (asking it of
