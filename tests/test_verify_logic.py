@@ -440,6 +440,26 @@ def test_factory_labels_name_the_call():
     assert sync_labels.classify_sync("stream", sync_labels.factory_label("new_tensor"), "h2d")[1] == "Tensor.new_tensor(host data, device=cuda)"
 
 
+class _Receiver:
+    def __init__(self, is_cuda: bool) -> None:
+        self.is_cuda = is_cuda
+
+
+def _copies(name, args=(), **kwargs) -> bool:
+    return sync_labels.copies_host_data_to_cuda(name, args, kwargs, {"tensor", "as_tensor"}, lambda d: d in ("cuda", "cuda:0", 0))
+
+
+def test_a_factory_copies_to_cuda_where_its_device_or_its_receiver_says():
+    assert _copies("tensor", ([1.0],), device="cuda") and not _copies("tensor", ([1.0],)) and not _copies("tensor", ([1.0],), device="cpu")
+    assert not _copies("zeros", (3,), device="cuda")  # no host data copied
+    # `cuda_t.new_tensor(data)`: the new tensor is on the receiver's device (a blocking copy)
+    assert _copies("new_tensor", (_Receiver(True), [1.0]))
+    assert not _copies("new_tensor", (_Receiver(False), [1.0]))
+    assert not _copies("new_tensor", (_Receiver(True), [1.0]), device="cpu")  # a device given wins
+    assert _copies("new_tensor", (_Receiver(False), [1.0]), device="cuda")
+    assert _copies("new_tensor", (_Receiver(True), [1.0]), device=None)
+
+
 def test_steps_holding_a_loop_start_are_not_steady():
     window = SteadyWindow(steady_state.OPTIMIZER, total=16, warmup=2, excluded=[0, 8])
     assert not window.contains(8) and window.contains(7) and window.contains(9)

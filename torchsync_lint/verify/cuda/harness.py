@@ -119,14 +119,14 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
             return self.stack[-1] if self.stack else (None, None, None)
 
     class FactoryLabels(TorchFunctionMode):
-        """``torch.tensor(host data, device=cuda)`` (and as_tensor, asarray, new_tensor) copies
-        inside the C++ constructor, where no dispatched op is running: name the copy here so
+        """``torch.tensor(host data, device=cuda)`` (and as_tensor, asarray, and new_tensor on a
+        CUDA tensor or with a CUDA device) copies inside the C++ constructor, where no dispatched op is running: name the copy here so
         its stream sync is labelled a blocking host-to-device copy."""
 
         def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             kwargs = kwargs or {}
             name = getattr(func, "__name__", "")
-            if (name in HOST_DATA_FACTORIES or name == "new_tensor") and is_cuda_device(kwargs.get("device")):
+            if sync_labels.copies_host_data_to_cuda(name, args, kwargs, HOST_DATA_FACTORIES, is_cuda_device):
                 labels.stack.append((sync_labels.factory_label(name), "h2d", None))
                 try:
                     return func(*args, **kwargs)

@@ -28,6 +28,17 @@ _COPY_OPS = frozenset({"aten::_to_copy", "aten::copy_", "aten::to", "aten::lift_
 _FACTORY_PREFIX = "factory:"
 
 
+def copies_host_data_to_cuda(name: str, args: tuple, kwargs: dict, factories, is_cuda_device) -> bool:
+    """Does the factory call ``name`` (one of ``factories``, or ``Tensor.new_tensor``) put its
+    data on a CUDA device: ``device=`` names one, or, for ``new_tensor`` without a device,
+    the tensor it is called on is on one (the new tensor takes its device)."""
+    if name == "new_tensor":
+        if "device" in kwargs and kwargs["device"] is not None:
+            return is_cuda_device(kwargs["device"])
+        return bool(args) and getattr(args[0], "is_cuda", False) is True
+    return name in factories and is_cuda_device(kwargs.get("device"))
+
+
 def factory_label(name: str) -> str:
     """The label of ``torch.<name>(host data, device=cuda)`` (``Tensor.new_tensor`` too)."""
     return f"{_FACTORY_PREFIX}{'Tensor' if name == 'new_tensor' else 'torch'}.{name}"
