@@ -94,6 +94,7 @@ class Layout:
         # hundred files.
         self._resolved: dict[tuple[str, str], tuple[Path, str] | None] = {}
         self._files: dict[tuple[str, tuple[str, ...]], str | None] = {}
+        self._resolved_in: dict[tuple[str, str], tuple[Path, str] | None] = {}
 
     def _abs(self, path: str | Path) -> str:
         return os.path.abspath(path)
@@ -133,6 +134,14 @@ class Layout:
         if key not in self._resolved:
             self._resolved[key] = self._resolve(dotted, full)
         return self._resolved[key]
+
+    def resolve_in(self, dotted: str, rel: str) -> tuple[Path, str] | None:
+        """``resolve`` for an importer named by its path relative to the root (the view asks
+        the same names of the same modules again from each file's fork of it)."""
+        key = (dotted, rel)
+        if key not in self._resolved_in:
+            self._resolved_in[key] = self.resolve(dotted, self.root / rel)
+        return self._resolved_in[key]
 
     def _resolve(self, dotted: str, importer: str) -> tuple[Path, str] | None:
         if dotted.startswith("."):
@@ -196,8 +205,11 @@ class Layout:
             return self._files[key]
         base = os.path.join(directory, *parts)
         found = None
+        inside = self._root + os.sep
         for candidate in (os.path.join(base, "__init__.py"), base + ".py"):  # a package first, as Python
-            if self.contains(candidate) and self.relpath(candidate) in self.modules:
+            # (``directory`` is absolute and normal, and ``parts`` are names: so is ``candidate``,
+            # and it is a project file when its relative path is one of the modules)
+            if candidate.startswith(inside) and candidate[len(inside) :].replace(os.sep, "/") in self.modules:
                 found = candidate
                 break
         self._files[key] = found

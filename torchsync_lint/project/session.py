@@ -167,11 +167,12 @@ class Session(ImportGraph):
         if rel not in self._summaries:
             result = None
             if self._sha(rel) is not None:
-                key = self._summary_key(rel)
-                result = None if self._in_memory(rel) else self.cache.get("summaries", key, partial(checks.valid_summary, rel))
+                cached = self.cache.enabled and not self._in_memory(rel)  # (a key and a copy only where kept)
+                key = self._summary_key(rel) if cached else None
+                result = self.cache.get("summaries", key, partial(checks.valid_summary, rel)) if cached else None
                 if result is None:
                     result = self._summarize(rel, self._text(rel))
-                    if result is not None and not self._in_memory(rel):
+                    if result is not None and cached:
                         self.cache.put("summaries", key, deferred.computed(result))  # (the fields computed so far)
                 else:
                     result = deferred.defer_missing(result, partial(self._deferred, rel, self._sha(rel)))

@@ -71,7 +71,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
             binding = self.star_binding(from_path, head)
             found = self.resolve_name(binding + dot + tail, from_path, depth + 1) if binding and depth < 6 else None
         elif depth < 6:
-            located = self.layout.resolve(dotted, self.layout.root / from_path)
+            located = self.layout.resolve_in(dotted, from_path)
             if located is not None:
                 path = self.layout.relpath(located[0])
                 if path in self.summaries:
@@ -119,7 +119,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
                 alias = target["aliases"][name]
                 if not alias.startswith("."):
                     return alias
-                resolved = self.layout.resolve(alias, self.layout.root / found[1])
+                resolved = self.layout.resolve_in(alias, found[1])
                 if resolved is not None:
                     return f"{self.layout.module_name(resolved[0])}" + (f".{resolved[1]}" if resolved[1] else "")
             if name in target["functions"] or name in target["classes"] or name in target["values"]:
