@@ -167,17 +167,26 @@ class Session(ImportGraph):
         if rel not in self._summaries:
             result = None
             if self._sha(rel) is not None:
-                cached = self.cache.enabled and not self._in_memory(rel)  # (a key and a copy only where kept)
-                key = self._summary_key(rel) if cached else None
-                result = self.cache.get("summaries", key, partial(checks.valid_summary, rel)) if cached else None
+                result = self._cached_summary(rel)
                 if result is None:
                     result = self._summarize(rel, self._text(rel))
-                    if result is not None and cached:
-                        self.cache.put("summaries", key, deferred.computed(result))  # (the fields computed so far)
-                else:
-                    result = deferred.defer_missing(result, partial(self._deferred, rel, self._sha(rel)))
+                    if result is not None:
+                        self._cache_summary(rel, result)
             self._summaries[rel] = result
         return self._summaries[rel]
+
+    def _cached_summary(self, rel: str) -> dict | None:
+        """``rel``'s summary from the cache, its absent deferred fields deferred again; None
+        when it is not there, the cache is off or ``rel``'s text is in memory (never cached)."""
+        if not self.cache.enabled or self._in_memory(rel):
+            return None  # (no key made: a digest of the settings and the text, per module)
+        cached = self.cache.get("summaries", self._summary_key(rel), partial(checks.valid_summary, rel))
+        return deferred.defer_missing(cached, partial(self._deferred, rel, self._sha(rel))) if cached is not None else None
+
+    def _cache_summary(self, rel: str, summary: dict) -> None:
+        """Keep ``summary`` of ``rel`` in the cache: the fields computed so far (deferred.computed)."""
+        if self.cache.enabled and not self._in_memory(rel):
+            self.cache.put("summaries", self._summary_key(rel), deferred.computed(summary))
 
     def _summary_key(self, rel: str) -> str:
         return digest("summary", SUMMARY_VERSION, rel, self._sha(rel), self.settings)
@@ -243,9 +252,9 @@ class Session(ImportGraph):
             for rel in self._members[top]:
                 if rel in self._summaries or self._sha(rel) is None or self._in_memory(rel):
                     continue
-                cached = self.cache.get("summaries", self._summary_key(rel), partial(checks.valid_summary, rel))
+                cached = self._cached_summary(rel)
                 if cached is not None:
-                    self._summaries[rel] = deferred.defer_missing(cached, partial(self._deferred, rel, self._sha(rel)))
+                    self._summaries[rel] = cached
                 else:
                     missing.append(rel)
         if len(missing) > 1 and jobs != 1:
@@ -255,7 +264,7 @@ class Session(ImportGraph):
                     continue  # the worker read another text (saved meanwhile): summary() does ours
                 self._summaries[rel] = result
                 if result is not None:
-                    self.cache.put("summaries", self._summary_key(rel), result)
+                    self._cache_summary(rel, result)
 
     def view(self, rel: str) -> ProjectView:
         """The settled view over ``rel``'s component (project/view.py)."""

@@ -120,8 +120,9 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
 
     class FactoryLabels(TorchFunctionMode):
         """``torch.tensor(host data, device=cuda)`` (and as_tensor, asarray, and new_tensor on a
-        CUDA tensor or with a CUDA device) copies inside the C++ constructor, where no dispatched op is running: name the copy here so
-        its stream sync is labelled a blocking host-to-device copy."""
+        CUDA tensor or with a CUDA device) copies inside the C++ constructor, where no
+        dispatched op is running: name the copy here so its stream sync is labelled a blocking
+        host-to-device copy."""
 
         def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             kwargs = kwargs or {}

@@ -33,7 +33,7 @@ def copies_host_data_to_cuda(name: str, args: tuple, kwargs: dict, factories, is
     data on a CUDA device: ``device=`` names one, or, for ``new_tensor`` without a device,
     the tensor it is called on is on one (the new tensor takes its device)."""
     if name == "new_tensor":
-        if "device" in kwargs and kwargs["device"] is not None:
+        if kwargs.get("device") is not None:
             return is_cuda_device(kwargs["device"])
         return bool(args) and getattr(args[0], "is_cuda", False) is True
     return name in factories and is_cuda_device(kwargs.get("device"))
