@@ -15,7 +15,7 @@ from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge.torch import MODEL_METHODS_KEEPING_MODEL
 from torchsync_lint.project import absval
 
-_MAX_DEPTH = 12
+MAX_RESOLVE_DEPTH = 12  # nested resolutions followed (what is left deeper is unknown)
 
 
 def _moved(value: dict) -> dict:
@@ -118,11 +118,11 @@ class ValueAnswers:
         if self._callers is None:
             self.callers("")  # the call index first: no answer is computed on a partial one
         kind = value.get("k")
-        if depth > _MAX_DEPTH:
-            if kind in absval.SYMBOLIC:
-                self._resolved.truncated()
-                return absval.UNKNOWN
-            return value
+        if depth > MAX_RESOLVE_DEPTH:
+            if kind in absval.SYMBOLIC or kind in ("tuple", "dict", "instance"):
+                self._resolved.truncated()  # (what its parts are is left unresolved here)
+            return absval.UNKNOWN if kind in absval.SYMBOLIC else value
+        self._resolved.reached(depth)
         if kind in ("tuple", "dict", "item", "like", "elem", "any", "instance", "params"):
             return self._resolve_parts(value, from_path, depth, bind)
         if kind == "to":
@@ -132,8 +132,17 @@ class ValueAnswers:
             return moved
         if kind not in ("param", "call", "sym", "attr", "member", "vcall", "entry"):
             return value
-        key = json.dumps([value, from_path, bind], sort_keys=True)
-        return self._resolved.solve(key, lambda: self._resolve_symbolic(value, from_path, depth, bind), absval.UNKNOWN)
+        key = (self._value_key(value), from_path, json.dumps(bind, sort_keys=True) if bind is not None else None)
+        return self._resolved.solve(key, lambda: self._resolve_symbolic(value, from_path, depth, bind), absval.UNKNOWN, depth)
+
+    def _value_key(self, value: dict) -> str:
+        """``value``'s canonical text (its memo key), made once per value object: the same
+        summary values are resolved again by every module's fork of the view (abstract values
+        are never changed in place; the entry keeps ``value`` alive, so its id stays its own)."""
+        entry = self._value_keys.get(id(value))
+        if entry is None or entry[0] is not value:
+            entry = self._value_keys[id(value)] = (value, json.dumps(value, sort_keys=True))
+        return entry[1]
 
     def _resolve_parts(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
         kind = value["k"]

@@ -23,18 +23,18 @@ against a ``fork()`` of it (so which file is linted first, in which process, cha
 
 from __future__ import annotations
 
-import copy
 
 from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
 from torchsync_lint.project.memo import CycleMemo
 from torchsync_lint.project.objects import ObjectAnswers
-from torchsync_lint.project.values import ValueAnswers, passed_slot
+from torchsync_lint.project.values import MAX_RESOLVE_DEPTH, ValueAnswers, passed_slot
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
 SUMMARY_VERSION = 9
 _MAX_DEPTH = 12
+_MAX_NAME_DEPTH = 6  # re-exports and inherited methods followed
 _MAX_BASES = 6  # levels of project base classes followed
 
 
@@ -42,12 +42,15 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
     def __init__(self, layout: Layout, summaries: dict[str, dict]) -> None:
         self.layout = layout
         self.summaries = summaries  # relpath -> summary
-        self._names: dict[tuple[str, str], tuple | None] = {}
+        # Memos, each keeping only answers that do not depend on which question came first
+        # (memo.py): every module's lint of this component shares them.
+        self._names = CycleMemo(_MAX_NAME_DEPTH - 1)  # (import name, path) -> what it is (the limit: see _resolve_name)
         self._callers: dict[str, list[tuple[str, dict, int]]] | None = None
         # Answers that read the callers table; each cycle-safe (memo.py: never order-dependent).
-        self._resolved = CycleMemo()  # json key of (value, path, bind) -> resolved value
-        self._hot = CycleMemo()  # ref -> (where, gated) | None
-        self._flags = CycleMemo()  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
+        self._resolved = CycleMemo(MAX_RESOLVE_DEPTH)  # (value's key, path, bind's key) -> resolved value
+        self._value_keys: dict[int, tuple[dict, str]] = {}  # id -> (abstract value, its canonical text)
+        self._hot = CycleMemo(0)  # ref -> (where, gated) | None
+        self._flags = CycleMemo(_MAX_DEPTH)  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
         self._children: dict[str, list[str]] | None = None  # class ref -> direct project subclasses
@@ -62,22 +65,25 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         the project's own. Re-exports (`from .engine import f` in a package's __init__) are
         followed."""
         key = (dotted, from_path)
-        if key in self._names:
-            return self._names[key]
-        self._names[key] = None  # a re-export cycle
-        found = None
+        entry = self._names.known(key, depth)  # (asked of nearly every name: the common hit inline)
+        if entry is not None:
+            return entry[0]
+        return self._names.solve(key, lambda: self._resolve_name(dotted, from_path, depth), None, depth)  # (a re-export cycle: none)
+
+    def _resolve_name(self, dotted: str, from_path: str, depth: int) -> tuple | None:
+        if depth >= _MAX_NAME_DEPTH:
+            self._names.truncated()
+            return None
         if dotted.startswith("*"):  # a name from one of the module's `from m import *`
             head, dot, tail = dotted[1:].partition(".")
             binding = self.star_binding(from_path, head)
-            found = self.resolve_name(binding + dot + tail, from_path, depth + 1) if binding and depth < 6 else None
-        elif depth < 6:
-            located = self.layout.resolve_in(dotted, from_path)
-            if located is not None:
-                path = self.layout.relpath(located[0])
-                if path in self.summaries:
-                    found = self._member(path, located[1], depth)
-        self._names[key] = found
-        return found
+            return self.resolve_name(binding + dot + tail, from_path, depth + 1) if binding else None
+        located = self.layout.resolve_in(dotted, from_path)
+        if located is not None:
+            path = self.layout.relpath(located[0])
+            if path in self.summaries:
+                return self._member(path, located[1], depth)
+        return None
 
     def _member(self, path: str, rest: str, depth: int) -> tuple | None:
         summary = self.summaries[path]
@@ -130,9 +136,12 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         return None
 
     def _inherited_method(self, path: str, cls: str, method: str, depth: int) -> tuple | None:
+        self._names.reached(depth)  # (a level that tests the depth limit)
         for base in self.summaries[path]["classes"][cls]["bases"]:
             found = self.class_of(base, path)
-            if found is not None and depth < 6:
+            if found is not None and depth >= _MAX_NAME_DEPTH:
+                self._names.truncated()
+            elif found is not None:
                 candidate = self._member(found[0], f"{found[1]}.{method}", depth + 1)
                 if candidate is not None:
                     return candidate
@@ -250,7 +259,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
 
     def _forget_answers(self) -> None:
         """Drop every memo that reads the callers table."""
-        self._resolved, self._hot, self._flags = CycleMemo(), CycleMemo(), CycleMemo()
+        self._resolved, self._hot, self._flags = CycleMemo(MAX_RESOLVE_DEPTH), CycleMemo(0), CycleMemo(_MAX_DEPTH)
         self._fed_sites = self._fed_datasets = None
 
     def settle(self) -> ProjectView:
@@ -260,11 +269,11 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         return self
 
     def fork(self) -> ProjectView:
-        """The settled view with memos of its own: one file's questions never change another's answers."""
-        other = copy.copy(self)
-        other._names, other._resolved = dict(self._names), self._resolved.fork()
-        other._hot, other._flags = self._hot.fork(), self._flags.fork()
-        return other
+        """The settled view, for one file's lint. Its memos keep only answers that no order of
+        questions changes (memo.py), so the files of a component share them: one file's
+        questions never change another's answers, and an answer one file worked out serves
+        the next."""
+        return self
 
     def call_target_of(self, callee: str, from_path: str, bound: bool, value: dict | None = None) -> tuple[str, int] | None:
         """The one project function a call runs (see call_targets_of), or None when it may
@@ -380,7 +389,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         """A function's "step" / "epoch" flag, through the project functions it calls."""
         if self._callers is None:
             self.callers("")
-        return self._flags.solve((ref, flag), lambda: self._function_flag(ref, flag, depth), False)  # (recursion: not through itself)
+        return self._flags.solve((ref, flag), lambda: self._function_flag(ref, flag, depth), False, depth)  # (recursion: not through itself)
 
     def _function_flag(self, ref: str, flag: str, depth: int) -> bool:
         path, qual = ref.split(":", 1)
