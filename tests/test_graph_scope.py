@@ -71,10 +71,12 @@ def test_only_the_rows_the_component_needs_are_read_and_a_question_about_another
     monkeypatch.setattr(session_module.Session, "_import_names", lambda self, rel: read.append(rel) or real(self, rel))
     session = Session(tmp_path, Config(), files=[str(tmp_path / "train.py")])
     assert session.component("train.py") == ["train.py", "utils.py"]
-    assert sorted(set(read)) == ["train.py", "utils.py"]  # no tools/ module mentions either in an import
+    # no tools/ module mentions either in an import; utils.py's imports name no project module
+    # (only torch): its row is empty without parsing it
+    assert sorted(set(read)) == ["train.py"]
     assert not list((tmp_path / ".torchsync_cache").rglob("graph/*/*.json"))  # a partial graph is not cached
     assert session.connected("tools/tool4.py")  # another module: every row is read now
-    assert len(set(read)) == len(session.modules())
+    assert set(read) == set(session.modules()) - {"utils.py", "tools/__init__.py"}  # (an empty file imports nothing)
     assert list((tmp_path / ".torchsync_cache").rglob("graph/*/*.json"))  # and the whole graph cached
 
 
@@ -114,7 +116,49 @@ def test_a_directory_that_is_not_a_package_adds_no_word(tmp_path, monkeypatch):
     monkeypatch.setattr(session_module.Session, "_import_names", lambda self, rel: read.append(rel) or real(self, rel))
     named = Session(tmp_path, Config(), use_cache=False, files=[str(tmp_path / "fixtures/metrics/naive.py")])
     assert named.component("fixtures/metrics/naive.py") == ["fixtures/metrics/naive.py"]
-    assert sorted(set(read)) == ["fixtures/metrics/naive.py"]
+    assert read == []  # (naive.py itself imports only torch: not parsed either)
     deep = Session(tmp_path, Config(), use_cache=False, files=[str(tmp_path / "pkg/deep/mod.py")])
     whole = Session(tmp_path, Config(), use_cache=False)
     assert deep.component("pkg/deep/mod.py") == whole.component("pkg/deep/mod.py") and "other.py" in whole.component("pkg/deep/mod.py")
+
+
+TRICKY = {
+    "pkg/__init__.py": "from .engine import step\n",
+    "pkg/engine.py": "import torch\nfrom \\\n    . import helpers\n\ndef step(x):\n    return x\n",
+    "pkg/helpers.py": "def h():\n    return 1\n",
+    "pkg/módulo.py": "X = 1\n",
+    "user.py": "import pkg.módulo\n",
+    "doc.py": '"""Example:\n\n    import pkg\n"""\nimport os\n',
+    "colon.py": "try: import pkg.helpers\nexcept ImportError: pass\n",
+    "only_torch.py": "import torch\nimport numpy as np\n",
+    "scripts/run.py": "import tool\n",
+    "scripts/tool.py": "import json\n",
+    "broken.py": "import pkg\ndef f(:\n",
+}
+
+
+def test_rows_left_unparsed_are_the_rows_a_parse_gives(tmp_path, monkeypatch):
+    """The modules whose import statements cannot name a project module are not parsed: the
+    whole graph is the one parsing every module gives, also for a relative import after a
+    backslash, a module name that is not ASCII, an import in a docstring and a syntax error."""
+    _write(tmp_path, {**UNRELATED, **TRICKY})
+    fast = Session(tmp_path, Config(), use_cache=False).graph()
+    monkeypatch.setattr(session_module.Session, "_names_no_module", lambda self, rel: False)
+    parsed = Session(tmp_path, Config(), use_cache=False).graph()
+    assert fast == parsed
+    assert fast["imports"]["pkg/engine.py"] == ["pkg/__init__.py", "pkg/helpers.py"]
+    assert fast["imports"]["user.py"] == ["pkg/módulo.py"]
+    assert fast["imports"]["scripts/run.py"] == ["scripts/tool.py"]
+
+
+def test_import_names_of_no_project_module_resolve_to_none_without_a_path_walk(tmp_path):
+    """An absolute name whose first part is no directory or module name of the project is
+    not the project's (the Layout answers None at once); the answers are those of the walk."""
+    _write(tmp_path, {**UNRELATED, **TRICKY})
+    session = Session(tmp_path, Config(), use_cache=False)
+    session.modules()  # (what the layout resolves names to)
+    layout = session.layout
+    importer = tmp_path / "scripts" / "run.py"
+    for name in ("torch.nn", "numpy", "tool", "pkg.engine.step", "tools.tool1", "pkg.módulo", "json", "scripts.tool"):
+        assert layout.resolve(name, importer) == layout._resolve(name, str(importer)), name  # noqa: SLF001
+    assert layout.resolve("torch.nn", importer) is None and layout.resolve("tool", importer) is not None

@@ -115,8 +115,8 @@ def components(edges: dict[str, list[str]]) -> dict[str, str]:
 
 
 _IMPORT_KEYWORD = re.compile(r"\b(?:import|from)\b")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_RELATIVE = re.compile(r"from\s*\.")
+_WORD = re.compile(r"[^\W\d]\w*")  # an identifier (Python's may be any letters)
+_RELATIVE = re.compile(r"from[\s\\]*\.")  # (a backslash continuation may come before the dot)
 
 
 def import_hints(text: str) -> tuple[frozenset[str], bool]:

@@ -90,6 +90,9 @@ class Layout:
     def set_modules(self, modules: Iterable[str]) -> None:
         """The project's own module files (paths relative to the root): what imports can resolve to."""
         self.modules = frozenset(modules)
+        # Every directory and module name on the modules' paths: an absolute import name whose
+        # first part is none of them names no project module (most names are torch's).
+        self.path_names = frozenset(part.removesuffix(".py") for m in self.modules for part in m.split("/"))
         # Memos: a run resolves thousands of import names (most of them torch's) from a few
         # hundred files.
         self._resolved: dict[tuple[str, str], tuple[Path, str] | None] = {}
@@ -129,6 +132,9 @@ class Layout:
         Relative names (`.engine.f`, `..pkg.f`) resolve against the importer's package.
         None when no module of the project defines it (a library, a missing module, a
         relative import beyond the top-level package)."""
+        head = dotted.partition(".")[0]
+        if head and head not in self.path_names:
+            return None
         full = self._abs(importer)
         key = (dotted, full if dotted.startswith(".") else os.path.dirname(full))
         if key not in self._resolved:

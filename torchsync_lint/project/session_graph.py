@@ -9,7 +9,7 @@ from functools import partial
 
 from torchsync_lint.project import checks
 from torchsync_lint.project.cache import digest
-from torchsync_lint.project.graph import components, import_names, parse_module, resolve_imports, rows_needed
+from torchsync_lint.project.graph import components, import_hints, import_names, parse_module, resolve_imports, rows_needed
 from torchsync_lint.project.view import SUMMARY_VERSION
 
 _KEEP_ASTS_BYTES = 2 << 20  # Python's ast of modules to lint, kept from the import graph (about 40x the text)
@@ -53,8 +53,24 @@ class ImportGraph:
         packages: dict[str, list[str]] = {}
         for m in modules:
             if m not in graph["imports"] or m in self._dirty or m in self._unread:
+                if self._names_no_module(m):
+                    graph["imports"][m] = graph["reach"][m] = []
+                    continue
                 direct, inside = resolve_imports(self.layout, m, self._import_names(m), packages)
                 graph["imports"][m], graph["reach"][m] = direct, direct + inside
+
+    def _names_no_module(self, rel: str) -> bool:
+        """Can no import statement of ``rel`` name a project module? True when none can be
+        relative and no word that may be part of one is a directory or module name of the
+        project (graph.import_hints, a superset): its row is empty, and Python need not parse
+        it (most of a project's modules import only libraries)."""
+        if rel in self._names:
+            return False  # (read already: resolving it costs little)
+        text = self._text(rel)
+        if text is None:
+            return False
+        words, relative = import_hints(text)
+        return not relative and words.isdisjoint(self.layout.path_names)
 
     def _rows_to_read(self, graph: dict, files: list[str]) -> list[str]:
         """All the modules, or for a run over some of them (the files named), only those whose
