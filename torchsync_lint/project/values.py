@@ -137,8 +137,8 @@ class ValueAnswers:
 
     def _value_key(self, value: dict) -> str:
         """``value``'s canonical text (its memo key), made once per value object: the same
-        summary values are resolved again by every module's fork of the view (abstract values
-        are never changed in place; the entry keeps ``value`` alive, so its id stays its own)."""
+        summary values are resolved again for every module linted (abstract values are never
+        changed in place; the entry keeps ``value`` alive, so its id stays its own)."""
         entry = self._value_keys.get(id(value))
         if entry is None or entry[0] is not value:
             entry = self._value_keys[id(value)] = (value, json.dumps(value, sort_keys=True))

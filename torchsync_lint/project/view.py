@@ -272,7 +272,8 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         """The settled view, for one file's lint. Its memos keep only answers that no order of
         questions changes (memo.py), so the files of a component share them: one file's
         questions never change another's answers, and an answer one file worked out serves
-        the next."""
+        the next. (A memo answers one question at a time: a view serves one thread, as its
+        Session does; the verifier's threads each make their own.)"""
         return self
 
     def call_target_of(self, callee: str, from_path: str, bound: bool, value: dict | None = None) -> tuple[str, int] | None:
