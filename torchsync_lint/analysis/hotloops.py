@@ -61,7 +61,7 @@ class HotLoopAnalysis:
         self.index = index
         self.values = values
         # Which code runs per step never decides what a value is, so the project's answers here
-        # do not count as questions a value's answer leaned on (values.py `_Asking`).
+        # do not count as questions a value's answer leaned on (analysis/asking.py).
         self.env = getattr(values.env, "_env", values.env)
         self._step_like: dict[cst.FunctionDef, bool] = {}
         self.hot_loops: dict[cst.CSTNode, str] = {}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.bindings import Bindings
+from torchsync_lint.analysis.asking import AskingEnv
 from torchsync_lint.analysis.attributes import AttributeKinds
 from torchsync_lint.analysis.calls import CallKinds
 from torchsync_lint.analysis.class_queries import ClassQueries
@@ -35,7 +36,6 @@ from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex, is_none, literal_element
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
 from torchsync_lint.knowledge import lightning
-from torchsync_lint.knowledge.libraries import LIBRARY_ROOTS
 from torchsync_lint.knowledge import torch as torch_knowledge
 
 # Kept importable from here: rules and trackers read them.
@@ -66,7 +66,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         # Every question to the project counts on this counter, so that an answer computed
         # without one is known to hold whatever the project says (see ``_solve``).
         self._asked = [0]
-        self.env = _Asking(env, self._asked)
+        self.env = AskingEnv(env, self._asked)
         self.bindings = Bindings(index)
         self._mentions_device = mentions_device
         self._names_accelerator = mentions_device if names_accelerator is None else names_accelerator
@@ -463,37 +463,6 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
 
 _NO_CUT = 1 << 30
-
-
-# Questions whose first argument is an imported name (a dotted qualname), not a local one.
-_QUESTIONS_ABOUT_NAMES = frozenset(
-    {"symbol_kind", "call_kind", "call_element", "is_step_like", "is_module_class", "is_lightning_class", "derives_from", "is_loader_class", "loader_class_settings", "metric_base"}
-)
-
-
-class _Asking:
-    """An environment whose every question counts on ``asked`` (a one-item list shared by
-    an analysis and its per-instance contexts)."""
-
-    def __init__(self, env: Env, asked: list[int]) -> None:
-        self._env = env.__dict__.get("_env", env)  # never wrapped twice
-        self._asked = asked
-
-    def __getattr__(self, name: str):
-        found = getattr(self._env, name)
-        if not callable(found):
-            return found
-        asked = self._asked
-
-        about_names = name in _QUESTIONS_ABOUT_NAMES
-
-        def asking(*args, **kwargs):
-            if not (about_names and args and isinstance(args[0], str) and args[0].split(".", 1)[0] in LIBRARY_ROOTS):
-                asked[0] += 1  # (a library's name is never the project's: no answer to wait for)
-            return found(*args, **kwargs)
-
-        self.__dict__[name] = asking  # made once per question: the next lookup finds it here
-        return asking
 
 
 # Methods of a module that return the same object (its maker stays its origin).
