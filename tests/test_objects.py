@@ -1107,8 +1107,7 @@ def _view(tmp_path: Path):
 def test_answers_about_a_call_cycle_do_not_depend_on_which_was_asked_first(tmp_path):
     """`a` and `b` call each other and `a` calls the stepping `c`: both run a step whichever is
     asked first; `f` and `g` hand a device tensor round: both parameters hold it."""
-    view = _view(tmp_path)
-    first, second = view.fork(), view.fork()
+    first, second = _view(tmp_path), _view(tmp_path)  # (two sessions: memos of their own)
     assert [first.function_flag("a.py:a", "step"), first.function_flag("a.py:b", "step")] == [True, True]
     assert [second.function_flag("a.py:b", "step"), second.function_flag("a.py:a", "step")] == [True, True]
     one = [first.resolve({"k": "param", "fn": "a.py:f", "i": 0}, "a.py"), first.resolve({"k": "param", "fn": "a.py:g", "i": 0}, "a.py")]

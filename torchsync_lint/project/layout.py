@@ -143,7 +143,7 @@ class Layout:
 
     def resolve_in(self, dotted: str, rel: str) -> tuple[Path, str] | None:
         """``resolve`` for an importer named by its path relative to the root (the view asks
-        the same names of the same modules again from each file's fork of it)."""
+        the same names of the same modules again for each file it lints)."""
         key = (dotted, rel)
         if key not in self._resolved_in:
             self._resolved_in[key] = self.resolve(dotted, self.root / rel)

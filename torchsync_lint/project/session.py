@@ -276,12 +276,12 @@ class Session(ImportGraph):
         return self._views[top]
 
     def env_for(self, rel: str):
-        """What the project says to ``rel`` (a fork of its component's view), or None."""
+        """What the project says to ``rel`` (its component's view), or None."""
         from torchsync_lint.project.env import ModuleEnv
 
         if not self.connected(rel) or self.summary(rel) is None:
             return None
-        return ModuleEnv(self.view(rel).fork(), rel)
+        return ModuleEnv(self.view(rel), rel)
 
     def call_lines(self, rel: str, line: int, caller: str) -> list[int]:
         """The lines of module ``caller`` on a call chain to the function that holds ``line``

@@ -14,15 +14,16 @@ along the project's imports, with no pass over any module's source:
   become their datasets or their datasets' transforms.
 
 Every answer is memoised, cycles answer "unknown" (or "not per step") while they are open, and
-chains are cut at a fixed depth: unknown stays silent. An answer that leaned on a question still
-open, or was cut by the depth limit, is not kept (memo.py), so an answer never depends on which
-question came first. A view holds one connected component of the import graph
-(project/session.py); the session ``settle()``s it once, in a fixed order, and lints each file
-against a ``fork()`` of it (so which file is linted first, in which process, changes nothing).
+chains are cut at a fixed depth: unknown stays silent. An answer is reused only where a fresh
+computation gives the same one (memo.py), so no answer depends on which question came first. A
+view holds one connected component of the import graph (project/session.py); the session
+``settle()``s it once, in a fixed order, and lints every file of the component against it,
+sharing its memos (so which file is linted first, in which process, changes nothing). A view
+answers one question at a time: it serves one thread, as its Session does (the verifier's
+threads each make their own).
 """
 
 from __future__ import annotations
-
 
 from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
@@ -46,13 +47,8 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         # (memo.py): every module's lint of this component shares them.
         self._names = CycleMemo(_MAX_NAME_DEPTH - 1)  # (import name, path) -> what it is (the limit: see _resolve_name)
         self._callers: dict[str, list[tuple[str, dict, int]]] | None = None
-        # Answers that read the callers table; each cycle-safe (memo.py: never order-dependent).
-        self._resolved = CycleMemo(MAX_RESOLVE_DEPTH)  # (value's key, path, bind's key) -> resolved value
         self._value_keys: dict[int, tuple[dict, str]] = {}  # id -> (abstract value, its canonical text)
-        self._hot = CycleMemo(0)  # ref -> (where, gated) | None
-        self._flags = CycleMemo(_MAX_DEPTH)  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
-        self._fed_sites: set[str] | None = None
-        self._fed_datasets: FedDatasets | None = None
+        self._forget_answers()  # (the memos of the answers that read the callers table)
         self._children: dict[str, list[str]] | None = None  # class ref -> direct project subclasses
         self._methods_by_name: dict[str, list[str]] | None = None  # method -> refs of module classes defining it
         self._registrations: dict[tuple, list[dict]] | None = None  # registry value -> registered classes/functions
@@ -259,21 +255,16 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
 
     def _forget_answers(self) -> None:
         """Drop every memo that reads the callers table."""
-        self._resolved, self._hot, self._flags = CycleMemo(MAX_RESOLVE_DEPTH), CycleMemo(0), CycleMemo(_MAX_DEPTH)
-        self._fed_sites = self._fed_datasets = None
+        self._resolved = CycleMemo(MAX_RESOLVE_DEPTH)  # (value's key, path, bind's key) -> resolved value
+        self._hot = CycleMemo(0)  # ref -> (where, gated) | None
+        self._flags = CycleMemo(_MAX_DEPTH)  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
+        self._fed_sites: set[str] | None = None
+        self._fed_datasets: FedDatasets | None = None
 
     def settle(self) -> ProjectView:
-        """Compute, in a fixed order, what every file's lint shares; ``fork()`` starts here."""
+        """Compute, in a fixed order, what every file's lint shares."""
         self.callers("")
         self.fed_datasets()
-        return self
-
-    def fork(self) -> ProjectView:
-        """The settled view, for one file's lint. Its memos keep only answers that no order of
-        questions changes (memo.py), so the files of a component share them: one file's
-        questions never change another's answers, and an answer one file worked out serves
-        the next. (A memo answers one question at a time: a view serves one thread, as its
-        Session does; the verifier's threads each make their own.)"""
         return self
 
     def call_target_of(self, callee: str, from_path: str, bound: bool, value: dict | None = None) -> tuple[str, int] | None:
