@@ -60,6 +60,28 @@ def test_value_kinds(body, expected):
     assert kind_of_last(src, "t") is expected
 
 
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("res = []\nres.append(torch.ones(1, device=device))\nt = res", Kind.DEVICE),
+        ("res = []\nres.extend([torch.ones(1, device=device)])\nt = res", Kind.DEVICE),
+        ("res = []\nres.insert(0, torch.ones(1, device=device))\nt = res", Kind.DEVICE),
+        ("d = {}\nd['x'] = torch.ones(1, device=device)\nt = d", Kind.DEVICE),
+        # near misses: filled after the read, with host values, in another function, or
+        # another container
+        ("res = []\nt = res\nres.append(torch.ones(1, device=device))", Kind.UNKNOWN),
+        ("res = []\nres.append(1.0)\nt = res", Kind.UNKNOWN),
+        ("d = {}\nd['x'] = 1.0\nt = d", Kind.UNKNOWN),
+        ("d = {}\ndef f():\n    d['x'] = torch.ones(1, device=device)\nt = d", Kind.UNKNOWN),
+        ("res = []\nother = []\nother.append(torch.ones(1, device=device))\nt = res", Kind.UNKNOWN),
+    ],
+)
+def test_containers_filled_with_device_values(body, expected):
+    """A list or dict that device values were appended or stored into before it is read, in the
+    same function, holds device tensors (`res.append(acc.mul_(100))`, `d["loss"] = loss`)."""
+    assert kind_of_last(HEAD + body + "\nprobe(t)\n", "t") is expected
+
+
 def test_cpu_only_module_has_no_device_tensors():
     src = "import torch\nmodel = torch.nn.Linear(2, 2)\nt = model(torch.ones(2))\nprobe(t)\n"
     assert kind_of_last(src, "t") is Kind.HOST_TENSOR

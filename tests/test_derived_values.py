@@ -503,6 +503,25 @@ def test_modules_appended_to_a_module_list_run_when_it_is_iterated_and_called(tm
     assert found == ({("flows.py", 7, "TSL105"): 1} if flagged else {})
 
 
+@pytest.mark.parametrize(("where", "flagged"), [("Duration.add", True), ("Other.__init__", False), ("nested", False)])
+def test_what_a_module_list_holds_is_read_from_its_own_class_methods(tmp_path, capsys, where, flagged):
+    """What `self.flows` holds is what the class's own methods append to it, any of them;
+    not another class's `self.flows`, nor what a function nested in a method appends (it
+    may never run)."""
+    forward = "        def forward(self, x):"
+    added = {
+        "Duration.add": ["        def add(self):", "            self.flows.append(flows.ConvFlow())"],
+        "nested": ["        def add(self):", "            def later():", "                self.flows.append(flows.ConvFlow())", "            return later"],
+        "Other.__init__": [],
+    }[where]
+    duration = DURATION.format(add="register").replace(forward, "\n".join([*added, "", forward]))
+    if where == "Other.__init__":
+        other = ["    class Other(nn.Module):", "        def __init__(self):", "            super().__init__()", "            self.flows = nn.ModuleList()", "            self.flows.append(flows.ConvFlow())", "", ""]
+        duration = duration.replace("    def fit(", "\n".join([*other, "    def fit("]))
+    found = project(tmp_path, {"flows.py": FLOWS, "duration.py": duration}, capsys)
+    assert found == ({("flows.py", 7, "TSL105"): 1} if flagged else {})
+
+
 AGENTS = """\
     class A2C:
         def __init__(self, net, opt):

@@ -12,7 +12,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchsync_lint.analysis.positions import LazyPositions
-from torchsync_lint.analysis.tree import is_skipped, walk
+from torchsync_lint.analysis.tree import exact_types, is_skipped, walk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "**", "*.py"), recursive=True))
@@ -189,3 +189,32 @@ def test_memoised_enclosing_function_and_frame_equal_the_ancestor_walk(path):
         assert index.enclosing_function(node) is next((a for a in ancestors if isinstance(a, cst.FunctionDef)), None)
         if node is not module:
             assert index.frame_of(node) is next(a for a in ancestors if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.Module)))
+
+
+def _node_classes(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _node_classes(sub)
+
+
+def test_concrete_node_classes_have_no_subclasses():
+    """The premise of exact type tests (`type(n) is cst.Name`, tree.exact_types): every
+    class libcst parses into has no subclass, so the test answers as isinstance does."""
+    parsed = {type(n) for path in SOURCES[:20] for n in walk(cst.parse_module(open(path, encoding="utf-8").read())).nodes}
+    assert len(parsed) > 50
+    assert {cls.__name__: [s.__name__ for s in cls.__subclasses__()] for cls in parsed if cls.__subclasses__()} == {}
+
+
+@pytest.mark.parametrize(
+    "classes",
+    [(cst.Name,), (cst.For, cst.While), (cst.BaseExpression,), (cst.BaseSmallStatement, cst.FunctionDef), (cst.BaseCompoundStatement,), (cst.BaseString, cst.Call)],
+)
+def test_exact_types_answer_as_isinstance(classes):
+    types = exact_types(classes)
+    seen = 0
+    for path in [TOUR, *FIXTURES]:
+        for node in walk(cst.parse_module(open(path, encoding="utf-8").read())).nodes:
+            assert (type(node) in types) is isinstance(node, classes), (type(node).__name__, classes)
+            seen += type(node) in types
+    assert seen > 0
+    assert exact_types(classes) is types  # made once per tuple

@@ -22,6 +22,9 @@ _STRAIGHT_LINE = (cst.Assign, cst.AnnAssign, cst.AugAssign)
 # against them is several times slower than a set lookup (these classes have no subclasses).
 _FRAME_TYPES = frozenset(_FRAMES)
 _LOOP_TYPES = frozenset({cst.For, cst.While})
+_COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
+_STRAIGHT_LINE_TYPES = frozenset(_STRAIGHT_LINE)
+_DOMINATING_TYPES = frozenset({*_STRAIGHT_LINE, cst.Expr})
 
 
 class Bindings:
@@ -43,10 +46,10 @@ class Bindings:
             defs = index.defs.get(scope, {}).get(name.value, [])
             if defs:
                 break
-            if isinstance(scope, cst.Module):
+            if type(scope) is cst.Module:
                 return []
             # A comprehension runs inline, where it stands; a function or lambda runs later.
-            anchor = scope if anchor is not None and isinstance(scope, COMPREHENSIONS) else None
+            anchor = scope if anchor is not None and type(scope) in _COMPREHENSION_TYPES else None
             scope = index.scope_of(scope)
         if anchor is None:
             return list(defs)  # a global or closure read: any binding may have run before the call
@@ -78,7 +81,7 @@ class Bindings:
             return not (use is d.stmt.iter or self.index.inside(use, d.stmt.iter))
         if d.seq >= seq:
             return False
-        if isinstance(d.stmt, cst.For) and d.how == "for" and self.index.inside(use, d.stmt):
+        if type(d.stmt) is cst.For and d.how == "for" and self.index.inside(use, d.stmt):
             return not (use is d.stmt.iter or self.index.inside(use, d.stmt.iter))
         return not self.index.inside(use, d.stmt) or d.how in ("param", "star")
 
@@ -88,7 +91,7 @@ class Bindings:
         It does when it is a statement of a block that also holds ``earlier`` (directly or
         nested): `if ddp: n = torch.tensor(n); n = n.item()` leaves `n` a float.
         """
-        if not isinstance(later.stmt, _STRAIGHT_LINE) or later.how == "aug":
+        if type(later.stmt) not in _STRAIGHT_LINE_TYPES or later.how == "aug":
             return False
         block = self._block_of(later.stmt)
         return block is not None and self.index.inside(earlier.stmt, block)
@@ -108,10 +111,10 @@ class Bindings:
         if d.how in ("param", "star"):
             return True
         if d.how == "for":
-            if isinstance(d.stmt, cst.CompFor):
+            if type(d.stmt) is cst.CompFor:
                 return True  # binds before every part of its comprehension that reads it
-            return isinstance(d.stmt, cst.For) and self.index.inside(use, d.stmt.body)
-        if not isinstance(d.stmt, (*_STRAIGHT_LINE, cst.Expr)):
+            return type(d.stmt) is cst.For and self.index.inside(use, d.stmt.body)
+        if type(d.stmt) not in _DOMINATING_TYPES:
             return False
         block = self._block_of(d.stmt)
         return block is not None and self.index.inside(use, block)

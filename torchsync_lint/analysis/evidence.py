@@ -36,18 +36,20 @@ def _graph_terms(value: cst.BaseExpression | None) -> list[cst.Name]:
     (`(v_loss * self.coef + a_loss - ent * 0.01).backward()`), a factor scaled by something
     that is not a name (`v_loss * self.coef`, `0.5 * loss`), a numerator. Two names multiplied
     say nothing of which is the tensor."""
-    if isinstance(value, cst.Name):
+    kind = type(value)  # exact types (analysis/tree.exact_types): asked of every call
+    if kind is cst.Name:
         return [value]
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+    if kind is cst.UnaryOperation and type(value.operator) is cst.Minus:
         return _graph_terms(value.expression)
-    if isinstance(value, cst.BinaryOperation):
-        if isinstance(value.operator, (cst.Add, cst.Subtract)):
+    if kind is cst.BinaryOperation:
+        operator = type(value.operator)
+        if operator is cst.Add or operator is cst.Subtract:
             return _graph_terms(value.left) + _graph_terms(value.right)
-        if isinstance(value.operator, cst.Divide):
+        if operator is cst.Divide:
             return _graph_terms(value.left)  # `(loss / accum_steps).backward()`: the numerator
-        if isinstance(value.operator, cst.Multiply):
+        if operator is cst.Multiply:
             other = {id(value.left): value.right, id(value.right): value.left}
-            return [t for side in (value.left, value.right) if not isinstance(other[id(side)], cst.Name) for t in _graph_terms(side)]
+            return [t for side in (value.left, value.right) if type(other[id(side)]) is not cst.Name for t in _graph_terms(side)]
     return []
 
 
@@ -60,7 +62,7 @@ class Evidence:
             self._type_tests = {
                 t.args[0].value.value
                 for t in self.index.calls
-                if t.args and isinstance(t.args[0].value, cst.Name) and isinstance(t.func, (cst.Name, cst.Attribute)) and (t.func.value if isinstance(t.func, cst.Name) else t.func.attr.value) in ("isinstance", "is_tensor")
+                if t.args and type(t.args[0].value) is cst.Name and type(t.func) in (cst.Name, cst.Attribute) and (t.func.value if type(t.func) is cst.Name else t.func.attr.value) in ("isinstance", "is_tensor")
             }
         if node.value not in self._type_tests:
             return False
@@ -119,7 +121,7 @@ class Evidence:
         func = call.func
         if (self.qualname(func) or "") == "torch.autograd.backward":
             return call.args[0].value if call.args else None
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return None
         method = func.attr.value
         if method == "backward" and self.qualname(func) is None:

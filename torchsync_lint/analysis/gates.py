@@ -44,10 +44,11 @@ def is_step_interval(test: cst.BaseExpression, tree, counters: frozenset[str] = 
     whatever they are called.
     """
     for node in tree.walk_subtree(test):
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        kind = type(node)  # exact types (analysis/tree.exact_types): asked of every `if` above a call
+        if kind is cst.BinaryOperation and type(node.operator) is cst.Modulo:
             if not isinstance(node.left, (cst.SimpleString, cst.FormattedString)) and mentions_counter(node.left, tree, counters):
                 return True
-        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal):
+        elif kind is cst.Comparison and len(node.comparisons) == 1 and type(node.comparisons[0].operator) is cst.Equal:
             sides = (node.left, node.comparisons[0].comparator)
             if any(isinstance(s, (cst.Name, cst.Attribute)) and mentions_counter(s, tree, counters) for s in sides):
                 return True
@@ -55,7 +56,7 @@ def is_step_interval(test: cst.BaseExpression, tree, counters: frozenset[str] = 
 
 
 def mentions_counter(node: cst.CSTNode, tree, counters: frozenset[str] = frozenset()) -> bool:
-    names = [n.value for n in tree.walk_subtree(node) if isinstance(n, cst.Name)]
+    names = [n.value for n in tree.walk_subtree(node) if type(n) is cst.Name]
     if any(_NOT_A_COUNTER.search(n) for n in names):
         return False
     return any(_COUNTER.search(n) or n in counters for n in names)

@@ -41,6 +41,9 @@ _IMMEDIATE_BUILTINS = frozenset({"map", "filter", "sorted", "min", "max"})
 # Statements after which the loop does not go on: the branch holding them runs once.
 _EXIT_FUNCTIONS = frozenset({"sys.exit", "os._exit", "os.abort"})
 _EXIT_BUILTINS = frozenset({"exit", "quit"})
+# Exact node types for the walks up from a node (tree.exact_types: isinstance is slow here).
+_LOOPS = frozenset({cst.For, cst.While})
+_FUNCTIONS = frozenset({cst.FunctionDef, cst.Lambda})
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ class HotLoopAnalysis:
         edges = []
         for call in self.index.calls:
             func = call.func
-            if isinstance(func, cst.Name) and func.value in ("str", "repr", "print", "format") and not self.index.binds_locally(func.value, call):
+            if type(func) is cst.Name and func.value in ("str", "repr", "print", "format") and not self.index.binds_locally(func.value, call):
                 names = ("__repr__", "__str__") if func.value == "repr" else ("__str__", "__repr__")
                 for arg in call.args:
                     if arg.keyword is None and not arg.star:
@@ -141,12 +144,12 @@ class HotLoopAnalysis:
     def _runs_callbacks(self, call: cst.Call) -> bool:
         """Does ``call`` invoke the functions it is given before it returns?"""
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "step":
+        if type(func) is cst.Attribute and func.attr.value == "step":
             return self._is_optimizer_step(call)
         qn = self.values.qualname(func) or ""
         if qn in _IMMEDIATE_CALLERS:
             return True
-        return isinstance(func, cst.Name) and func.value in _IMMEDIATE_BUILTINS and not self.index.binds_locally(func.value, call)
+        return type(func) is cst.Name and func.value in _IMMEDIATE_BUILTINS and not self.index.binds_locally(func.value, call)
 
     def _drop_epoch_loops(self) -> None:
         """A loop around a pass over a data loader runs once per epoch, even with a forward.
@@ -201,9 +204,10 @@ class HotLoopAnalysis:
 
     def _in_hot_loop(self, call: cst.Call) -> bool:
         for anc in self.index.ancestors(call):
-            if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops:
+            kind = type(anc)
+            if kind in _LOOPS and anc in self.hot_loops:
                 return True
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            if kind in _FUNCTIONS:
                 return False
         return False
 
@@ -216,9 +220,10 @@ class HotLoopAnalysis:
 
     def _is_loop_owned(self, call: cst.Call) -> bool:
         for anc in self.index.ancestors(call):
-            if isinstance(anc, (cst.For, cst.While)):
+            kind = type(anc)
+            if kind in _LOOPS:
                 return True
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            if kind in _FUNCTIONS:
                 return False
         return False
 
@@ -355,19 +360,22 @@ class HotLoopAnalysis:
         child = node
         tree = self.index.tree
         for anc in self.index.ancestors(node):
-            if isinstance(anc, cst.If):
+            kind = type(anc)  # exact types (tree.exact_types): this walks up from most calls
+            if kind is cst.If:
                 if self._never_taken(anc, child) or (child is anc.body and fills_cache(anc)):
                     return None
                 if gate is None and child is anc.body and is_step_interval(anc.test, tree, self._loop_counters()):
                     gate = anc.test
-            if isinstance(anc, cst.IndentedBlock) and self._leaves_loop(anc):
-                return None  # a failure branch: it runs once, then the loop is over
-            if isinstance(anc, (cst.For, cst.While)) and anc in self.hot_loops and child is anc.body:
-                return HotContext(f"this loop {self.hot_loops[anc]}", gate)
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            elif kind is cst.IndentedBlock:
+                if self._leaves_loop(anc):
+                    return None  # a failure branch: it runs once, then the loop is over
+            elif kind in _LOOPS:
+                if anc in self.hot_loops and child is anc.body:
+                    return HotContext(f"this loop {self.hot_loops[anc]}", gate)
+            elif kind in _FUNCTIONS:
                 if anc in self._epoch_functions:
                     return None  # outside the passes of a function that runs whole passes
-                if isinstance(anc, cst.FunctionDef) and anc in self.hot_functions:
+                if kind is cst.FunctionDef and anc in self.hot_functions:
                     outer = self.hot_functions[anc]
                     return HotContext(outer.reason, gate or outer.gate, outer.remote)
                 return None
@@ -381,11 +389,12 @@ class HotLoopAnalysis:
         gated = False
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, cst.If) and child is anc.body and is_step_interval(anc.test, self.index.tree, self._loop_counters()):
+            kind = type(anc)
+            if kind is cst.If and child is anc.body and is_step_interval(anc.test, self.index.tree, self._loop_counters()):
                 gated = True
-            if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
+            if kind in _LOOPS and child is anc.body:
                 return anc, gated
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if kind in _FUNCTIONS or kind is cst.ClassDef:
                 return None, False
             child = anc
         return None, False
@@ -393,11 +402,11 @@ class HotLoopAnalysis:
     def _leaves_loop(self, block: cst.IndentedBlock) -> bool:
         """Does the branch ``block`` (an `if`/`else` body) end by leaving the per-step loop:
         `raise`, `sys.exit()`, or a `break`/`return` out of a loop in the same function?"""
-        owner = self.index.parent(block)
-        if not isinstance(owner, (cst.If, cst.Else)) or not block.body:
+        owner = type(self.index.parent(block))
+        if (owner is not cst.If and owner is not cst.Else) or not block.body:
             return False
         last = block.body[-1]
-        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+        if type(last) is not cst.SimpleStatementLine or not last.body:
             return False
         stmt = last.body[-1]
         if isinstance(stmt, cst.Raise):
@@ -461,9 +470,10 @@ class HotLoopAnalysis:
         None:` with `top_k=None`): ``node`` runs only if some caller passes it."""
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            kind = type(anc)
+            if kind in _FUNCTIONS:
                 return None
-            if isinstance(anc, cst.If) and (child is anc.body or child is anc.orelse):
+            if kind is cst.If and (child is anc.body or child is anc.orelse):
                 found = self._default_test(anc.test)
                 if found is not None:
                     name, when_default = found

@@ -248,7 +248,7 @@ class ModuleIndex:
     def local_class(self, func: cst.BaseExpression) -> ClassInfo | None:
         """The class of this module that a call's callee names (`Trainer(...)`), unless a
         binding in the call's scope hides the name (`def build(Model): return Model(3)`)."""
-        if not isinstance(func, cst.Name) or func.value not in self.classes or self._bindings().reaching_defs(func):
+        if type(func) is not cst.Name or func.value not in self.classes or self._bindings().reaching_defs(func):
             return None
         return self.classes[func.value]
 

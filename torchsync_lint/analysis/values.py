@@ -67,7 +67,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         # without one is known to hold whatever the project says (see ``_solve``).
         self._asked = [0]
         self.env = AskingEnv(env, self._asked)
-        self.bindings = Bindings(index)
+        # What follows from the syntax alone (reaching definitions, the scopes a name moves
+        # in): the seed's memos are this analysis's too (the same module, the same index).
+        self.bindings = seed.bindings if seed is not None else Bindings(index)
         self._mentions_device = mentions_device
         self._names_accelerator = mentions_device if names_accelerator is None else names_accelerator
         self._memo: dict[object, Kind | None] = {}
@@ -79,8 +81,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._approx: dict[object, Kind | None] = {}  # a cycle head's value in the current round
         self._lowest_cut = _NO_CUT  # the shallowest in-progress node the current frame leaned on
         self._param_depth = 0
-        self._placements: dict[tuple[int, str], bool] = {}
-        self._shadowed_roots: dict[int, bool] = {}
+        self._placements: dict[tuple[int, str], bool] = seed._placements if seed is not None else {}  # noqa: SLF001
+        self._stores: dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]] | None = None  # _stores_into
+        self._shadowed_roots: dict[int, bool] = seed._shadowed_roots if seed is not None else {}  # noqa: SLF001
         # Caches of ``_reused``: (answer, whether computing it asked the project).
         self._origins: dict[tuple[cst.CSTNode, int], tuple] = {}
         self._qualnames: dict[cst.CSTNode, tuple] = {}  # every rule asks, per call (the key keeps the node alive)
@@ -130,9 +133,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         if qn is None:
             return None
         root = node
-        while isinstance(root, cst.Attribute):
+        while type(root) is cst.Attribute:
             root = root.value
-        if isinstance(root, cst.Name) and self._shadows_import(root):
+        if type(root) is cst.Name and self._shadows_import(root):
             return None
         return qn
 
@@ -179,15 +182,16 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         return self._reused(self._origins, (expr, depth), lambda: self._origin_qualname(expr, depth))
 
     def _origin_qualname(self, expr: cst.BaseExpression, depth: int) -> str | None:
-        if isinstance(expr, cst.Call):
+        kind = type(expr)  # exact types (analysis/tree.exact_types)
+        if kind is cst.Call:
             func = expr.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _SAME_OBJECT_METHODS and self.qualname(func) is None:
+            if type(func) is cst.Attribute and func.attr.value in _SAME_OBJECT_METHODS and self.qualname(func) is None:
                 return self.origin_qualname(func.value, depth + 1)  # `MultiBoxLoss(...).to(device)`
             return self.qualname(func)
-        if isinstance(expr, cst.IfExp):  # `SummaryWriter() if log else None`: the object, when there is one
+        if kind is cst.IfExp:  # `SummaryWriter() if log else None`: the object, when there is one
             sides = [s for s in (expr.body, expr.orelse) if not is_none(s)]
             return self.origin_qualname(sides[0], depth + 1) if len(sides) == 1 else None
-        if isinstance(expr, cst.Name):
+        if kind is cst.Name:
             defs = self.reaching_defs(expr)
             if defs and all(d.how == "param" for d in defs):
                 return self._param_origin(defs[0], depth) if len(defs) == 1 else None
@@ -383,31 +387,33 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
     def _device_added_to(self, node: cst.Name) -> bool:
         """Was a device value appended to, or stored into, this list or dict before ``node``
-        reads it, in the same function?"""
+        reads it, in the same function? (`loss_dict["d"] = d_loss`, `res.append(acc)`)"""
         frame = self.index.frame_of(node)
         seq = self.index.seq(node)
-        if self._device_stored_by_key(node, frame, seq):
-            return True  # `loss_dict["d"] = d_loss`
-        for call in self.index.calls:
-            func = call.func
-            if (
-                isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert", "update", "setdefault")
-                and isinstance(func.value, cst.Name) and func.value.value == node.value and call.args
-                and self.index.seq(call) < seq and self.index.frame_of(call) is frame
-                and self._eval(call.args[-1].value) in (Kind.DEVICE, Kind.MOVED)
-            ):
+        for store, value in self._stores_into().get(node.value, ()):
+            if self.index.seq(store) < seq and self.index.frame_of(store) is frame and self._eval(value) in (Kind.DEVICE, Kind.MOVED):
                 return True
         return False
 
-    def _device_stored_by_key(self, node: cst.Name, frame, seq: int) -> bool:
-        for assign in self.index.nodes_of(cst.Assign):
-            if self.index.seq(assign) >= seq or self.index.frame_of(assign) is not frame:
-                continue
-            for t in assign.targets:
-                store = t.target
-                if isinstance(store, cst.Subscript) and isinstance(store.value, cst.Name) and store.value.value == node.value and self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED):
-                    return True
-        return False
+    def _stores_into(self) -> dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]]:
+        """name -> (statement or call, value) for each `name[k] = value` (first) and each
+        `name.append(value)` / `extend` / `insert` / `update` / `setdefault` of the module,
+        in source order: found once, not per read."""
+        if self._stores is None and self._seed is not None:
+            self._stores = self._seed._stores_into()  # noqa: SLF001
+        if self._stores is None:
+            by_key: dict[str, list] = {}
+            for assign in self.index.nodes_of(cst.Assign):
+                for t in assign.targets:
+                    store = t.target
+                    if type(store) is cst.Subscript and type(store.value) is cst.Name:
+                        by_key.setdefault(store.value.value, []).append((assign, assign.value))
+            for call in self.index.calls:
+                func = call.func
+                if type(func) is cst.Attribute and func.attr.value in _ADDING_METHODS and type(func.value) is cst.Name and call.args:
+                    by_key.setdefault(func.value.value, []).append((call, call.args[-1].value))
+            self._stores = by_key
+        return self._stores
 
     def _def(self, d: Def) -> Kind | None:
         return self.with_evidence(d, self._bound_value(d))
@@ -463,6 +469,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
 
 _NO_CUT = 1 << 30
+_ADDING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault"})  # what puts a value into a container
 
 
 # Methods of a module that return the same object (its maker stays its origin).

@@ -16,11 +16,14 @@ from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
 from torchsync_lint.analysis.index import param_index
+from torchsync_lint.analysis.tree import innermost
 from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.describe import describe_metric
 from torchsync_lint.pytree import evaluated_literal
 
 MAX_DEPTH = 10
+_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})  # exact types
+_IDENTITY_TESTS = frozenset({cst.Is, cst.IsNot, cst.In, cst.NotIn})  # comparisons whose result is a bool
 # Values a call may run project code through.
 _CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param", "entry"})
 _WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "itertools.islice", "islice"})
@@ -66,7 +69,7 @@ class AbstractValues:
         self.metrics = metrics
         self._open_defs: set[int] = set()  # stores to `self.<attr>` being summarised (cycles)
         self._memo: dict[tuple, dict] = {}
-        self._appends: dict[int, dict[str, list[cst.BaseExpression]]] = {}  # class -> attr -> appended values
+        self._appends: dict[int, dict[str, list[cst.BaseExpression]]] | None = None  # class -> attr -> appended values
 
     def abs_of(self, expr: cst.BaseExpression, depth: int = 0) -> dict:
         # An answer depends on the node, the depth left (the cut-off) and the stores being
@@ -90,7 +93,8 @@ class AbstractValues:
             described = {repr(describe_metric(self.metrics, s)) for s in sites}
             if len(described) == 1:
                 return describe_metric(self.metrics, sites[0])
-        if isinstance(expr, cst.Name):
+        kind = type(expr)  # exact types (analysis/tree.exact_types): asked of most expressions
+        if kind is cst.Name:
             value = self._name(expr, depth)
             if absval.kind_of(value) is Kind.UNKNOWN and value.get("k") not in absval.SYMBOLIC and self.values.kind(expr) is Kind.DEVICE:
                 return {"k": "device"}  # what the module alone knows better (`d = {}` later filled with losses)
@@ -100,29 +104,47 @@ class AbstractValues:
             derived = self._derived([self.abs_of(e, depth) for e in operands])  # a subexpression: no new definition followed
             if derived is not None:
                 return derived
-        if isinstance(expr, cst.Call):
+        if kind is cst.Call:
             return self._call(expr, depth)
-        if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(el, cst.StarredElement) for el in expr.elements):
+        if (kind is cst.Tuple or kind is cst.List) and not any(type(el) is cst.StarredElement for el in expr.elements):
             return {"k": "tuple", "items": [self.abs_of(el.value, depth + 1) for el in expr.elements]}
-        if isinstance(expr, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in expr.elements):
+        if kind is cst.Dict and all(type(el) is cst.DictElement and type(el.key) is cst.SimpleString for el in expr.elements):
             return {"k": "dict", "items": {evaluated_literal(el.key): self.abs_of(el.value, depth + 1) for el in expr.elements}}
-        if isinstance(expr, cst.Attribute):
+        if kind is cst.Attribute:
             return self._attribute(expr, depth)
-        if isinstance(expr, cst.Subscript):
+        if kind is cst.Subscript:
             return self._subscript(expr, depth)
         return self.kind_or_device(expr)
+
+    def _self_appends(self) -> dict[int, dict[str, list[cst.BaseExpression]]]:
+        """class -> attr -> the values its methods' own bodies append to `self.<attr>`, from one
+        pass over the module's calls (not a walk of every method of every class)."""
+        if self._appends is None:
+            self._appends = {}
+            tree, methods, memo = self.index.tree, self.index.class_of_method, {}
+            for call in self.index.calls:
+                func = call.func
+                if type(func) is not cst.Attribute or func.attr.value != "append" or len(call.args) != 1:
+                    continue
+                parts = dotted_parts(func.value)
+                owner = innermost(tree.parents, memo, call, _NESTED_SCOPES)  # a nested function's call is not the method's
+                info = methods.get(owner)
+                if parts and len(parts) == 2 and parts[0] == "self" and info is not None and info.methods.get(owner.name.value) is owner and tree.inside(call, owner.body):
+                    self._appends.setdefault(id(info), {}).setdefault(parts[1], []).append(call.args[0].value)
+        return self._appends
 
     def _operands(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The operands of arithmetic whose result is a tensor where they are (the rule of the
         module-alone analysis, analysis/values.py): `x * scale`, `-x`, `x > t`, and calls of
         torch functions that compute on their tensor arguments (`torch.max(a, b)`)."""
-        if isinstance(expr, cst.BinaryOperation):
+        kind = type(expr)
+        if kind is cst.BinaryOperation:
             return [expr.left, expr.right]
-        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+        if kind is cst.UnaryOperation and type(expr.operator) is not cst.Not:
             return [expr.expression]
-        if isinstance(expr, cst.Comparison) and not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+        if kind is cst.Comparison and not any(type(c.operator) in _IDENTITY_TESTS for c in expr.comparisons):
             return [expr.left, *(c.comparator for c in expr.comparisons)]
-        if isinstance(expr, cst.Call) and is_operand_function(self.values.qualname(expr.func) or ""):
+        if kind is cst.Call and is_operand_function(self.values.qualname(expr.func) or ""):
             return [a.value for a in expr.args if not a.star]
         return []
 
@@ -159,13 +181,14 @@ class AbstractValues:
         """The value a call calls when no name says which project code it is: a class or
         function picked from a dict (`ARCHS[cfg.arch](cfg)`) or from a module
         (`getattr(models, cfg["type"])(...)`), or a name bound to such a pick."""
-        if isinstance(func, cst.Call):
+        kind = type(func)  # exact types (analysis/tree.exact_types): asked of every call
+        if kind is cst.Call:
             value = self._getattr_member(func, depth)
-        elif isinstance(func, (cst.Subscript, cst.Name)):
+        elif kind is cst.Subscript or kind is cst.Name:
             value = self.abs_of(func, depth + 1)
-            if isinstance(func, cst.Name) and value.get("k") in ("vcall", "call", "instance", "elem", "item"):
+            if kind is cst.Name and value.get("k") in ("vcall", "call", "instance", "elem", "item"):
                 return value  # an object made by such a pick (or unpacked: `net_g, net_d = nets`), called: its `__call__`/`forward`
-            if isinstance(func, cst.Name) and value.get("k") in ("sym", "param") and not any(d.how == "assign" for d in self.values.reaching_defs(func)):
+            if kind is cst.Name and value.get("k") in ("sym", "param") and not any(d.how == "assign" for d in self.values.reaching_defs(func)):
                 return None  # an imported name or a parameter: named by the callee already, or a library's
         else:
             return None
@@ -221,17 +244,8 @@ class AbstractValues:
         """What the class's methods append to a container it stores on `self.<attr>`
         (`self.flows = nn.ModuleList()`, then `self.flows.append(ConvFlow(...))`): iterating
         it gives one of these."""
-        appends = self._appends.get(id(info))
-        if appends is None:  # the class's `self.<attr>.append(v)` calls, found once per class
-            appends = self._appends[id(info)] = {}
-            for method in info.methods.values():
-                for call in self.index.tree.walk_subtree(method.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "append" and len(call.args) == 1:
-                        parts = dotted_parts(call.func.value)
-                        if parts and len(parts) == 2 and parts[0] == "self":
-                            appends.setdefault(parts[1], []).append(call.args[0].value)
         out: list[dict] = []
-        for arg in appends.get(attr, ()):
+        for arg in self._self_appends().get(id(info), {}).get(attr, ()):
             value = self.abs_of(arg)
             if value not in out:
                 out.append(value)

@@ -36,10 +36,11 @@ def local_qualname(index, node: cst.CSTNode) -> str | None:
     """`f`, `Class`, `Class.method` for top-level definitions, `f.<locals>.g` for a function
     defined in a function (a closure handed on as a value: `Trainer(get_batch=get_batch)`);
     None for other nested definitions."""
-    if isinstance(node, cst.ClassDef):
+    kind = type(node)  # exact types (analysis/tree.exact_types)
+    if kind is cst.ClassDef:
         info = index.classes.get(node.name.value)
         return node.name.value if info is not None and info.node is node else None
-    if isinstance(node, cst.FunctionDef):
+    if kind is cst.FunctionDef:
         if index.functions.get(node.name.value) is node:
             return node.name.value
         info = index.class_of_method.get(node)
@@ -88,11 +89,12 @@ class CalleeNames:
             qual = self.qual(target)
             return f":{qual}" if qual else None  # this module's own function: `:Class.method`
         qn = self.values.qualname(func)
-        if qn is None and isinstance(func, cst.Attribute) and self._is_super(func.value):
+        kind = type(func)
+        if qn is None and kind is cst.Attribute and self._is_super(func.value):
             cls = self.index.class_of(call)
             ref = self.ref(cls.node) if cls is not None else None
             return f"!{ref}.{func.attr.value}" if ref is not None else None  # `super().__init__(...)`
-        if qn is None and isinstance(func, cst.Attribute):
+        if qn is None and kind is cst.Attribute:
             origin = self.values.origin_qualname(func.value)
             if origin:
                 qn = f"{origin}.{func.attr.value}"
@@ -100,7 +102,7 @@ class CalleeNames:
                 qn = self._stored_receiver(func.value, func.attr.value) or self._stored_receiver(func, "") or self._param_receiver(func.value, func.attr.value)
             if qn is None and self.dispatch(call) is not None:
                 qn = f"@{self.dispatch(call)}"  # `self.train_step()` a project base class defines
-        elif qn is None and isinstance(func, cst.Name):
+        elif qn is None and kind is cst.Name:
             origin = self.values.origin_qualname(func)  # `compute_loss(p, t)`, an instance called
             qn = f"{origin}.__call__" if origin else (self._param_receiver(func, "__call__") or self._star_name(func))
         if qn is None:
@@ -112,7 +114,7 @@ class CalleeNames:
 
     def _is_super(self, expr: cst.BaseExpression) -> bool:
         """`super()` / `super(Cls, self)`, Python's own."""
-        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super" and not self.index.binds_locally("super", expr.func)
+        return type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "super" and not self.index.binds_locally("super", expr.func)
 
     def dispatch(self, call: cst.Call) -> str | None:
         """"<ref of the class>.<method>" when ``call`` is `self.<method>(...)` in a method of a

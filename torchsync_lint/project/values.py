@@ -132,13 +132,14 @@ class ValueAnswers:
             return moved
         if kind not in ("param", "call", "sym", "attr", "member", "vcall", "entry"):
             return value
-        key = (self._value_key(value), from_path, json.dumps(bind, sort_keys=True) if bind is not None else None)
+        key = (self._value_key(value), from_path, self._value_key(bind) if bind is not None else None)
         return self._resolved.solve(key, lambda: self._resolve_symbolic(value, from_path, depth, bind), absval.UNKNOWN, depth)
 
     def _value_key(self, value: dict) -> str:
         """``value``'s canonical text (its memo key), made once per value object: the same
-        summary values are resolved again for every module linted (abstract values are never
-        changed in place; the entry keeps ``value`` alive, so its id stays its own)."""
+        summary values are resolved again for every module linted, and one call's ``bind``
+        for every value followed through it (abstract values and binds are never changed
+        once resolved; the entry keeps ``value`` alive, so its id stays its own)."""
         entry = self._value_keys.get(id(value))
         if entry is None or entry[0] is not value:
             entry = self._value_keys[id(value)] = (value, json.dumps(value, sort_keys=True))
