@@ -3,7 +3,8 @@
 A step-interval gate (`if step % 100 == 0:`, `if i == 0:`) is judged by a step counter in the
 test: a name that reads like one (`step`, `iteration`, `batch_idx`), or the counter of one of the
 module's loops (`for j in range(n)`). A branch that fills a memo (`if key not in cache:
-cache[key] = ...`) runs once per key, not once per step.
+cache[key] = ...`) runs once per key, not once per step. A branch that a parameter's literal
+default turns off (`if top_k is not None:`) runs only when a caller passes it.
 """
 
 from __future__ import annotations
@@ -60,3 +61,35 @@ def mentions_counter(node: cst.CSTNode, tree, counters: frozenset[str] = frozens
     if any(_NOT_A_COUNTER.search(n) for n in names):
         return False
     return any(_COUNTER.search(n) or n in counters for n in names)
+
+
+def default_test(values, test: cst.BaseExpression) -> tuple[cst.Name, bool] | None:
+    """(the parameter, the test's value when it holds its literal default) for `p`,
+    `not p`, `p is None`, `p is not None`: a branch the default turns on or off (``values``:
+    the module's value analysis, for the parameter's definition)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = default_test(values, test.expression)
+        return (inner[0], not inner[1]) if inner is not None else None
+    name, op = test, None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)):
+        right = test.comparisons[0].comparator
+        if not (isinstance(right, cst.Name) and right.value == "None"):
+            return None
+        name, op = test.left, test.comparisons[0].operator
+    if not isinstance(name, cst.Name):
+        return None
+    defs = values.reaching_defs(name)
+    if len(defs) != 1 or defs[0].how != "param":
+        return None
+    default = defs[0].param.default
+    if not (isinstance(default, cst.Name) and default.value in ("None", "True", "False")):
+        return None
+    if op is None:
+        return name, default.value == "True"
+    is_none = default.value == "None"
+    return name, is_none if isinstance(op, cst.Is) else not is_none
+
+
+def rebound_elsewhere(index, name: str) -> bool:
+    """`global name` anywhere: a function may change the module constant."""
+    return any(any(n.name.value == name for n in g.names) for g in index.nodes_of(cst.Global))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchsync_lint.analysis.gates import fills_cache, is_step_interval
+from torchsync_lint.analysis.gates import default_test, fills_cache, is_step_interval, rebound_elsewhere
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
 from torchsync_lint.analysis.kinds import CALLABLE_MODELS, LOADER_KINDS, Kind
@@ -450,7 +450,7 @@ class HotLoopAnalysis:
             inner = self._constant_test(test.expression)
             return None if inner is None else not inner
         # `if classes is not None:` / `if flip:` of a parameter whose default no caller overrides
-        found = self._default_test(test)
+        found = default_test(self.values, test)
         if found is not None and self.values.unset_param_default(found[0]) is not None:
             return found[1]
         if not isinstance(test, cst.Name):
@@ -461,7 +461,7 @@ class HotLoopAnalysis:
             if d.how != "assign" or not isinstance(self.index.scope_of(d.stmt), cst.Module) or not isinstance(d.value, cst.Name) or d.value.value not in ("True", "False"):
                 return None
             values.add(d.value.value == "True")
-        if len(values) != 1 or self._rebound_elsewhere(test.value):
+        if len(values) != 1 or rebound_elsewhere(self.index, test.value):
             return None
         return values.pop()
 
@@ -474,7 +474,7 @@ class HotLoopAnalysis:
             if kind in _FUNCTIONS:
                 return None
             if kind is cst.If and (child is anc.body or child is anc.orelse):
-                found = self._default_test(anc.test)
+                found = default_test(self.values, anc.test)
                 if found is not None:
                     name, when_default = found
                     taken = when_default if child is anc.body else not when_default
@@ -483,32 +483,3 @@ class HotLoopAnalysis:
                         return defs[0].func, defs[0].param
             child = anc
         return None
-
-    def _default_test(self, test: cst.BaseExpression) -> tuple[cst.Name, bool] | None:
-        """(the parameter, the test's value when it holds its literal default) for `p`,
-        `not p`, `p is None`, `p is not None`."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = self._default_test(test.expression)
-            return (inner[0], not inner[1]) if inner is not None else None
-        name, op = test, None
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)):
-            right = test.comparisons[0].comparator
-            if not (isinstance(right, cst.Name) and right.value == "None"):
-                return None
-            name, op = test.left, test.comparisons[0].operator
-        if not isinstance(name, cst.Name):
-            return None
-        defs = self.values.reaching_defs(name)
-        if len(defs) != 1 or defs[0].how != "param":
-            return None
-        default = defs[0].param.default
-        if not (isinstance(default, cst.Name) and default.value in ("None", "True", "False")):
-            return None
-        if op is None:
-            return name, default.value == "True"
-        is_none = default.value == "None"
-        return name, is_none if isinstance(op, cst.Is) else not is_none
-
-    def _rebound_elsewhere(self, name: str) -> bool:
-        """`global name` anywhere: a function may change the module constant."""
-        return any(any(n.name.value == name for n in g.names) for g in self.index.nodes_of(cst.Global))
