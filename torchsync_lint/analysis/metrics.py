@@ -68,17 +68,15 @@ class MetricTracker(MetricUses, MetricParameters):
         self._escaped_names: set[str] = set()
         self._escaped_attrs: set[str] = set()
         self._unresolved_names: set[str] | None = None
-        # Whether another module passes a metric in is asked only when it decides (it resolves
-        # every parameter of the module's functions): not for a module that builds its own.
-        remote = None
-        if not self.index.imports.imports_module("torchmetrics") and not self._imports_project_metrics():
-            remote = analysis.env.has_remote_metrics()
-            if not remote:
-                return  # no metric can be constructed in this module, nor is one passed in
+        # Whether another module passes a metric in is asked only where it decides (it resolves
+        # every parameter of the module's functions): not of a module that builds its own.
+        may_build = self.index.imports.imports_module("torchmetrics") or self._imports_project_metrics()
+        if not may_build and not analysis.env.has_remote_metrics():
+            return  # no metric can be constructed in this module, nor is one passed in
         self._scan_module()
         for call in self.index.calls:
             self._site_of_call(call)
-        if not self.sites and not (remote if remote is not None else analysis.env.has_remote_metrics()):
+        if not self.sites and may_build and not analysis.env.has_remote_metrics():
             return
         self._moves = self._find_moves()
         # From here on a parameter's call sites must also agree on where the metric lives.
