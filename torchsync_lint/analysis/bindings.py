@@ -15,13 +15,13 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.index import COMPREHENSIONS, Def, ModuleIndex
+from torchsync_lint.analysis.tree import LOOP_TYPES
 
 _FRAMES = (cst.FunctionDef, cst.Lambda, cst.Module, *COMPREHENSIONS)
 _STRAIGHT_LINE = (cst.Assign, cst.AnnAssign, cst.AugAssign)
 # Exact-type sets for the hot ancestor walks: libcst's node classes are ABCs, and isinstance
 # against them is several times slower than a set lookup (these classes have no subclasses).
 _FRAME_TYPES = frozenset(_FRAMES)
-_LOOP_TYPES = frozenset({cst.For, cst.While})
 _COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
 _STRAIGHT_LINE_TYPES = frozenset(_STRAIGHT_LINE)
 _DOMINATING_TYPES = frozenset({*_STRAIGHT_LINE, cst.Expr})
@@ -59,7 +59,7 @@ class Bindings:
         own = [d for d in defs if d.how in ("assign", "unpack", "aug") and index.inside(anchor, d.stmt)]
         before = [d for d in defs if d not in own and self._binds_before(d, anchor, seq)]
         before = [d for d in before if not any(self._kills(later, d) for later in before if later.seq > d.seq)]
-        loops = [a for a in self._ancestors_in_scope(anchor) if type(a) in _LOOP_TYPES]
+        loops = [a for a in self._ancestors_in_scope(anchor) if type(a) in LOOP_TYPES]
         dominating = [d for d in before if self.dominates(d, anchor)]
         killer = max(dominating, key=lambda d: d.seq) if dominating else None
         if killer is not None:

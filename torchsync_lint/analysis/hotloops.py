@@ -21,6 +21,7 @@ import libcst as cst
 from torchsync_lint.analysis.gates import default_test, fills_cache, is_step_interval, rebound_elsewhere
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
+from torchsync_lint.analysis.tree import LOOP_TYPES
 from torchsync_lint.analysis.kinds import CALLABLE_MODELS, LOADER_KINDS, Kind
 from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS, ValueAnalysis
 from torchsync_lint.knowledge import gym, lightning, registry
@@ -42,7 +43,6 @@ _IMMEDIATE_BUILTINS = frozenset({"map", "filter", "sorted", "min", "max"})
 _EXIT_FUNCTIONS = frozenset({"sys.exit", "os._exit", "os.abort"})
 _EXIT_BUILTINS = frozenset({"exit", "quit"})
 # Exact node types for the walks up from a node (tree.exact_types: isinstance is slow here).
-_LOOPS = frozenset({cst.For, cst.While})
 _FUNCTIONS = frozenset({cst.FunctionDef, cst.Lambda})
 
 
@@ -205,7 +205,7 @@ class HotLoopAnalysis:
     def _in_hot_loop(self, call: cst.Call) -> bool:
         for anc in self.index.ancestors(call):
             kind = type(anc)
-            if kind in _LOOPS and anc in self.hot_loops:
+            if kind in LOOP_TYPES and anc in self.hot_loops:
                 return True
             if kind in _FUNCTIONS:
                 return False
@@ -221,7 +221,7 @@ class HotLoopAnalysis:
     def _is_loop_owned(self, call: cst.Call) -> bool:
         for anc in self.index.ancestors(call):
             kind = type(anc)
-            if kind in _LOOPS:
+            if kind in LOOP_TYPES:
                 return True
             if kind in _FUNCTIONS:
                 return False
@@ -369,7 +369,7 @@ class HotLoopAnalysis:
             elif kind is cst.IndentedBlock:
                 if self._leaves_loop(anc):
                     return None  # a failure branch: it runs once, then the loop is over
-            elif kind in _LOOPS:
+            elif kind in LOOP_TYPES:
                 if anc in self.hot_loops and child is anc.body:
                     return HotContext(f"this loop {self.hot_loops[anc]}", gate)
             elif kind in _FUNCTIONS:
@@ -392,7 +392,7 @@ class HotLoopAnalysis:
             kind = type(anc)
             if kind is cst.If and child is anc.body and is_step_interval(anc.test, self.index.tree, self._loop_counters()):
                 gated = True
-            if kind in _LOOPS and child is anc.body:
+            if kind in LOOP_TYPES and child is anc.body:
                 return anc, gated
             if kind in _FUNCTIONS or kind is cst.ClassDef:
                 return None, False

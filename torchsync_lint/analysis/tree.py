@@ -205,7 +205,7 @@ class Tree:
         """Is no function, lambda or class between ``node`` and ``body`` (an ancestor of it)?"""
         current = self.parents.get(node)
         while current is not None and current is not body:
-            if type(current) in _SCOPE_TYPES:
+            if type(current) in SCOPE_TYPES:
                 return False
             current = self.parents.get(current)
         return current is body
@@ -234,7 +234,9 @@ def innermost(parents: dict, memo: dict, node: cst.CSTNode, types: frozenset[typ
     return anc
 
 
-_SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)  # concrete node types: compared by type
+# Exact node types (see exact_types) that the analyses' walks stop at.
+SCOPE_TYPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})  # what a nested body belongs to
+LOOP_TYPES = frozenset({cst.For, cst.While})
 
 
 def walk(module: cst.Module) -> Tree:

@@ -16,13 +16,12 @@ from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
 from torchsync_lint.analysis.index import param_index
-from torchsync_lint.analysis.tree import innermost
+from torchsync_lint.analysis.tree import SCOPE_TYPES, innermost
 from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.describe import describe_metric
 from torchsync_lint.pytree import evaluated_literal
 
 MAX_DEPTH = 10
-_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})  # exact types
 _IDENTITY_TESTS = frozenset({cst.Is, cst.IsNot, cst.In, cst.NotIn})  # comparisons whose result is a bool
 # Values a call may run project code through.
 _CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param", "entry"})
@@ -127,7 +126,7 @@ class AbstractValues:
                 if type(func) is not cst.Attribute or func.attr.value != "append" or len(call.args) != 1:
                     continue
                 parts = dotted_parts(func.value)
-                owner = innermost(tree.parents, memo, call, _NESTED_SCOPES)  # a nested function's call is not the method's
+                owner = innermost(tree.parents, memo, call, SCOPE_TYPES)  # a nested function's call is not the method's
                 info = methods.get(owner)
                 if parts and len(parts) == 2 and parts[0] == "self" and info is not None and info.methods.get(owner.name.value) is owner and tree.inside(call, owner.body):
                     self._appends.setdefault(id(info), {}).setdefault(parts[1], []).append(call.args[0].value)

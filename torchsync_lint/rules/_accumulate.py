@@ -17,6 +17,7 @@ import re
 import libcst as cst
 
 from torchsync_lint import suppress
+from torchsync_lint.analysis.tree import SCOPE_TYPES
 from torchsync_lint.types import Applicability, Fix
 
 TITLE = "Accumulate on the device; read the total once after the loop"
@@ -139,9 +140,6 @@ def _initializer(block, loop, name: str) -> cst.Assign | None:
     return None
 
 
-_NESTED_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
-
-
 def _references(index, scope, name: str) -> list[tuple[cst.Name, bool]] | None:
     """Every use of ``name`` in ``scope`` as (node, is_store); None when one is out of reach
     of a local rewrite (nested scopes, `global`, `del`, imports, parameters, patterns).
@@ -178,7 +176,7 @@ def _in_nested_scope(index, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
     for ancestor in index.ancestors(node):
         if ancestor is scope:
             return False
-        if isinstance(ancestor, _NESTED_SCOPES):
+        if type(ancestor) in SCOPE_TYPES:
             return True
     return False
 
