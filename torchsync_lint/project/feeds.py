@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from torchsync_lint.project.memo import EVERY_ENTRY
 from torchsync_lint.project.values import passed_slot
 
 _MAX_DEPTH = 12
@@ -22,6 +23,7 @@ class FeedAnswers:
         """DataLoader sites whose batches some loop moves to the device (or a trainer takes)."""
         if self._callers is None:
             self.callers("")  # the call index first: building it drops earlier answers
+        self._log.read(EVERY_ENTRY)  # (kept apart from the memos, and it reads every feed's callers)
         if self._fed_sites is None:
             self._fed_sites = set()
             for path in sorted(self.summaries):
@@ -35,6 +37,7 @@ class FeedAnswers:
         """Where the datasets of device-fed loaders come from, across modules."""
         if self._callers is None:
             self.callers("")
+        self._log.read(EVERY_ENTRY)
         if self._fed_datasets is None:
             fed = FedDatasets()
             sites = self.fed_sites()

@@ -17,6 +17,10 @@ computation would give the same one, whoever asked first and from where:
   with nothing open, only. An answer that went ``span`` levels deeper than its question without
   being cut is the same at any depth that leaves it that much room (the same recursion,
   shifted).
+
+With a ``ReadLog``, each kept answer also carries what its recursion read of a table that is
+still being built (the view's callers table, project/view.py): a hit adds it to the reads of
+the computation asking, as if it had been computed again there.
 """
 
 from __future__ import annotations
@@ -27,11 +31,44 @@ from typing import Any, NamedTuple
 _NONE = 1 << 30  # no open question was leaned on
 
 
+# Read by an answer that depends on the whole table (the view's device-fed loaders): any
+# change of the table may change it.
+EVERY_ENTRY = "*"
+
+
+class ReadLog:
+    """What the computations under way read of a table that may still change: one set per
+    computation, innermost last (none open: nothing is recorded)."""
+
+    def __init__(self) -> None:
+        self.frames: list[set] = []
+
+    def read(self, item: Hashable) -> None:
+        if self.frames:
+            self.frames[-1].add(item)
+
+    def read_all(self, items) -> None:
+        if self.frames:
+            self.frames[-1].update(items)
+
+    def reading(self, compute: Callable[[], Any]) -> tuple[Any, set]:
+        """``compute()``'s result, and what it read (also added to the computation around it)."""
+        self.frames.append(set())
+        try:
+            result = compute()
+        finally:
+            reads = self.frames.pop()
+            if self.frames:
+                self.frames[-1].update(reads)
+        return result, reads
+
+
 class Kept(NamedTuple):
     answer: Any
     depth: int  # the depth it was asked at
     span: int | None  # how many levels deeper its recursion went; None: the depth limit cut it
     cyclic: bool  # its recursion met a question still open (maybe itself)
+    reads: frozenset = frozenset()  # what it read of the logged table (CycleMemo's ``log``)
 
     def anywhere(self) -> bool:
         """Does it hold inside any other question's recursion (room allowing)?"""
@@ -39,9 +76,11 @@ class Kept(NamedTuple):
 
 
 class CycleMemo:
-    def __init__(self, limit: int) -> None:
-        """``limit``: the deepest depth the recursion runs at without being cut."""
+    def __init__(self, limit: int, log: ReadLog | None = None) -> None:
+        """``limit``: the deepest depth the recursion runs at without being cut; ``log``: where
+        the reads of the answers are recorded while computations are open there."""
         self.limit = limit
+        self.log = log
         self.done: dict[Hashable, Kept] = {}
         self.deepest = 0  # the deepest depth the current answer's recursion has reached
         self._open: dict[Hashable, int] = {}  # question -> its level among the open ones
@@ -67,6 +106,8 @@ class CycleMemo:
     def solve(self, key: Hashable, compute: Callable[[], Any], on_cycle: Any, depth: int = 0) -> Any:
         kept = self.known(key, depth)
         if kept is not None:
+            if self.log is not None and kept.reads:
+                self.log.read_all(kept.reads)
             return kept.answer
         level = self._open.get(key)
         if level is not None:
@@ -78,8 +119,13 @@ class CycleMemo:
         self._open[key] = level
         outer = (self._cut, self._cut_off, self._cyclic, self.deepest)
         self._cut, self._cut_off, self._cyclic, self.deepest = _NONE, False, False, depth
+        logged = self.log is not None and bool(self.log.frames)
+        reads: set = set()
         try:
-            result = compute()
+            if logged:
+                result, reads = self.log.reading(compute)
+            else:
+                result = compute()
         finally:
             del self._open[key]
             inner = (self._cut, self._cut_off, self._cyclic, self.deepest)
@@ -87,7 +133,7 @@ class CycleMemo:
             self._cut_off, self._cyclic, self.deepest = outer[1] or inner[1], outer[2] or inner[2], max(outer[3], inner[3])
         cut, cut_off, cyclic, deepest = inner
         if cut >= level:  # leaned on nothing still open above it
-            new = Kept(result, depth, None if cut_off else deepest - depth, cyclic)
+            new = Kept(result, depth, None if cut_off else deepest - depth, cyclic, frozenset(reads))
             old = self.done.get(key)
             if old is None or _wider(new, old):
                 self.done[key] = new

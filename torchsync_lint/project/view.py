@@ -25,9 +25,11 @@ threads each make their own).
 
 from __future__ import annotations
 
+from functools import partial
+
 from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
-from torchsync_lint.project.memo import CycleMemo
+from torchsync_lint.project.memo import EVERY_ENTRY, CycleMemo, ReadLog
 from torchsync_lint.project.objects import ObjectAnswers
 from torchsync_lint.project.values import MAX_RESOLVE_DEPTH, ValueAnswers, passed_slot
 
@@ -47,12 +49,14 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         # (memo.py): every module's lint of this component shares them.
         self._names = CycleMemo(_MAX_NAME_DEPTH - 1)  # (import name, path) -> what it is (the limit: see _resolve_name)
         self._callers: dict[str, list[tuple[str, dict, int]]] | None = None
+        self._log = ReadLog()  # what each answer read of the callers table while _caller_table builds it
         self._value_keys: dict[int, tuple[dict, str]] = {}  # id -> (abstract value, its canonical text)
         self._forget_answers()  # (the memos of the answers that read the callers table)
         self._children: dict[str, list[str]] | None = None  # class ref -> direct project subclasses
         self._methods_by_name: dict[str, list[str]] | None = None  # method -> refs of module classes defining it
         self._registrations: dict[tuple, list[dict]] | None = None  # registry value -> registered classes/functions
         self._records: dict[str, dict[int, dict]] = {}  # path -> seq -> call record
+        self._methods: frozenset[str] | None = None  # see _method_names
 
     # -- names --------------------------------------------------------------------------------
     def resolve_name(self, dotted: str, from_path: str, depth: int = 0) -> tuple | None:
@@ -214,6 +218,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         the index, and so every answer, is the same whichever question built it."""
         if self._callers is None:
             self._callers = self._caller_table()
+        self._log.read(ref)
         return self._callers.get(ref, [])
 
     def _caller_table(self) -> dict[str, list[tuple[str, dict, int]]]:
@@ -223,7 +228,12 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         `self.<attr>` holds `~`, `self.m()` inherited `@`, a class or function picked from a dict
         or a module `%`) find their targets through values, i.e. through this table: they are
         added in rounds, each against the complete table of the round before with fresh memos,
-        until it stops changing. Entries are sorted by (path, call index)."""
+        until it stops changing. Entries are sorted by (path, call index).
+
+        Every answer is a function of the summaries and of the entries it reads through
+        ``callers`` (memo hits included: memo.ReadLog). So a round computes again only the calls
+        whose last computation read an entry the round before changed; the others would find
+        the same targets. A round with none to compute is the fixed point."""
         direct: dict[str, list[tuple]] = {}
         through: list[tuple[str, int, dict]] = []
         for path in sorted(self.summaries):
@@ -238,26 +248,36 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         for entries in direct.values():
             entries.sort(key=lambda e: (e[0], e[1]))
         table = direct
+        targets: list[list] = [[] for _ in through]
+        reads: list[set] = [set() for _ in through]
+        stale = range(len(through))  # the calls whose targets a round computes (again)
         for _ in range(_MAX_DEPTH if through else 0):
             self._callers = _strip(table)
             self._forget_answers()
+            for i in stale:
+                path, _, call = through[i]
+                targets[i], reads[i] = self._log.reading(partial(self.call_targets_of, call["callee"], path, call["bound"], call.get("value")))
             grown = {ref: list(entries) for ref, entries in direct.items()}
-            for path, n, call in through:
-                for target in self.call_targets_of(call["callee"], path, call["bound"], call.get("value")):
+            for (path, n, call), found in zip(through, targets):
+                for target in found:
                     grown.setdefault(target[0], []).append((path, n, call, target[1]))
             for entries in grown.values():
                 entries.sort(key=lambda e: (e[0], e[1]))
             if grown == table:
                 break
+            changed = {ref for ref in grown.keys() | table.keys() if grown.get(ref) != table.get(ref)}
             table = grown
+            stale = [i for i, read in enumerate(reads) if EVERY_ENTRY in read or not changed.isdisjoint(read)]
+            if not stale:
+                break
         self._forget_answers()
         return _strip(table)
 
     def _forget_answers(self) -> None:
         """Drop every memo that reads the callers table."""
-        self._resolved = CycleMemo(MAX_RESOLVE_DEPTH)  # (value's key, path, bind's key) -> resolved value
-        self._hot = CycleMemo(0)  # ref -> (where, gated) | None
-        self._flags = CycleMemo(_MAX_DEPTH)  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
+        self._resolved = CycleMemo(MAX_RESOLVE_DEPTH, self._log)  # (value's key, path, bind's key) -> resolved value
+        self._hot = CycleMemo(0, self._log)  # ref -> (where, gated) | None
+        self._flags = CycleMemo(_MAX_DEPTH, self._log)  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
 
@@ -278,6 +298,8 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         the call fills itself): a class is its `__init__`; an instance called like a function,
         its `__call__` or `forward`; a function passed or stored as a value, itself; `%`, the
         called ``value`` (a class or function picked from a dict or a module by the config)."""
+        if callee[:1] in _OBJECT_CALLS and _called_method(callee) not in self._method_names():
+            return []  # a method no project class defines (`x.view(...)` of a parameter): nothing to resolve
         if callee.startswith("%"):  # `%`: calling the value; `%.m`: its method `m`
             method = callee[2:] if callee.startswith("%.") else "__call__"
             return self.methods_of_value(self.resolve(value, from_path), method, from_path) if value else []
@@ -323,6 +345,14 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
             return []
         record = self.function(fpath, qual)
         return [(f"{fpath}:{qual}", (record["bound"] if bound else 0))]
+
+    def _method_names(self) -> frozenset[str]:
+        """Every name a project function of the component is defined under last (`m` of
+        `Cls.m`), and `__call__`: a method of an object that no class here defines runs no
+        project code (methods_of_value finds a method by its name in a project class)."""
+        if self._methods is None:
+            self._methods = frozenset({"__call__", *(q.rpartition(".")[2] for s in self.summaries.values() for q in s["functions"])})
+        return self._methods
 
     def call_target(self, callee: str, from_path: str) -> tuple[str, dict] | None:
         """("path:Qual", record) of the project function a callee names (see call_target_of)."""
@@ -397,6 +427,21 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
                         result = True
                         break
         return result
+
+
+_OBJECT_CALLS = frozenset("^~%")  # callees that call a method of a value (see call_targets_of)
+
+
+def _called_method(callee: str) -> str:
+    """The method an object's call runs: `m` of `^<ref>#<i>.m`, `~<ref>.<attr>.m` or `%.m`;
+    `__call__` when the object itself is called (`^<ref>#<i>`, `~<ref>.<attr>`, `%`)."""
+    if callee[0] == "^":
+        rest = callee.partition("#")[2]
+    elif callee[0] == "~":
+        rest = callee.partition(":")[2].partition(".")[2]  # (after the class: `<attr>[.m]`)
+    else:
+        rest = callee[1:]
+    return rest.partition(".")[2] or "__call__"
 
 
 def _strip(table: dict[str, list[tuple]]) -> dict[str, list[tuple[str, dict, int]]]:
