@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from torchsync_lint.analysis import ModuleAnalysis
 from torchsync_lint.config import Config
@@ -23,27 +24,27 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _counting(calls: list):
-    def thunk():
-        calls.append(1)
+    def compute(field):
+        calls.append(field)
         return len(calls)
 
-    return thunk
+    return compute
 
 
 def test_a_deferred_field_is_computed_once_on_first_read_and_only_then():
     calls: list = []
-    record = DeferredRecord({"params": ["x"]}, {"returns": _counting(calls)})
+    record = DeferredRecord({"params": ["x"]}, ("returns",), _counting(calls))
     assert calls == [] and "returns" in record and "other" not in record
     assert dict(record) == {"params": ["x"]}  # iteration and equality: the computed fields
     assert json.loads(json.dumps(record)) == {"params": ["x"]}  # a cache entry: the same
-    assert record["returns"] == 1 and record.get("returns") == 1 and calls == [1]
+    assert record["returns"] == 1 and record.get("returns") == 1 and calls == ["returns"]
     assert dict(record) == {"params": ["x"], "returns": 1}
     assert record.get("absent", "default") == "default"
 
 
 def test_a_field_already_present_is_not_deferred_and_pickling_computes_the_rest():
     calls: list = []
-    record = DeferredRecord({"returns": {"k": "host"}}, {"returns": _counting(calls), "step": _counting(calls)})
+    record = DeferredRecord({"returns": {"k": "host"}}, ("returns", "step"), _counting(calls))
     assert record["returns"] == {"k": "host"} and calls == []
     copy = pickle.loads(pickle.dumps(record))
     assert type(copy) is dict and copy == {"returns": {"k": "host"}, "step": 1}
@@ -53,7 +54,7 @@ def _summaries(path: Path) -> tuple[dict, dict]:
     text = path.read_text(encoding="utf-8")
     eager = summary.summarize(ModuleAnalysis(cst.parse_module(text), text), path.name)
     analysis = ModuleAnalysis(cst.parse_module(text), text)
-    summarizer = summary.Summarizer(analysis, path.name, lambda kind, key, field: lambda: summarizer.deferred_field(kind, key, field))
+    summarizer = summary.Summarizer(analysis, path.name, lambda kind, key: lambda field: summarizer.deferred_field(kind, key, field))
     return eager, summarizer.run()
 
 
@@ -62,7 +63,7 @@ def test_a_deferred_summary_completed_equals_the_summary_computed_at_once():
     deferred_fields = 0
     for path in modules:
         eager, lazy = _summaries(path)
-        deferred_fields += sum(len(r._thunks) for r in [*lazy["functions"].values(), *lazy["calls"]])
+        deferred_fields += sum(len([f for f in r._names if not dict.__contains__(r, f)]) for r in [*lazy["functions"].values(), *lazy["calls"]])
         assert deferred.complete(lazy) == eager, path
         # read in another order (the calls last to first): the same answers
         _, again = _summaries(path)
@@ -70,6 +71,28 @@ def test_a_deferred_summary_completed_equals_the_summary_computed_at_once():
             record["args"], record["kwargs"]
         assert deferred.complete(again) == eager, path
     assert deferred_fields > 100  # the modules above do defer fields
+
+
+def test_the_per_step_fields_are_deferred_and_only_their_first_read_builds_the_hot_loop_analysis():
+    # (no accelerator named here: no loop of it is asked whether it feeds one)
+    text = (
+        "from proj import engine\n\n\n"
+        "def train(model, loader, opt):\n"
+        "    for x in loader:\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        engine.log(loss)\n"
+    )
+    eager = summary.summarize(ModuleAnalysis(cst.parse_module(text), text), "train.py")
+    analysis = ModuleAnalysis(cst.parse_module(text), text)
+    summarizer = summary.Summarizer(analysis, "train.py", lambda kind, key: lambda field: summarizer.deferred_field(kind, key, field))
+    lazy = summarizer.run()
+    assert "hot" not in analysis.__dict__  # (ModuleAnalysis.hot is a cached property)
+    (call,) = [c for c in lazy["calls"] if c["callee"] == "proj.engine.log"]
+    assert call["hot"] == "yes" and "hot" in analysis.__dict__
+    assert lazy["functions"]["train"]["epoch"] is True
+    assert deferred.complete(lazy) == eager
 
 
 def _project(tmp_path: Path) -> Path:
@@ -119,24 +142,56 @@ def test_an_edit_that_changes_only_what_a_function_returns_reaches_its_callers(t
 def test_a_call_s_arguments_are_computed_one_by_one():
     calls: list = []
 
-    def arg(i):
-        return lambda: calls.append(i) or {"k": f"a{i}"}
+    def arg(name):
+        i = int(name[-1])
+        return calls.append(i) or {"k": f"a{i}"}
 
-    args = deferred.DeferredList([arg(0), arg(1), arg(2)])
+    args = deferred.DeferredList(["a0", "a1", "a2"], arg)
     assert len(args) == 3 and calls == []
     assert args[1] == {"k": "a1"} and calls == [1]
     assert args[-1] == {"k": "a2"} and args[1:] == [{"k": "a1"}, {"k": "a2"}] and calls == [1, 2]
     assert list(args) == [{"k": "a0"}, {"k": "a1"}, {"k": "a2"}] and calls == [1, 2, 0]
     assert pickle.loads(pickle.dumps(args)) == [{"k": "a0"}, {"k": "a1"}, {"k": "a2"}]
-    kwargs = deferred.DeferredDict({}, {"x": arg(3), "y": arg(4)})
-    assert "x" in kwargs and len(kwargs) == 2 and calls == [1, 2, 0]
-    assert kwargs["y"] == {"k": "a4"} and calls[-1] == 4
-    assert dict(kwargs.items()) == {"x": {"k": "a3"}, "y": {"k": "a4"}} and sorted(kwargs) == ["x", "y"]
+    kwargs = deferred.DeferredDict({}, ("x3", "y4"), arg)
+    assert "x3" in kwargs and len(kwargs) == 2 and calls == [1, 2, 0]
+    assert kwargs["y4"] == {"k": "a4"} and calls[-1] == 4
+    assert dict(kwargs.items()) == {"x3": {"k": "a3"}, "y4": {"k": "a4"}} and sorted(kwargs) == ["x3", "y4"]
 
 
 def test_a_cache_entry_holds_computed_values_never_placeholders():
-    record = DeferredRecord({"callee": "f"}, {"args": lambda: deferred.DeferredList([lambda: {"k": "host"}, lambda: {"k": "device"}])})
+    values = {"0": {"k": "host"}, "1": {"k": "device"}}
+    record = DeferredRecord({"callee": "f"}, ("args",), lambda field: deferred.DeferredList(["0", "1"], values.__getitem__))
     summary = {"functions": {}, "calls": [record]}
     assert deferred.computed(summary)["calls"] == [{"callee": "f"}]
     record["args"][1]  # the view read the second argument
     assert json.loads(json.dumps(deferred.computed(summary)))["calls"] == [{"callee": "f", "args": [{"k": "host"}, {"k": "device"}]}]
+
+
+def test_a_class_s_attributes_are_computed_one_by_one_and_read_as_the_table_computed_at_once():
+    values = {"model": {"k": "device"}, "steps": None}  # `steps`: no value we can name
+    asked: list = []
+    attrs = deferred.DeferredAttrs({}, ("model", "steps"), lambda attr: asked.append(attr) or values[attr])
+    assert asked == [] and dict(attrs.items()) == {"model": {"k": "device"}} and asked == ["model", "steps"]
+    fresh = deferred.DeferredAttrs({}, ("model", "steps"), lambda attr: asked.append(attr) or values[attr])
+    asked.clear()
+    assert "model" in fresh and asked == ["model"]
+    assert fresh.get("steps") is None and "steps" not in fresh and fresh.get("other") is None
+    with pytest.raises(KeyError):
+        fresh["steps"]
+    summary = {"functions": {}, "calls": [], "classes": {"C": {"attrs": fresh, "attr_names": ["model", "steps"]}}}
+    assert json.loads(json.dumps(deferred.computed(summary)))["classes"]["C"]["attrs"] == {"model": {"k": "device"}}
+    assert deferred.complete(summary)["classes"]["C"]["attrs"] == {"model": {"k": "device"}} and asked == ["model", "steps"]
+
+
+def test_a_class_s_attributes_read_back_from_the_cache_are_computed_again_when_absent(tmp_path):
+    root = tmp_path / "objects"
+    shutil.copytree(DATA.parent / "objects_project", root, ignore=shutil.ignore_patterns(".torchsync_cache", "__pycache__"))
+    modules = sorted(str(p) for p in root.rglob("*.py"))
+    expected = {m: _codes(Session(root, Config(), use_cache=False).lint(m)) for m in modules}
+    assert any(expected.values())
+    Session(root, Config()).lint(modules[0])  # writes the summaries: attributes not read yet are absent
+    cached = [json.loads(p.read_text().split("\n", 1)[1]) for p in (root / ".torchsync_cache").rglob("summaries/*/*.json")]
+    assert any(set(c["attr_names"]) - set(c["attrs"]) for s in cached for c in s["classes"].values())
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + "\n")  # (no result is reused)
+    session = Session(root, Config())
+    assert {m: _codes(session.lint(m)) for m in modules} == expected

@@ -44,8 +44,9 @@ class ObjectAnswers:
         record = self.summaries[path]["classes"].get(cls)
         if record is None or depth > _MAX_BASES:
             return None
-        if attr in record["attrs"]:
-            return self.resolve(record["attrs"][attr], path, bind=bind)
+        stored = record["attrs"].get(attr)  # (deferred: computed on this first read)
+        if stored is not None:
+            return self.resolve(stored, path, bind=bind)
         for base in record["bases"]:
             found = self.class_of(base, path)
             if found is not None:

@@ -212,10 +212,10 @@ class Session(ImportGraph):
             self.analyses[rel] = analysis  # the lint pass reuses the parse and the index
             self._kept += len(analysis.source)
 
-    def _deferred(self, rel: str, sha: str | None, kind: str, key, field: str):
-        """The thunk of one deferred field of ``rel``'s summary of the text whose hash is
-        ``sha`` (project/deferred.py)."""
-        return partial(self._deferred_field, rel, sha, kind, key, field)
+    def _deferred(self, rel: str, sha: str | None, kind: str, key):
+        """``field -> value`` for the deferred fields of one record (``kind``, ``key``) of
+        ``rel``'s summary of the text whose hash is ``sha`` (project/deferred.py)."""
+        return partial(self._deferred_field, rel, sha, kind, key)
 
     def _deferred_field(self, rel: str, sha: str | None, kind: str, key, field: str):
         from torchsync_lint.project.summary import unknown_field
@@ -227,7 +227,7 @@ class Session(ImportGraph):
                 self._keep_analysis(rel, analysis)
                 summarizer = self._summarizers.keep(rel, analysis, partial(self._deferred, rel, sha))
         if summarizer is None or sha != self._sha(rel):
-            return unknown_field(field)
+            return unknown_field(field, kind)
         return summarizer.deferred_field(kind, key, field)
 
     def _take_analysis(self, rel: str):

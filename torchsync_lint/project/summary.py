@@ -38,13 +38,19 @@ from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.view import SUMMARY_VERSION
 
 
-def unknown_field(field: str):
+def unknown_field(field: str, kind: str = "fn"):
     """What a deferred field is when it cannot be computed (project/deferred.py)."""
+    if kind == "class":
+        return None  # (an attribute with no value: absent)
     if field.startswith(("args.", "kwargs.")):
         return {"k": "unknown"}
-    return {"returns": {"k": "unknown"}, "yielded": None, "step": False, "forwards": [], "line": 0, "args": [], "kwargs": {}}[field]
+    # (silent: not per step, a whole pass where that keeps a call from counting as per step)
+    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None}
+    return {"returns": {"k": "unknown"}, "yielded": None, "forwards": [], "line": 0, "args": [], "kwargs": {}, **silent}[field]
 
 
+# A call record's fields that say whether it runs per step (Summarizer._per_step).
+_PER_STEP_FIELDS = frozenset({"hot", "gated", "loop", "needs"})
 _HANDOFF_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit", "validate", "test", "predict"})
 
 
@@ -55,8 +61,8 @@ def _may_name_project_method(method: str) -> bool:
 
 
 def summarize(analysis, relpath: str, defer=None) -> dict:
-    """``analysis``'s summary, every field computed; with ``defer(kind, key, field)`` giving a
-    thunk, the fields of project/deferred.py are those thunks instead."""
+    """``analysis``'s summary, every field computed; with ``defer(kind, key)`` giving a record's
+    ``field -> value``, the fields of project/deferred.py are computed on first read instead."""
     return Summarizer(analysis, relpath, defer).run()
 
 
@@ -112,7 +118,6 @@ class Summarizer:
                 "star": isinstance(params.star_arg, cst.Param) or isinstance(params.star_kwarg, cst.Param),
                 "bound": bound,
                 "yields": self._yielded_param(func),
-                "epoch": self._runs_epoch(func),
                 "callees": sorted({c for c in (self.names.callee(call) for call in self.index.calls_by_owner.get(func, ())) if c}),
             }
             out[qual] = self._record(fields, "fn", qual, deferred.FUNCTION_FIELDS)
@@ -126,6 +131,8 @@ class Summarizer:
             return self._yielded(func)
         if field == "step":
             return self.a.hot.is_step_like(func)
+        if field == "epoch":
+            return self._runs_epoch(func)
         if field == "line":
             return self.index.line(func)
         return self._called_params(func)  # "forwards"
@@ -134,23 +141,28 @@ class Summarizer:
         """``fields`` with the deferred ``names``: thunks when the summary defers them, else
         computed now (project/deferred.py)."""
         if self._defer is not None:
-            return deferred.DeferredRecord(fields, {name: self._defer(kind, key, name) for name in names})
+            return deferred.DeferredRecord(fields, names, self._defer(kind, key))
         return {**fields, **{name: self.deferred_field(kind, key, name) for name in names}}
 
     def deferred_field(self, kind: str, key, field: str):
-        """One deferred field: of the function ``key`` (its qualified name; kind "fn") or of
-        the call ``key`` (its seq; kind "call"). A field that cannot be computed is unknown
-        (a pathological expression), never a crash, whichever way it is asked."""
+        """One deferred field: of the function ``key`` (its qualified name; kind "fn"), of
+        the call ``key`` (its seq; kind "call") or of the class ``key`` (kind "class": the
+        field is an attribute, its value None when it has none). A field that cannot be
+        computed is unknown (a pathological expression), never a crash, whichever way it is
+        asked."""
         if self._by_key is None:
             self._by_key = {("fn", self.qual(f)): f for f in self.index.returns}
             self._by_key.update((("call", self.index.seq(c)), c) for c in self.index.calls)
+            self._by_key.update((("class", name), info) for name, info in self.index.classes.items())
         node = self._by_key.get((kind, key))
         try:
             if node is None:
                 raise LookupError(key)
+            if kind == "class":
+                return self._attr_value(node, field)
             return self._function_field(node, field) if kind == "fn" else self._call_field(node, field)
         except (LookupError, ValueError, RecursionError, MemoryError):
-            return unknown_field(field)
+            return unknown_field(field, kind)
 
     def _yielded_param(self, func: cst.FunctionDef) -> int | None:
         """The position of the parameter whose items ``func`` (a generator) yields."""
@@ -193,25 +205,32 @@ class Summarizer:
                     bases.append(qn)
                 elif isinstance(base, cst.Name) and base.value in self.index.classes:
                     bases.append(f":{base.value}")  # a class of this module
-            attrs = {}
-            for attr, defs in info.self_attrs.items():
-                found = [v for v in (self.abstract.stored_value(d) for d in defs) if v is not None]
-                appended = self.abstract.appended(info, attr)
-                if appended:
-                    attrs[attr] = {"k": "tuple", "items": appended}  # `self.flows = nn.ModuleList()` then `.append(...)`s
-                elif found:
-                    attrs[attr] = absval.join_abs(found)
             out[name] = {
                 "bases": bases,
                 "module": self.values.is_module_class(info.node),
                 "lightning": self.values.is_lightning_class(info.node),
                 "loader": self.values.is_loader_class(info.node),
                 "loader_sets": sorted(self.values.loader_keywords_set(info)),
-                "attrs": attrs,
+                "attrs": self._attrs(name, info),
+                "attr_names": sorted(info.self_attrs),  # (what a cache entry's "attrs" may lack)
                 "methods": sorted(info.methods),
                 "getitem": self._getitem_converts(info),
             }
         return out
+
+    def _attrs(self, name: str, info) -> dict:
+        """What the class stores on `self.<attr>`, for each attribute with a value we can name
+        (deferred: each computed when the view first reads it, project/deferred.py)."""
+        if self._defer is not None:
+            return deferred.DeferredAttrs({}, tuple(info.self_attrs), self._defer("class", name))
+        return {attr: value for attr in info.self_attrs if (value := self._attr_value(info, attr)) is not None}
+
+    def _attr_value(self, info, attr: str) -> dict | None:
+        found = [v for v in (self.abstract.stored_value(d) for d in info.self_attrs[attr]) if v is not None]
+        appended = self.abstract.appended(info, attr)
+        if appended:
+            return {"k": "tuple", "items": appended}  # `self.flows = nn.ModuleList()` then `.append(...)`s
+        return absval.join_abs(found) if found else None
 
     def _registered(self) -> list[dict]:
         """The module's classes and functions put into an imported registry by a decorator
@@ -243,7 +262,6 @@ class Summarizer:
     # -- calls and feeding loops ------------------------------------------------------------------
     def _calls(self) -> list[dict]:
         out = []
-        hot = self.a.hot
         for call in self.index.calls:
             callee = self.names.callee(call)
             picked = self.abstract.callee_value(call.func) if callee is None else None
@@ -256,10 +274,7 @@ class Summarizer:
                     picked, method = receiver, call.func.attr.value
             if callee is None and picked is None:
                 continue
-            ctx = hot.hot_context(call)
             caller = self.index.enclosing_function(call)
-            caller_ref = self.ref(caller) if caller is not None else None
-            loop, gated = hot.enclosing_loop(call) if ctx is None else (None, False)
             record = {}
             if picked is not None:
                 # `ARCHS[name](cfg)`, `getattr(losses, name)()`: what may be picked, resolved by the view
@@ -269,37 +284,54 @@ class Summarizer:
                     "callee": callee,
                     "bound": callee != "%" and (callee.startswith("%.") or self.names.bound(call, callee)),  # `obj.method(...)`, `obj(...)`: `self` is implicit
                     "seq": self.index.seq(call),
-                    "caller": caller_ref,
-                    "hot": "yes" if ctx is not None else ("caller" if caller_ref else "no"),
-                    "gated": bool(ctx.gated) if ctx is not None else gated,
-                    # a loop here that other modules' answers may make per step (it calls a
-                    # method that runs backward and an optimizer step)
-                    "loop": self.index.seq(loop) if loop is not None else None,
+                    "caller": self.ref(caller) if caller is not None else None,
                     "star": any(a.star for a in call.args),
                     "dispatch": self.names.dispatch(call),  # `self.m()`: subclasses' overrides too
-                    "needs": self._needs(call),  # runs only when a caller passes this parameter
             }
             out.append(self._record(fields, "call", fields["seq"], deferred.CALL_FIELDS))
         return out
 
     def _call_field(self, call: cst.Call, field: str):
-        """A call's "line", or what it passes: "args" and "kwargs" hold one deferred value per
-        argument (the view reads one parameter's), "args.<i>" and "kwargs.<name>" one of them."""
+        """A call's "line"; whether it runs per step here ("hot", "gated", "loop", "needs": see
+        _per_step); or what it passes: "args" and "kwargs" hold one deferred value per argument
+        (the view reads one parameter's), "args.<i>" and "kwargs.<name>" one of them."""
         if field == "line":
             return self.index.line(call)
+        if field in _PER_STEP_FIELDS:
+            return self._per_step(call)[field]
         seq = self.index.seq(call)
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
         named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         if field == "args":
             if self._defer is None:
                 return [self.abs_of(v) for v in positional]
-            return deferred.DeferredList([self._defer("call", seq, f"args.{i}") for i in range(len(positional))])
+            return deferred.DeferredList([f"args.{i}" for i in range(len(positional))], self._defer("call", seq))
         if field == "kwargs":
             if self._defer is None:
                 return {k: self.abs_of(v) for k, v in named.items()}
-            return deferred.DeferredDict({}, {k: self._defer("call", seq, f"kwargs.{k}") for k in named})
+            return deferred.DeferredDict({}, tuple(named), lambda name, compute=self._defer("call", seq): compute(f"kwargs.{name}"))
         part, _, which = field.partition(".")
         return self.abs_of(positional[int(which)] if part == "args" else named[which])
+
+    def _per_step(self, call: cst.Call) -> dict:
+        """Whether ``call`` runs per step in this module: "hot" is "yes" (a per-step loop or
+        function runs it), "caller" (it is in a function: its callers decide) or "no"; "gated"
+        when a step-interval `if` gates it; "loop", the seq of the loop of its own function that
+        runs it when that loop is not per step here (another module's answers may make it one:
+        it calls a method that runs backward and an optimizer step); "needs", [function ref,
+        parameter index] when it runs only if a caller passes that parameter. Asked of the
+        calls whose callers the view follows only: the hot-loop analysis is not built for a
+        module no such question reaches."""
+        hot = self.a.hot
+        ctx = hot.hot_context(call)
+        loop, gated = hot.enclosing_loop(call) if ctx is None else (None, False)
+        caller = self.index.enclosing_function(call)
+        return {
+            "hot": "yes" if ctx is not None else ("caller" if caller is not None and self.ref(caller) is not None else "no"),
+            "gated": bool(ctx.gated) if ctx is not None else gated,
+            "loop": self.index.seq(loop) if loop is not None else None,
+            "needs": self._needs(call),
+        }
 
     def _needs(self, call: cst.Call) -> list | None:
         """[function ref, parameter index] when ``call`` sits in a branch its function's
