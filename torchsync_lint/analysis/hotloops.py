@@ -21,7 +21,7 @@ import libcst as cst
 from torchsync_lint.analysis.gates import default_test, fills_cache, is_step_interval, rebound_elsewhere
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
-from torchsync_lint.analysis.tree import LOOP_TYPES
+from torchsync_lint.analysis.tree import LOOP_TYPES, SCOPE_TYPES
 from torchsync_lint.analysis.kinds import CALLABLE_MODELS, LOADER_KINDS, Kind
 from torchsync_lint.analysis.values import LIGHTNING_BATCH_HOOKS, ValueAnalysis
 from torchsync_lint.knowledge import gym, lightning, registry
@@ -394,7 +394,7 @@ class HotLoopAnalysis:
                 gated = True
             if kind in LOOP_TYPES and child is anc.body:
                 return anc, gated
-            if kind in _FUNCTIONS or kind is cst.ClassDef:
+            if kind in SCOPE_TYPES:
                 return None, False
             child = anc
         return None, False

@@ -71,6 +71,7 @@ class Summarizer:
         self._defer = defer
         self._by_key: dict | None = None
         self._epoch_functions: set | None = None  # functions holding a loop over a loader
+        self._per_step_of: dict[cst.Call, dict] = {}  # call -> its per-step fields (_per_step)
         self.a = analysis
         self.index = analysis.index
         self.values = analysis.values
@@ -138,8 +139,8 @@ class Summarizer:
         return self._called_params(func)  # "forwards"
 
     def _record(self, fields: dict, kind: str, key, names: tuple[str, ...]) -> dict:
-        """``fields`` with the deferred ``names``: thunks when the summary defers them, else
-        computed now (project/deferred.py)."""
+        """``fields`` with the deferred ``names``: computed on first read when the summary
+        defers them, else now (project/deferred.py)."""
         if self._defer is not None:
             return deferred.DeferredRecord(fields, names, self._defer(kind, key))
         return {**fields, **{name: self.deferred_field(kind, key, name) for name in names}}
@@ -298,7 +299,10 @@ class Summarizer:
         if field == "line":
             return self.index.line(call)
         if field in _PER_STEP_FIELDS:
-            return self._per_step(call)[field]
+            found = self._per_step_of.get(call)
+            if found is None:  # (the view reads the four together: computed once)
+                found = self._per_step_of[call] = self._per_step(call)
+            return found[field]
         seq = self.index.seq(call)
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
         named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
