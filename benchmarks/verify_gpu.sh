@@ -9,6 +9,7 @@
 #   3. the confirmation pass: `verify fixtures/ --backend cuda --scale medium` in $SHARDS
 #      shards side by side (sync callbacks and profiler counts are per process, so shards do not
 #      change what is confirmed; host time blocked in syncs is measured under that load);
+#      beside it, benchmarks/gpu_probes/*.py: labels no fixture exercises;
 #   4. the A/B cost (`--measure`), one script at a time, nothing else on the GPU, in the order
 #      of $MEASURE (scripts with one finding first: their cost belongs to that finding),
 #      starting no script after $MEASURE_UNTIL seconds.
@@ -56,6 +57,11 @@ for ((i = 0; i < SHARDS; i++)); do
         --trace-dir "/tmp/traces_$i" >"$R/confirm_$i.log" 2>&1 &
     pids+=($!)
 done
+# Probes of the cuda backend's labels that no fixture exercises (benchmarks/gpu_probes/).
+timeout $((END - 30)) "$PY" -m torchsync_lint verify benchmarks/gpu_probes/*.py --backend "$BACKEND" --timeout 120 \
+    --format markdown --output-file "$R/probes.md" --json-output "$R/probes.json" \
+    --trace-dir /tmp/traces_probes >"$R/probes.log" 2>&1 &
+pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; echo "confirm shard pid $p exit $?" >>"$R/phases.txt"; done
 wait "$PYTEST"; echo "pytest exit $? at $(elapsed) s" >>"$R/phases.txt"
 echo "confirmation pass done at $(elapsed) s" >>"$R/phases.txt"

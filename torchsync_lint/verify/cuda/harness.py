@@ -50,7 +50,7 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from torchsync_lint.verify.cuda import sync_labels
-    from torchsync_lint.verify.emulate import sinks
+    from torchsync_lint.verify.emulate import library_hooks, sinks
     from torchsync_lint.verify.emulate.virtual_cuda import (
         HOST_DATA_FACTORIES,
         SAME_VALUE_OPS,
@@ -186,6 +186,10 @@ def attribute(script: str, script_args: list[str], extra_sys_path: list[str]) ->
         patcher, clock, state.user_line, force_main_process=True, can_pin=torch.cuda.is_available(), on_iter=on_iter, on_batch=on_batch
     )
     sinks.install(patcher, state, on_device=is_cuda)
+    # As under emulation: a float a torchvision transform makes from uint8 is attributed to the
+    # script line that built the transform (the finding's line), not to the `for batch in
+    # loader` line the transform runs under; torchmetrics' cross-rank gather is named.
+    library_hooks.install(patcher, state)
     if torch.cuda.is_available():
         from torch.cuda import _gpu_trace
 
