@@ -28,7 +28,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+import torch
 import torch.nn as nn
+import torch.utils._pytree as pytree
 
 from torchsync_lint.verify import evidence as ev
 from torchsync_lint.verify.emulate.virtual_cuda import VirtualCudaState
@@ -135,11 +137,34 @@ def _attribute_floats(original_call: Callable, state: VirtualCudaState, built_at
             return original_call(self, *args, **kwargs)
         state.transform_lines.append(line)
         try:
-            return original_call(self, *args, **kwargs)
+            out = original_call(self, *args, **kwargs)
         finally:
             state.transform_lines.pop()
+        _carry_across_the_call(state, (args, kwargs), out, line)
+        return out
 
     return call
+
+
+def _carry_across_the_call(state: VirtualCudaState, inputs: Any, out: Any, line: int) -> None:
+    """A float the transform returns for a uint8 (or host-normalised) input is host-normalised,
+    whatever tensor objects it made on the way. The ops inside usually carry it already, but
+    torchvision v2 runs each kernel on ``image.as_subclass(torch.Tensor)`` and wraps the result
+    with ``output.as_subclass(type(image))``: new tensor objects on both sides (seen on an H100:
+    TSL304 of a ``v2.ToDtype`` line went unconfirmed), so the provenance is set at the boundary."""
+    made_at = None
+    for leaf in pytree.tree_leaves(inputs):
+        if isinstance(leaf, torch.Tensor):
+            if leaf in state.host_normalized:
+                made_at = state.host_normalized[leaf]
+                break
+            if leaf.dtype == torch.uint8:
+                made_at = line
+    if made_at is None:
+        return
+    for result in pytree.tree_leaves(out):
+        if isinstance(result, torch.Tensor) and result.is_floating_point() and result not in state.host_normalized:
+            state.host_normalized[result] = made_at
 
 
 def _patch_metric_sync(patcher: Patcher, state: VirtualCudaState, module: ModuleType) -> None:

@@ -1,7 +1,17 @@
-"""Stand-in ``torchvision.transforms.v2``: nn.Module transforms, plain tensors instead of tv_tensors."""
+"""Stand-in ``torchvision.transforms.v2``: nn.Module transforms; images are ``tv_tensors.Image``
+and each kernel runs on the unwrapped tensor, its result wrapped again, as in torchvision."""
 
 import numpy as np
 import torch
+
+from torchvision import tv_tensors
+
+
+def _call_kernel(kernel, image, *args):
+    """torchvision's ``_kernel_tv_tensor_wrapper``: unwrap, run, wrap like the input."""
+    if isinstance(image, tv_tensors.TVTensor):
+        return tv_tensors.wrap(kernel(image.as_subclass(torch.Tensor), *args), like=image)
+    return kernel(image, *args)
 
 
 class Transform(torch.nn.Module):
@@ -21,14 +31,14 @@ class Compose(Transform):
 
 
 class ToImage(Transform):
-    """HWC ndarray -> CHW tensor of the same dtype (uint8 stays uint8)."""
+    """HWC ndarray -> CHW ``tv_tensors.Image`` of the same dtype (uint8 stays uint8)."""
 
     def forward(self, pic):
         if isinstance(pic, torch.Tensor):
-            return pic
+            return pic.as_subclass(tv_tensors.Image)
         if pic.ndim == 2:
             pic = pic[:, :, None]
-        return torch.from_numpy(np.ascontiguousarray(pic.transpose((2, 0, 1))))
+        return torch.from_numpy(np.ascontiguousarray(pic.transpose((2, 0, 1)))).as_subclass(tv_tensors.Image)
 
 
 class PILToTensor(ToImage):
@@ -42,6 +52,9 @@ class ToDtype(Transform):
         self.scale = scale
 
     def forward(self, image):
+        return _call_kernel(self._to_dtype, image)
+
+    def _to_dtype(self, image):
         if image.dtype == self.dtype:
             return image
         if not self.scale or image.is_floating_point() or not self.dtype.is_floating_point:
@@ -57,6 +70,9 @@ class Normalize(Transform):
         self.inplace = inplace
 
     def forward(self, image):
+        return _call_kernel(self._normalize, image)
+
+    def _normalize(self, image):
         if not image.is_floating_point():
             raise TypeError(f"Input tensor should be a float tensor. Got {image.dtype}.")
         if not self.inplace:
