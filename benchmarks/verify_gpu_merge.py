@@ -3,7 +3,8 @@
     python benchmarks/verify_gpu_merge.py RESULTS_DIR --output docs/verification/cuda-h200
 
 RESULTS_DIR is the ``r`` folder of results.tar.gz: ``confirm_*.json`` (the confirmation pass in
-shards) and ``measure_*.json`` (one A/B per script). A script that was measured keeps the
+shards), ``probes.json`` (benchmarks/gpu_probes/, run beside it) and ``measure_*.json`` (one A/B
+per script). A script that was measured keeps the
 entries of its measured run (they hold the cost) and drops those of its confirmation run; every
 other script keeps its confirmation entries. The environment comes from the first shard's page
 and environment.txt, the commands from every page.
@@ -39,11 +40,11 @@ def merge(results: Path) -> tuple[list[Entry], list[str], dict, list[str]]:
     measured = {path: json.loads(path.read_text()) for path in sorted(results.glob("measure_*.json"))}
     measured_scripts = {entry["path"] for entries in measured.values() for entry in entries}
     entries, commands = [], []
-    for path in sorted(results.glob("confirm_*.json")):
+    for path in sorted(results.glob("confirm_*.json")) + sorted(results.glob("probes.json")):
         entries += [Entry.from_json(e) for e in json.loads(path.read_text()) if e["path"] not in measured_scripts]
     for data in measured.values():
         entries += [Entry.from_json(e) for e in data]
-    pages = sorted(results.glob("confirm_*.md")) + sorted(results.glob("measure_*.md"))
+    pages = sorted(results.glob("confirm_*.md")) + sorted(results.glob("probes.md")) + sorted(results.glob("measure_*.md"))
     for page in pages:
         commands.append(page_environment(page).get("command", "?"))
     environment = page_environment(pages[0])
