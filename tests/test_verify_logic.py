@@ -570,3 +570,38 @@ def test_entry_json_round_trip():
     assert Entry.from_json(entry.to_json()) == entry
     script_level = Entry("f.py", None, None, "profiled", "cuda")
     assert Entry.from_json(script_level.to_json()) == script_level
+
+
+def test_gpu_merge_keeps_probes_and_prefers_measured_runs(tmp_path):
+    """benchmarks/verify_gpu_merge.py: the confirmation shards and the label probes are merged;
+    a script that was measured keeps its measured run's entries, not its confirmation run's."""
+    import importlib.util
+
+    from torchsync_lint.verify.matching import Entry
+    from torchsync_lint.verify.report import render_json, render_markdown
+
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "verify_gpu_merge.py"
+    spec = importlib.util.spec_from_file_location("verify_gpu_merge", script)
+    merge_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(merge_module)
+
+    def write(name, entries, command):
+        (tmp_path / f"{name}.json").write_text(render_json(entries))
+        page = render_markdown(entries, sorted({e.path for e in entries}), "cuda", {"device": "GPU X", "command": command})
+        (tmp_path / f"{name}.md").write_text(page)
+
+    confirmed = Entry("fixtures/a.py", 3, "TSL101", "confirmed", "cuda")
+    write("confirm_0", [confirmed, Entry("fixtures/b.py", 5, "TSL201", "confirmed", "cuda")], "verify a b")
+    write("probes", [Entry("benchmarks/gpu_probes/p.py", 7, "TSL305", "confirmed", "cuda")], "verify probes")
+    measured = Entry("fixtures/b.py", 5, "TSL201", "confirmed", "cuda", cost_ms_per_step=1.5, cost_pct=10.0)
+    write("measure_b", [measured], "verify b --measure")
+
+    entries, scripts, environment, commands = merge_module.merge(tmp_path)
+    assert sorted((e.path, e.cost_ms_per_step) for e in entries) == [
+        ("benchmarks/gpu_probes/p.py", None), ("fixtures/a.py", None), ("fixtures/b.py", 1.5)
+    ]
+    assert scripts == ["benchmarks/gpu_probes/p.py", "fixtures/a.py", "fixtures/b.py"]
+    assert environment["device"] == "GPU X" and environment["command"] == "3 runs of benchmarks/verify_gpu.sh, listed below"
+    assert commands == ["verify a b", "verify probes", "verify b --measure"]
