@@ -769,6 +769,33 @@ def test_every_torchvision_fixture_confirms_its_markers_with_the_standin(tmp_pat
     assert set(tsl304) == expected and set(tsl304.values()) == {"confirmed"}
 
 
+def test_a_transform_s_float_output_is_host_normalised_only_for_a_uint8_or_normalised_input(tmp_path, standin_torchvision):
+    """The provenance set at a transform's boundary (library_hooks._carry_across_the_call):
+    torchvision v2 hands each kernel ``image.as_subclass(torch.Tensor)`` and wraps its result
+    again, so the float that leaves the transform is a new tensor object. A float image that
+    never was uint8 (`torch.rand`) stays unreported through the same transforms."""
+    run = emulate(
+        tmp_path,
+        """
+        from torchvision import tv_tensors
+        from torchvision.transforms import v2
+        from_uint8 = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize([0.5] * 3, [0.25] * 3)])  # <-
+        from_float = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize([0.5] * 3, [0.25] * 3)])  # <-
+        uint8_image = torch.randint(0, 256, (3, 4, 4), dtype=torch.uint8).as_subclass(tv_tensors.Image)
+        float_image = torch.rand(3, 4, 4).as_subclass(tv_tensors.Image)
+        a = from_uint8(uint8_image).to(device)  # <-
+        b = from_float(float_image).to(device)  # <-
+        """,
+    )
+    normalised = (ev.HOST_NORMALIZED_H2D, "Tensor.to of host-normalized torch.float32 (4x the bytes of uint8)")
+    assert run.at(0) == Counter({normalised: 1})  # made by ToDtype, on this line; Normalize carries it
+    assert run.at(1) == Counter()
+    blocking = (ev.H2D_BLOCKING, "Tensor.to")
+    assert run.at(2) == Counter({normalised: 1, blocking: 1})
+    assert run.at(3) == Counter({blocking: 1})  # a float image from the start: nothing normalised on the host
+    assert run.elsewhere() == Counter()
+
+
 # -- a gated compute() under DDP (issue 14, item 5) -----------------------------------------
 def _free_port() -> int:
     with socket.socket() as sock:
