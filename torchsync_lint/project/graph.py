@@ -39,12 +39,19 @@ def parse_module(source: str) -> ast.Module | None:
 def import_names(source: str, tree: ast.Module | None = None) -> list[str]:
     """The dotted names a module's import statements name (relative ones keep their dots);
     `from a import b` names both `a` and `a.b` (b may be a submodule). ``tree``: the ast of
-    ``source``, when the caller has parsed it already."""
-    tree = tree if tree is not None else parse_module(source)
+    ``source``, when the caller has parsed it already; without one, only the import statements
+    are parsed (``_scanned_imports``) unless they cannot be cut out of the text alone."""
     if tree is None:
-        return []
+        scanned = _scanned_imports(source)
+        if scanned is not None:
+            return scanned
+        tree = parse_module(source)
+    return _names_of(tree.body) if tree is not None else []
+
+
+def _names_of(body: list[ast.stmt]) -> list[str]:
     names: list[str] = []
-    for node in _statements(tree.body):
+    for node in _statements(body):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -55,21 +62,92 @@ def import_names(source: str, tree: ast.Module | None = None) -> list[str]:
     return names
 
 
-# Where statements nest: imports are statements, so expressions are never walked (a module's
-# expressions are most of its nodes).
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+# Comments, string literals (whatever their prefix: the quote starts one) and the word
+# `import`, matched left to right, so that the keyword inside a string or a comment is never
+# taken for one. Outside strings and comments, `import` only ever belongs to an import
+# statement. (Every branch starts with a literal character, so the regex engine skips the text
+# between matches fast; a `\b` before `import` would stop that: the word's start is checked
+# apart.)
+_LEXEME = re.compile(
+    r'#[^\n]*'
+    r'|"""(?:\\.|[^\\])*?"""'
+    r"|'''(?:\\.|[^\\])*?'''"
+    r'|"(?:\\.|[^"\\\n])*"'
+    r"|'(?:\\.|[^'\\\n])*'"
+    r"|import\b",
+    re.S,
+)
+_MAX_STATEMENT_LINES = 40  # an import statement longer than this: the whole module is parsed
+
+
+def _scanned_imports(source: str) -> list[str] | None:
+    """``import_names`` of ``source``, parsing only its import statements: for each `import`
+    keyword, the whole lines from its statement's first (back over backslash continuations)
+    to the first line where they parse (a parenthesised name list, a `try: import x` with its
+    `except`). Python's ast of the whole module costs far more, and the import graph reads
+    nearly every module while few need that ast. None when a statement cannot be cut out so
+    (its line starts inside a string, or in a header spanning lines): the caller parses the
+    whole module then. A module with a syntax error elsewhere keeps the edges of its imports."""
+    if "import" not in source:
+        return []
+    names: list[str] = []
+    covered = 0  # the text before this offset was parsed with an earlier statement
+    for found in _LEXEME.finditer(source):
+        at = found.start()
+        if found.group() != "import" or at < covered or (at > 0 and (source[at - 1].isalnum() or source[at - 1] == "_")):
+            continue  # (`_import`, `reimport`: part of a longer name)
+        start = source.rfind("\n", 0, at) + 1
+        while start > 0 and source[: start - 1].rstrip("\r").endswith("\\"):  # a continued line
+            start = source.rfind("\n", 0, start - 1) + 1
+        parsed = _statements_from(source, start, found.end())
+        if parsed is None:
+            return None
+        body, covered = parsed
+        names += _names_of(body)
+    return names
+
+
+def _statements_from(source: str, start: int, after: int) -> tuple[list[ast.stmt], int] | None:
+    """(the statements of the fewest whole lines from offset ``start`` past ``after`` that
+    parse, the offset where those lines end), or None."""
+    end = source.find("\n", after)
+    opened = source.find("(", after, len(source) if end < 0 else end)
+    if opened >= 0:  # `from m import (a,\n b)`: on to the line of the closing parenthesis
+        closed = source.find(")", opened)
+        end = source.find("\n", closed) if closed >= 0 else -1
+    indented = source[start : start + 1] in (" ", "\t")
+    for _ in range(_MAX_STATEMENT_LINES):
+        stop = len(source) if end < 0 else end
+        try:
+            tree = parse_tree("if 1:\n" + source[start:stop] if indented else source[start:stop])
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            if end < 0:
+                return None
+            end = source.find("\n", end + 1)
+            continue
+        body = tree.body[0].body if indented else tree.body  # type: ignore[attr-defined]
+        return body, stop
+    return None
+
+
+# Where statements nest, in the order of the text: imports are statements, so expressions are
+# never walked (a module's expressions are most of its nodes).
+_BODIES = ("body", "handlers", "orelse", "finalbody", "cases")
 
 
 def _statements(body: list[ast.stmt]):
-    """Every statement under ``body``, at any depth (functions, classes, blocks)."""
-    stack = [body]
+    """Every statement under ``body``, at any depth (functions, classes, blocks), in the order
+    of the text (as the import statements cut out of it are read)."""
+    stack = [iter(body)]
     while stack:
-        for node in stack.pop():
-            yield node
-            for field in _BODIES:
-                inner = getattr(node, field, None)
-                if inner:
-                    stack.append(inner)
+        node = next(stack[-1], None)
+        if node is None:
+            stack.pop()
+            continue
+        yield node
+        inner = [stmt for field in _BODIES for stmt in getattr(node, field, None) or ()]
+        if inner:
+            stack.append(iter(inner))
 
 
 def resolve_imports(layout: Layout, rel: str, names: list[str], packages: dict[str, list[str]]) -> tuple[list[str], list[str]]:

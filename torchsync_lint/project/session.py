@@ -97,11 +97,11 @@ class Session(ImportGraph):
 
     def _forget(self, everything: bool = False, rel: str | None = None) -> None:
         """Drop what was read or worked out (about ``rel``, or ``everything``)."""
-        memos = ("_sources", "_shas", "_names", "_summaries", "_digests", "_asts")
+        memos = ("_sources", "_shas", "_names", "_summaries", "_digests")
         if everything:
             for name in memos:
                 setattr(self, name, {})
-            self._modules, self._ast_bytes = None, 0
+            self._modules = None
             self._summarizers = Summarizers(_KEEP_ANALYSES_BYTES)
         else:
             for name in memos:
@@ -200,8 +200,7 @@ class Session(ImportGraph):
         return self._digests[rel]
 
     def _summarize(self, rel: str, text: str) -> dict | None:
-        kept = self._asts.pop(rel, None)
-        analysis = analyse(text, kept[1] if kept is not None and kept[0] == text else None)
+        analysis = analyse(text)
         if analysis is None:
             return None
         self._keep_analysis(rel, analysis)
@@ -244,8 +243,6 @@ class Session(ImportGraph):
         from torchsync_lint.parallel import map_files
 
         self.graph()
-        if jobs != 1:  # summaries and lints may run in forked workers: no ast forest to inherit
-            self._asts = {}
         tops = {self._top[rel] for rel in self._named if rel in self._top and self.connected(rel)}
         missing = []
         for top in sorted(tops):
@@ -424,7 +421,7 @@ class Session(ImportGraph):
         """What a worker process needs: the graph, the summaries, the overlays and the cache;
         not the sources, the parsed modules or the views (rebuilt there)."""
         state = dict(self.__dict__)
-        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _views={}, _asts={}, _summarizers=Summarizers(_KEEP_ANALYSES_BYTES))
+        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _views={}, _summarizers=Summarizers(_KEEP_ANALYSES_BYTES))
         return state
 
 

@@ -9,10 +9,9 @@ from functools import partial
 
 from torchsync_lint.project import checks
 from torchsync_lint.project.cache import digest
-from torchsync_lint.project.graph import components, import_hints, import_names, parse_module, resolve_imports, rows_needed
+from torchsync_lint.project.graph import components, import_hints, import_names, resolve_imports, rows_needed
 from torchsync_lint.project.view import SUMMARY_VERSION
 
-_KEEP_ASTS_BYTES = 2 << 20  # Python's ast of modules to lint, kept from the import graph (about 40x the text)
 _GRAPH_VERSION = 1
 
 
@@ -41,7 +40,6 @@ class ImportGraph:
                         self.cache.put("graph", self._graph_key, graph)
             self._graph, self._dirty = graph, set()
             self._connected = {m for m, targets in graph["imports"].items() if targets} | {t for targets in graph["imports"].values() for t in targets}
-            self._asts = {m: kept for m, kept in self._asts.items() if m in self._connected}  # the others are not summarised
             top = components(graph["reach"])
             self._members: dict[str, list[str]] = {}
             for m in files:
@@ -104,13 +102,9 @@ class ImportGraph:
             key = digest("imports", sha)
             cached = None if sha is None or self._in_memory(rel) else self.cache.get("imports", key, checks.valid_names)
             if cached is None:
-                text = self._text(rel)
-                tree = parse_module(text) if sha is not None else None
-                cached = import_names(text, tree) if sha is not None else []
+                cached = import_names(self._text(rel)) if sha is not None else []
                 if sha is not None and not self._in_memory(rel):
                     self.cache.put("imports", key, cached)
-                if tree is not None and rel in self._named and self._ast_bytes + len(text) <= _KEEP_ASTS_BYTES:
-                    self._asts[rel], self._ast_bytes = (text, tree), self._ast_bytes + len(text)  # for its summary's positions
             self._names[rel] = cached
         return self._names[rel]
 

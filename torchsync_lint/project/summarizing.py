@@ -20,9 +20,8 @@ def text_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def analyse(text: str | None, statements=None):
-    """The env-free analysis of a module's ``text``, or None when it cannot be parsed.
-    ``statements``: Python's ast of ``text``, when the import graph parsed it already."""
+def analyse(text: str | None):
+    """The env-free analysis of a module's ``text``, or None when it cannot be parsed."""
     import libcst as cst
 
     from torchsync_lint.analysis import ModuleAnalysis
@@ -30,7 +29,7 @@ def analyse(text: str | None, statements=None):
     if text is None:
         return None
     try:
-        return ModuleAnalysis(cst.parse_module(text), text, statements=statements)
+        return ModuleAnalysis(cst.parse_module(text), text)
     except Exception:  # noqa: BLE001 - a module we cannot summarise is unknown, never a crash
         return None
 
@@ -42,12 +41,12 @@ def summary_of(summarizer) -> dict | None:
         return None
 
 
-def analyse_and_summarize(rel: str, text: str, statements=None):
+def analyse_and_summarize(rel: str, text: str):
     """(summary, analysis) of one module, every field computed, or (None, None) when it
     cannot be summarised."""
     from torchsync_lint.project.summary import Summarizer
 
-    analysis = analyse(text, statements)
+    analysis = analyse(text)
     summary = summary_of(Summarizer(analysis, rel)) if analysis is not None else None
     return (summary, analysis) if summary is not None else (None, None)
 
