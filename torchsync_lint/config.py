@@ -108,7 +108,9 @@ class Config:
 
     def _relative(self, path: str) -> str:
         absolute = os.path.abspath(path)
-        root = _resolved_root(str(self.root))  # a walk asks this for every entry
+        root, inside = _resolved_root(str(self.root))  # a walk asks this for every entry
+        if absolute.startswith(inside):  # (Path.relative_to's answer, without making Paths)
+            return absolute[len(inside) :].replace(os.sep, "/")
         try:
             return Path(absolute).relative_to(root).as_posix()
         except ValueError:
@@ -272,5 +274,8 @@ def load_config(pyproject: Path | None) -> Config:
 
 
 @lru_cache(maxsize=64)
-def _resolved_root(root: str) -> Path:
-    return Path(root).resolve()
+def _resolved_root(root: str) -> tuple[Path, str]:
+    """The root, symlinks resolved, and the prefix of the paths inside it."""
+    resolved = Path(root).resolve()
+    text = str(resolved)
+    return resolved, text if text.endswith(os.sep) else text + os.sep

@@ -54,6 +54,10 @@ _MAX_ALTERNATIVES = 12
 
 
 
+# (a dict, not `Kind(word)`: the enum's lookup by value is slow, and the view asks this often)
+_KIND_OF_WORD = {kind.value: kind for kind in Kind}
+
+
 def of_kind(kind: Kind | None) -> dict:
     return {"k": (kind or Kind.UNKNOWN).value}
 
@@ -96,11 +100,8 @@ def kind_of(value: dict | None) -> Kind:
     if k == "to":
         return Kind.MOVED
     if k in ("object", "param", "call", "sym", "elem", "attr", "func", "class", "module", "member", "vcall", "entry"):
-        return Kind(value.get("kind", "unknown")) if k == "call" else Kind.UNKNOWN
-    try:
-        return Kind(k)
-    except ValueError:
-        return Kind.UNKNOWN
+        return _KIND_OF_WORD.get(value.get("kind", "unknown"), Kind.UNKNOWN) if k == "call" else Kind.UNKNOWN
+    return _KIND_OF_WORD.get(k, Kind.UNKNOWN)
 
 
 def join_abs(values: list[dict]) -> dict:

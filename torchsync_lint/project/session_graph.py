@@ -99,11 +99,12 @@ class ImportGraph:
     def _import_names(self, rel: str) -> list[str]:
         if rel not in self._names:
             sha = self._sha(rel)
-            key = digest("imports", sha)
-            cached = None if sha is None or self._in_memory(rel) else self.cache.get("imports", key, checks.valid_names)
+            stored = sha is not None and self.cache.enabled and not self._in_memory(rel)
+            key = digest("imports", sha) if stored else None
+            cached = self.cache.get("imports", key, checks.valid_names) if stored else None
             if cached is None:
                 cached = import_names(self._text(rel)) if sha is not None else []
-                if sha is not None and not self._in_memory(rel):
+                if stored:
                     self.cache.put("imports", key, cached)
             self._names[rel] = cached
         return self._names[rel]

@@ -15,6 +15,8 @@ from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge.torch import MODEL_METHODS_KEEPING_MODEL
 from torchsync_lint.project import absval
 
+_KEY_TEXT = json.JSONEncoder(sort_keys=True)  # (made once: json.dumps with an option makes one per call)
+
 MAX_RESOLVE_DEPTH = 12  # nested resolutions followed (what is left deeper is unknown)
 
 
@@ -142,7 +144,7 @@ class ValueAnswers:
         once resolved; the entry keeps ``value`` alive, so its id stays its own)."""
         entry = self._value_keys.get(id(value))
         if entry is None or entry[0] is not value:
-            entry = self._value_keys[id(value)] = (value, json.dumps(value, sort_keys=True))
+            entry = self._value_keys[id(value)] = (value, _KEY_TEXT.encode(value))
         return entry[1]
 
     def _resolve_parts(self, value: dict, from_path: str, depth: int, bind: dict | None) -> dict:
