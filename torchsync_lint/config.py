@@ -103,7 +103,7 @@ class Config:
             base = "" if start == "." else start.rstrip("/") + "/"
             parts = Path(os.path.relpath(path, walked_from)).as_posix().split("/")
         candidates = [base + "/".join(parts[: i + 1]) for i in range(len(parts))]
-        patterns = tuple(os.path.relpath(p, self.root) if os.path.isabs(p) else p for p in self.exclude_patterns)
+        patterns = _anchored(tuple(self.exclude_patterns), str(self.root))
         return any(globs.matches_any(patterns, c) for c in candidates)
 
     def _relative(self, path: str) -> str:
@@ -271,6 +271,13 @@ def load_config(pyproject: Path | None) -> Config:
             raise typed.error("torchmetrics-version", 'a release number such as "1.6.2"', version)
     config.torchmetrics_version = version
     return config
+
+
+@lru_cache(maxsize=64)
+def _anchored(patterns: tuple[str, ...], root: str) -> tuple[str, ...]:
+    """Exclude patterns with the absolute ones made relative to the root (a walk asks for
+    every entry)."""
+    return tuple(os.path.relpath(p, root) if os.path.isabs(p) else p for p in patterns)
 
 
 @lru_cache(maxsize=64)

@@ -192,7 +192,7 @@ def components(edges: dict[str, list[str]]) -> dict[str, str]:
     return {m: find(m) for m in parent}
 
 
-_IMPORT_KEYWORD = re.compile(r"\b(?:import|from)\b")
+_IMPORT_KEYWORD = re.compile(r"(?:import|from)\b")  # (the word's start is checked apart: a leading `\b` makes the regex engine try every position)
 _WORD = re.compile(r"[^\W\d]\w*")  # an identifier (Python's may be any letters)
 _RELATIVE = re.compile(r"from[\s\\]*\.")  # (a backslash continuation may come before the dot)
 
@@ -206,6 +206,8 @@ def import_hints(text: str) -> tuple[frozenset[str], bool]:
     relative = False
     for found in _IMPORT_KEYWORD.finditer(text):
         start = found.start()
+        if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            continue  # part of a longer name (`_import`, `transform`)
         end = text.find("\n", start)
         end = len(text) if end < 0 else end
         while text[start:end].rstrip().endswith("\\") and end < len(text):  # a backslash continuation
