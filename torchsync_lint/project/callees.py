@@ -30,6 +30,7 @@ from torchsync_lint.knowledge import libraries
 
 # Imports of these never name a project module: their calls are not recorded.
 LIBRARY_ROOTS = libraries.LIBRARY_ROOTS
+_NOT_YET = object()
 
 
 def local_qualname(index, node: cst.CSTNode) -> str | None:
@@ -64,9 +65,10 @@ class CalleeNames:
         self._callees: dict[cst.Call, str | None] = {}  # the summary asks per function and per call
 
     def qual(self, node: cst.CSTNode) -> str | None:
-        if node not in self._quals:
-            self._quals[node] = local_qualname(self.index, node)
-        return self._quals[node]
+        found = self._quals.get(node, _NOT_YET)  # (one lookup: a node's hash is a Python call)
+        if found is _NOT_YET:
+            found = self._quals[node] = local_qualname(self.index, node)
+        return found
 
     def ref(self, node: cst.CSTNode) -> str | None:
         qual = self.qual(node)
@@ -78,9 +80,10 @@ class CalleeNames:
     def callee(self, call: cst.Call) -> str | None:
         """The name the project view resolves ``call``'s callee by, when it may be the
         project's own code (never a library's)."""
-        if call not in self._callees:
-            self._callees[call] = self._callee(call)
-        return self._callees[call]
+        found = self._callees.get(call, _NOT_YET)
+        if found is _NOT_YET:
+            found = self._callees[call] = self._callee(call)
+        return found
 
     def _callee(self, call: cst.Call) -> str | None:
         func = call.func
