@@ -93,6 +93,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._instances: dict[int, object] = {}  # binding -> the instance it holds (instances.py)
         self._instance_values: dict[tuple[int, int], object] = {}
         self._clean: set[object] = set()  # memo keys whose answer asked the project nothing
+        # The seed's caches of ``_reused``, by the id of this analysis's own: an entry there
+        # that asked the project nothing is this analysis's answer too, as in ``_solve``.
+        self._seeded_caches = {id(self._origins): seed._origins, id(self._qualnames): seed._qualnames, id(self._module_facts): seed._module_facts} if seed is not None else None  # noqa: SLF001
         # Read when a key is first asked, not copied now: the seed goes on answering (the
         # project's summary computes some of its fields only when the view reads them).
         self._seed = seed
@@ -112,6 +115,10 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         through a cache."""
         entry = cache.get(key)
         if entry is None:
+            seeded = self._seeded_caches[id(cache)].get(key) if self._seeded_caches is not None else None
+            if seeded is not None and not seeded[1]:
+                cache[key] = seeded
+                return seeded[0]
             before = self._asked[0]
             entry = cache[key] = (compute(), self._asked[0] != before)
         elif entry[1]:
