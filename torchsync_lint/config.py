@@ -101,7 +101,7 @@ class Config:
         else:
             start = self._relative(walked_from)
             base = "" if start == "." else start.rstrip("/") + "/"
-            parts = Path(os.path.relpath(path, walked_from)).as_posix().split("/")
+            parts = os.path.relpath(path, walked_from).replace(os.sep, "/").split("/")  # (as_posix, without a Path)
         candidates = [base + "/".join(parts[: i + 1]) for i in range(len(parts))]
         patterns = _anchored(tuple(self.exclude_patterns), str(self.root))
         return any(globs.matches_any(patterns, c) for c in candidates)
@@ -109,8 +109,12 @@ class Config:
     def _relative(self, path: str) -> str:
         absolute = os.path.abspath(path)
         root, inside = _resolved_root(str(self.root))  # a walk asks this for every entry
-        if absolute.startswith(inside):  # (Path.relative_to's answer, without making Paths)
+        # (Path.relative_to's and as_posix's answers, without making Paths: on POSIX both
+        # compare the normalised text; Windows compares without case, so it keeps Paths)
+        if absolute.startswith(inside) and len(absolute) > len(inside):
             return absolute[len(inside) :].replace(os.sep, "/")
+        if os.name == "posix":
+            return "." if absolute == str(root) else absolute
         try:
             return Path(absolute).relative_to(root).as_posix()
         except ValueError:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 _MARKED: dict[str, bool] = {}  # directory -> holds a marker (a run asks for every directory of a walk)
+_ROOTS: dict[str, tuple[Path, bool]] = {}  # absolute path -> project_root's answer (asked per file, twice)
 
 
 def _is_marked(directory: str) -> bool:
@@ -52,6 +53,13 @@ def project_root(path: str) -> tuple[Path, bool]:
     """The root of the project ``path`` (a file or a directory) belongs to, and whether a
     marker says so (without one: the file's own directory, and no project)."""
     start = os.path.abspath(path)
+    found = _ROOTS.get(start)
+    if found is None:
+        found = _ROOTS[start] = _project_root(start)
+    return found
+
+
+def _project_root(start: str) -> tuple[Path, bool]:
     if not os.path.isdir(start):
         start = os.path.dirname(start)
     directory = start
@@ -67,6 +75,7 @@ def project_root(path: str) -> tuple[Path, bool]:
 def clear_marker_memo() -> None:
     """Forget which directories hold project markers (a long-lived process, after files moved)."""
     _MARKED.clear()
+    _ROOTS.clear()
 
 
 class Layout:
@@ -163,13 +172,14 @@ class Layout:
             return self._longest_module(source_root, base + rest, len(base)) if source_root is not None else None
         parts = dotted.split(".")
         best = None
+        itself = Path(importer)
         for directory in (os.path.dirname(importer), *self._roots, *self._script_directories(importer)):
             found = self._longest_module(directory, parts, 1)
             # A module that names more of the dotted path wins: `decision_transformer.models.model`
             # from models/decision_transformer.py is the package two directories up, not the
             # importer's own neighbour `decision_transformer.py` (Python has no implicit
             # relative imports; a directory beside a package module is not on sys.path).
-            if found is not None and found[0] != Path(importer) and (best is None or found[1].count(".") + (1 if found[1] else 0) < best[1].count(".") + (1 if best[1] else 0)):
+            if found is not None and found[0] != itself and (best is None or found[1].count(".") + (1 if found[1] else 0) < best[1].count(".") + (1 if best[1] else 0)):
                 best = found
                 if not found[1]:
                     break  # every part is a module: nothing names more
