@@ -71,21 +71,16 @@ class ElementKinds:
         this key or any, before ``node`` reads it in the same function?"""
         if not isinstance(node.value, cst.Name):
             return False
-        name = node.value.value
         frame = self.index.frame_of(node)
         seq = self.index.seq(node)
-        for assign in self.index.nodes_of(cst.Assign):
-            if self.index.seq(assign) >= seq or self.index.frame_of(assign) is not frame:
+        for stored_at, stored_in, assign, store in self.index.subscript_stores(node.value.value):
+            if stored_at >= seq or stored_in is not frame:
                 continue
-            for t in assign.targets:
-                store = t.target
-                if not (isinstance(store, cst.Subscript) and isinstance(store.value, cst.Name) and store.value.value == name):
-                    continue
-                stored_key = _constant_key(store)
-                if key is not None and stored_key is not None and stored_key != key:
-                    continue
-                if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED):
-                    return True
+            stored_key = _constant_key(store)
+            if key is not None and stored_key is not None and stored_key != key:
+                continue
+            if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED):
+                return True
         return False
 
     def _dict_values(self, value: cst.BaseExpression, key: object, depth: int = 0) -> list | None:

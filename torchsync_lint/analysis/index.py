@@ -92,6 +92,19 @@ class ModuleIndex:
     _scopes: dict[cst.CSTNode, Scope] = field(default_factory=dict)  # scope_of, memoised
     _frames: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)  # frame_of, memoised
     _functions_of: dict[cst.CSTNode, cst.FunctionDef | None] = field(default_factory=dict)  # enclosing_function
+    _subscript_stores: dict[str, list] | None = None
+
+    def subscript_stores(self, name: str) -> list[tuple[int, cst.CSTNode, cst.Assign, cst.Subscript]]:
+        """(seq, frame, assignment, target) of each `name[...] = value`, in source order (the
+        value analysis asks it of every subscript it reads: gathered once per module)."""
+        if self._subscript_stores is None:
+            self._subscript_stores = {}
+            for assign in self.nodes_of(cst.Assign):
+                for t in assign.targets:
+                    store = t.target
+                    if type(store) is cst.Subscript and type(store.value) is cst.Name:
+                        self._subscript_stores.setdefault(store.value.value, []).append((self.seq(assign), self.frame_of(assign), assign, store))
+        return self._subscript_stores.get(name, [])
 
     def call_targets(self) -> dict[cst.Call, cst.FunctionDef]:
         """Every call whose callee is a same-module function, resolved once."""
