@@ -116,6 +116,11 @@ class Env:
         one (its transform), read by a DataLoader whose batches go to the device."""
         return []
 
+    def passes_fed_dataset_arguments(self) -> bool:
+        """May ``fed_dataset_arguments`` give anything for a call of this module (asked first:
+        most modules make no such call, and the rule would ask it of every call)?"""
+        return False
+
     def dataset_class_fed(self, cls: cst.ClassDef) -> bool:
         """Do another module's device-fed loaders read instances of ``cls`` (or a subclass)?"""
         return False

@@ -245,6 +245,9 @@ class ModuleEnv(Env):
     def loader_feeds_elsewhere(self, call: cst.Call) -> bool:
         return f"{self.path}@{self.analysis.index.seq(call)}" in self.view.fed_sites()
 
+    def passes_fed_dataset_arguments(self) -> bool:
+        return any(path == self.path for path, _ in self.view.fed_datasets().arguments)
+
     def fed_dataset_arguments(self, call: cst.Call) -> list[cst.BaseExpression]:
         slots = self.view.fed_datasets().arguments.get((self.path, self.analysis.index.seq(call)))
         if not slots or any(a.star for a in call.args):

@@ -21,7 +21,7 @@ class HostFloatSources:
         that become (part of) a dataset a fed loader reads there (`get_loaders(transform=T)`), and
         this module's dataset classes and the functions their `__getitem__` calls."""
         env = self.analysis.env
-        for call in self.analysis.index.calls:
+        for call in self.analysis.index.calls if env.passes_fed_dataset_arguments() else ():
             for arg in env.fed_dataset_arguments(call):
                 calls = self._calls_in(arg, 0, set())
                 self._pipeline(calls, [], found, normalize_alone=False)  # the dataset is elsewhere: unknown
