@@ -5,10 +5,12 @@ Runs the work of `bench_lint.py`'s project part (every tree of ``--projects`` li
 view by `lint_paths`, or each of its modules alone by `lint_source`) under valgrind's callgrind
 and reads the instruction count (Ir). A third run does the same set-up (imports, reading the
 files, one warm-up lint) and no linting: its count is taken off both, and the overhead is the
-ratio of what is left. Callgrind runs about 50x slower than Python alone: the 25 trees of
-docs/precision.md take about ten minutes per run (the three runs go two at a time).
+ratio of what is left. Every run has the same PYTHONHASHSEED (``--hashseed``, 0 by default):
+with a random one, set orders moved the counts by about 0.2% between runs of the same code. Callgrind runs about 50x slower than
+Python alone: the 25 trees of docs/precision.md take about ten minutes per run (the three
+runs go two at a time).
 
-    python benchmarks/count_view_work.py --projects DIR [--code DIR] [--trees a,b,c]
+    python benchmarks/count_view_work.py --projects DIR [--code DIR] [--trees a,b,c] [--hashseed N]
 
 ``--code``: a directory holding another version's `torchsync_lint/` package (an export of
 another commit): it is put first on the path of the runs. Not part of the test suite.
@@ -56,8 +58,9 @@ for root in roots:
 """
 
 
-def instructions(mode: str, projects: Path, trees: list[str], code: Path | None) -> int:
+def instructions(mode: str, projects: Path, trees: list[str], code: Path | None, hashseed: int = 0) -> int:
     env = dict(os.environ)
+    env["PYTHONHASHSEED"] = str(hashseed)  # (set orders decide some of the work: see the docstring)
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")])
     script = _RUN.format(bench=str(ROOT / "benchmarks"))
@@ -76,12 +79,13 @@ def main() -> None:
     parser.add_argument("--projects", type=Path, required=True, help="a directory of project trees (one per subdirectory)")
     parser.add_argument("--code", type=Path, help="a directory holding the torchsync_lint package to measure")
     parser.add_argument("--trees", help="comma-separated names of the trees to run (default: all)")
+    parser.add_argument("--hashseed", type=int, default=0, help="PYTHONHASHSEED of the runs (default 0)")
     args = parser.parse_args()
     trees = args.trees.split(",") if args.trees else sorted(d.name for d in args.projects.iterdir() if d.is_dir())
     with ThreadPoolExecutor(2) as pool:
-        counts = dict(zip(("none", "alone", "view"), pool.map(lambda m: instructions(m, args.projects, trees, args.code), ("none", "alone", "view"))))
+        counts = dict(zip(("none", "alone", "view"), pool.map(lambda m: instructions(m, args.projects, trees, args.code, args.hashseed), ("none", "alone", "view"))))
     alone, view = counts["alone"] - counts["none"], counts["view"] - counts["none"]
-    print(f"{len(trees)} trees; instructions: set-up {counts['none']:,}, alone {alone:,}, with the view {view:,}")
+    print(f"{len(trees)} trees, PYTHONHASHSEED={args.hashseed}; instructions: set-up {counts['none']:,}, alone {alone:,}, with the view {view:,}")
     print(f"the view's overhead: {100 * (view / alone - 1):+.1f}%")
 
 

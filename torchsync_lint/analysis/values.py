@@ -85,8 +85,10 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._stores: dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]] | None = None  # _stores_into
         self._shadowed_roots: dict[int, bool] = seed._shadowed_roots if seed is not None else {}  # noqa: SLF001
         # Caches of ``_reused``: (answer, whether computing it asked the project).
-        self._origins: dict[tuple[cst.CSTNode, int], tuple] = {}
-        self._qualnames: dict[cst.CSTNode, tuple] = {}  # every rule asks, per call (the key keeps the node alive)
+        # Keyed by the node's id, not the node (a libcst node's hash is a Python call, and these
+        # are asked of nearly every node); each entry holds its node, so no id is reused.
+        self._origins: dict[tuple[int, int], tuple] = {}
+        self._qualnames: dict[int, tuple] = {}  # every rule asks, per call
         self._module_facts: dict[str, tuple] = {}  # "accelerator" (devices.py), "graph" (evidence.py)
         self._type_tests: set[str] | None = None  # names tested with isinstance/is_tensor (evidence.py)
         self._batch_functions: dict | None = None  # functions an engine runs per batch (class_queries.py)
@@ -108,8 +110,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
     def is_device(self, node: cst.BaseExpression) -> bool:
         return self.kind(node) is Kind.DEVICE
 
-    def _reused(self, cache: dict, key: object, compute):
-        """``compute()``, memoised in ``cache``. An answer whose computation asked the project
+    def _reused(self, cache: dict, key: object, compute, keep: object = None):
+        """``compute()``, memoised in ``cache`` (an entry holds ``keep``: the node an id in
+        ``key`` stands for, kept alive). An answer whose computation asked the project
         (a star import's name, the project's accelerator) counts as asking it again each time it
         is reused, so that what ``_solve`` marks clean never leaned on the project, even
         through a cache."""
@@ -120,7 +123,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
                 cache[key] = seeded
                 return seeded[0]
             before = self._asked[0]
-            entry = cache[key] = (compute(), self._asked[0] != before)
+            entry = cache[key] = (compute(), self._asked[0] != before, keep)
         elif entry[1]:
             self._asked[0] += 1
         return entry[0]
@@ -128,10 +131,10 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
     def qualname(self, node: cst.BaseExpression) -> str | None:
         """The imported name ``node`` (a dotted name) refers to, unless a local binding of its
         root shadows the import (`import model` ... `model = model.Net()` in a script)."""
-        entry = self._qualnames.get(node)
+        entry = self._qualnames.get(id(node))
         if entry is not None and not entry[1]:  # (asked of nearly every node: the common hit inline)
             return entry[0]
-        return self._reused(self._qualnames, node, lambda: self._qualname(node))
+        return self._reused(self._qualnames, id(node), lambda: self._qualname(node), node)
 
     def _qualname(self, node: cst.BaseExpression) -> str | None:
         qn = self.index.imports.qualname(node)
@@ -186,7 +189,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             return None  # `a = b; b = a` in a loop, or a long chain of aliases
         # An answer depends only on deeper ones: memoising by depth is exact, and keeps fan-out
         # (call sites x defs) from exploding.
-        return self._reused(self._origins, (expr, depth), lambda: self._origin_qualname(expr, depth))
+        return self._reused(self._origins, (id(expr), depth), lambda: self._origin_qualname(expr, depth), expr)
 
     def _origin_qualname(self, expr: cst.BaseExpression, depth: int) -> str | None:
         kind = type(expr)  # exact types (analysis/tree.exact_types)
