@@ -87,7 +87,9 @@ def _scanned_imports(source: str) -> list[str] | None:
     `except`). Python's ast of the whole module costs far more, and the import graph reads
     nearly every module while few need that ast. None when a statement cannot be cut out so
     (its line starts inside a string, or in a header spanning lines): the caller parses the
-    whole module then. A module with a syntax error elsewhere keeps the edges of its imports."""
+    whole module then. A false match (the word in a Python 3.12 f-string that nests its own
+    quotes) parses to no import; a real one such an f-string hid would be missed. A module with
+    a syntax error elsewhere keeps the edges of its imports."""
     if "import" not in source:
         return []
     names: list[str] = []
@@ -97,7 +99,7 @@ def _scanned_imports(source: str) -> list[str] | None:
         if found.group() != "import" or at < covered or (at > 0 and (source[at - 1].isalnum() or source[at - 1] == "_")):
             continue  # (`_import`, `reimport`: part of a longer name)
         start = source.rfind("\n", 0, at) + 1
-        while start > 0 and source[: start - 1].rstrip("\r").endswith("\\"):  # a continued line
+        while start > 0 and _ends_with_backslash(source, start - 1):  # a continued line
             start = source.rfind("\n", 0, start - 1) + 1
         parsed = _statements_from(source, start, found.end())
         if parsed is None:
@@ -105,6 +107,12 @@ def _scanned_imports(source: str) -> list[str] | None:
         body, covered = parsed
         names += _names_of(body)
     return names
+
+
+def _ends_with_backslash(source: str, newline: int) -> bool:
+    """Does the line that ends at offset ``newline`` (a line feed) end with a backslash?"""
+    end = newline - 1 if newline > 0 and source[newline - 1] == "\r" else newline
+    return end > 0 and source[end - 1] == "\\"
 
 
 def _statements_from(source: str, start: int, after: int) -> tuple[list[ast.stmt], int] | None:
