@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -62,16 +63,23 @@ def instructions(mode: str, projects: Path, trees: list[str], code: Path | None,
     env = dict(os.environ)
     env["PYTHONHASHSEED"] = str(hashseed)  # (set orders decide some of the work: see the docstring)
     if code is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join([str(code.resolve()), env.get("PYTHONPATH", "")])
     script = _RUN.format(bench=str(ROOT / "benchmarks"))
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", script, mode, str(projects), ",".join(trees)],
-        env=env, capture_output=True, text=True, check=True,
-    )
+    # Run from an empty directory: `python -c` puts its working directory first on the path, and
+    # from the repository root that would import this checkout's package over ``--code``'s.
+    with tempfile.TemporaryDirectory() as empty:
+        out = _callgrind(script, mode, projects, trees, env, empty)
     found = re.search(r"Collected : (\d+)", out.stderr)
     if found is None:
         raise SystemExit(f"no instruction count in callgrind's output:\n{out.stderr[-2000:]}")
     return int(found.group(1))
+
+
+def _callgrind(script: str, mode: str, projects: Path, trees: list[str], env: dict, cwd: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", script, mode, str(projects), ",".join(trees)],
+        env=env, cwd=cwd, capture_output=True, text=True, check=True,
+    )
 
 
 def main() -> None:
@@ -81,6 +89,7 @@ def main() -> None:
     parser.add_argument("--trees", help="comma-separated names of the trees to run (default: all)")
     parser.add_argument("--hashseed", type=int, default=0, help="PYTHONHASHSEED of the runs (default 0)")
     args = parser.parse_args()
+    args.projects = args.projects.resolve()  # (the runs start in an empty directory)
     trees = args.trees.split(",") if args.trees else sorted(d.name for d in args.projects.iterdir() if d.is_dir())
     with ThreadPoolExecutor(2) as pool:
         counts = dict(zip(("none", "alone", "view"), pool.map(lambda m: instructions(m, args.projects, trees, args.code, args.hashseed), ("none", "alone", "view"))))
