@@ -20,15 +20,13 @@ class ModuleAnalysis:
     ``env`` is what the rest of the project says about the module (analysis/env.py); the walk,
     positions and index do not depend on it, so ``with_env`` reuses them."""
 
-    def __init__(self, module: cst.Module, source: str, env: Env = NULL_ENV, *, _base: ModuleAnalysis | None = None, statements=None) -> None:
-        """``statements``: Python's ast of ``source``, when the caller has parsed it already
-        (positions pair libcst's statements with its line numbers)."""
+    def __init__(self, module: cst.Module, source: str, env: Env = NULL_ENV, *, _base: ModuleAnalysis | None = None) -> None:
         self.module = module
         self.source = source
         self.env = env
         if _base is None:
             self.tree = walk(module)
-            self.positions = LazyPositions(module, source, self.tree, statements)
+            self.positions = LazyPositions(module, source, self.tree)
             self.index: ModuleIndex = build_index(self.tree, self.positions)
         else:
             self.tree, self.positions, self.index = _base.tree, _base.positions, _base.index

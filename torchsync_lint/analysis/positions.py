@@ -75,13 +75,10 @@ class _PartialState(PositionProvidingCodegenState):
 class LazyPositions:
     """A read-only mapping node -> CodeRange, filled on demand (see the module docstring)."""
 
-    def __init__(self, module: cst.Module, source: str, tree: Tree, statements: ast.Module | None = None) -> None:
-        """``statements``: Python's ast of ``source`` when the caller has it (else parsed on
-        the first question that needs it)."""
+    def __init__(self, module: cst.Module, source: str, tree: Tree) -> None:
         self._module = module
         self._source = source
         self._tree = tree
-        self._parsed = statements
         self._computed: dict[cst.CSTNode, CodeRange] = {}
         self.starts: dict[cst.CSTNode, CodePosition] = {}
         self._lines: _StatementLines | None = None
@@ -209,8 +206,7 @@ class LazyPositions:
 
     def _statement_lines(self) -> _StatementLines:
         if self._lines is None:
-            self._lines = _StatementLines(self._module, self._source, self._tree, self._parsed)
-            self._parsed = None
+            self._lines = _StatementLines(self._module, self._source, self._tree)  # (Python's ast parsed here, on the first question that needs it)
         return self._lines
 
     def _use_provider(self) -> None:
@@ -232,13 +228,13 @@ class _StatementLines:
     """The line each libcst statement's generated text starts on (its leading blank and comment
     lines included), from ast statement line numbers. A statement ast cannot pair gets None."""
 
-    def __init__(self, module: cst.Module, source: str, tree: Tree, parsed: ast.Module | None = None) -> None:
+    def __init__(self, module: cst.Module, source: str, tree: Tree) -> None:
         self._tree = tree
         self._start: dict[cst.CSTNode, int] = {}
         self._single: dict[cst.CSTNode, int] = {}  # simple statement line -> its one physical line
         self._keywords: dict[cst.CSTNode, int] = {}  # function or class -> the line of `def`/`class`
         try:
-            parsed = parsed if parsed is not None else parse_tree(source)
+            parsed = parse_tree(source)
             self._block(list(module.body), parsed.body)
         except (SyntaxError, ValueError, RecursionError, MemoryError, _Mismatch):
             self._start, self._single, self._keywords = {}, {}, {}  # all unknown: positions come from libcst instead

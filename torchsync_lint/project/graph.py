@@ -97,8 +97,8 @@ def _scanned_imports(source: str) -> list[str] | None:
     covered = 0  # the text before this offset was parsed with an earlier statement
     for found in _LEXEME.finditer(source):
         at = found.start()
-        if found.group() != "import" or at < covered or (at > 0 and (source[at - 1].isalnum() or source[at - 1] == "_")):
-            continue  # (`_import`, `reimport`: part of a longer name)
+        if found.group() != "import" or at < covered or _inside_a_name(source, at):
+            continue
         start = source.rfind("\n", 0, at) + 1
         while start > 0 and _ends_with_backslash(source, start - 1):  # a continued line
             start = source.rfind("\n", 0, start - 1) + 1
@@ -108,6 +108,12 @@ def _scanned_imports(source: str) -> list[str] | None:
         body, covered = parsed
         names += _names_of(body)
     return names
+
+
+def _inside_a_name(text: str, at: int) -> bool:
+    """Is the word matched at ``at`` the end of a longer name (`_import`, `transform`)? (What a
+    leading `\b` would test: the regexes here leave it out to stay fast.)"""
+    return at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")
 
 
 def _ends_with_backslash(source: str, newline: int) -> bool:
@@ -215,8 +221,8 @@ def import_hints(text: str) -> tuple[frozenset[str], bool]:
     relative = False
     for found in _IMPORT_KEYWORD.finditer(text):
         start = found.start()
-        if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
-            continue  # part of a longer name (`_import`, `transform`)
+        if _inside_a_name(text, start):
+            continue
         end = text.find("\n", start)
         end = len(text) if end < 0 else end
         while text[start:end].rstrip().endswith("\\") and end < len(text):  # a backslash continuation

@@ -155,8 +155,7 @@ class Layout:
         the same names of the same modules again for each file it lints)."""
         key = (dotted, rel)
         if key not in self._resolved_in:
-            head = dotted.partition(".")[0]  # (as resolve: most names are a library's, no path needed)
-            self._resolved_in[key] = None if head and head not in self.path_names else self.resolve(dotted, os.path.join(self._root, rel))
+            self._resolved_in[key] = self.resolve(dotted, os.path.join(self._root, rel))  # (a string path: resolve answers a library's name before reading it)
         return self._resolved_in[key]
 
     def _resolve(self, dotted: str, importer: str) -> tuple[Path, str] | None:
