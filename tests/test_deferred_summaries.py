@@ -195,3 +195,20 @@ def test_a_class_s_attributes_read_back_from_the_cache_are_computed_again_when_a
     (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + "\n")  # (no result is reused)
     session = Session(root, Config())
     assert {m: _codes(session.lint(m)) for m in modules} == expected
+
+
+def test_a_method_call_on_a_library_object_is_not_recorded_and_its_receiver_never_evaluated(monkeypatch):
+    """`agent.update(...)` on whichever of two project classes was built is recorded for the
+    view to resolve; `np.random.shuffle(...)` (a library's, named through an import) is not,
+    and the kind of `np.random` is never worked out for it."""
+    source = (
+        "import numpy as np\nfrom algos import A, B\n\n\n"
+        "def run(flag, xs):\n    if flag:\n        agent = A()\n    else:\n        agent = B()\n    agent.update(xs)\n    np.random.shuffle(xs)\n"
+    )
+    analysis = ModuleAnalysis(cst.parse_module(source), source)
+    asked = []
+    real = type(analysis.values).kind
+    monkeypatch.setattr(type(analysis.values), "kind", lambda self, node: asked.append(cst.Module([]).code_for_node(node)) or real(self, node))
+    calls = summary.summarize(analysis, "train.py")["calls"]
+    assert [c["callee"] for c in calls if c["callee"].startswith("%")] == ["%.update"]
+    assert "agent" in asked and "np.random" not in asked

@@ -267,7 +267,11 @@ class Summarizer:
             callee = self.names.callee(call)
             picked = self.abstract.callee_value(call.func) if callee is None else None
             method = None
-            if callee is None and picked is None and isinstance(call.func, cst.Attribute) and _may_name_project_method(call.func.attr.value) and self.values.kind(call.func.value) is Kind.UNKNOWN:
+            if (
+                callee is None and picked is None and isinstance(call.func, cst.Attribute) and _may_name_project_method(call.func.attr.value)
+                and self.values.qualname(call.func) is None  # (named by an import, yet no callee: a library's)
+                and self.values.kind(call.func.value) is Kind.UNKNOWN
+            ):
                 receiver = self.abs_of(call.func.value)
                 if receiver.get("k") in ("any", "call", "vcall"):
                     # `agent.update(rollouts)`, `agent` one of several project classes: the view
@@ -349,18 +353,20 @@ class Summarizer:
         return [ref, index] if ref is not None and index is not None else None
 
     def _feeds(self) -> list[dict]:
+        """What the device-feeding loops iterate and what is handed to a trainer: only the
+        value, which is all the view reads (a line would cost a position per record)."""
         out = []
         for loop in self.index.loops:
             if isinstance(loop, cst.For) and self.loaders.loop_feeds_accelerator(loop):
                 value = self.abs_of(self.abstract.unwrap(loop.iter))
                 if value["k"] not in ("unknown", "host", "host-tensor", "device"):
-                    out.append({"iter": value, "line": self.index.line(loop)})
+                    out.append({"iter": value})
         for call in self.index.calls:
             if isinstance(call.func, cst.Attribute) and call.func.attr.value in _HANDOFF_METHODS:
                 for arg in call.args:
                     value = self.abs_of(arg.value)
                     if value["k"] in ("param", "call", "sym", "loader"):
-                        out.append({"iter": value, "line": self.index.line(call), "handoff": True})
+                        out.append({"iter": value})
         return out
 
     # -- datasets -------------------------------------------------------------------------------
