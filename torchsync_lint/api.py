@@ -104,6 +104,7 @@ def map_in_sessions(work: Callable[[str], T], files: list[str], config: Config, 
         return map_files(work, files, jobs, initializer=set_run_sessions, initargs=(run,))
     finally:
         set_run_sessions(None)
+        run.close()
 
 
 def lint_with_callers(path: str, config: Config | None = None) -> tuple[FileResult, list[tuple[Finding, list[int]]]]:

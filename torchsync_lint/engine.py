@@ -52,7 +52,14 @@ def lint_source(
         analysis = prepared.with_env(env) if prepared is not None else ModuleAnalysis(module, source, env)
     except Exception as exc:  # noqa: BLE001 - a RecursionError on a pathological file, say
         return [file_error(path, "TSL903", f"the analysis failed on this file: {describe_exception(exc)}")]
-    context = RuleContext(path, module, analysis, settings or {})
+    try:
+        return _findings(active, analysis, path, source, settings, noqa)
+    finally:
+        analysis.release()  # (its cycles freed now: see ModuleAnalysis.release)
+
+
+def _findings(active: list, analysis: ModuleAnalysis, path: str, source: str, settings: dict | None, noqa: bool) -> list[Finding]:
+    context = RuleContext(path, analysis.module, analysis, settings or {})
     instances = [rule(context) for rule in active]
     errors = _run_rules(instances, analysis, path)
     reported = [pair for rule in instances if not rule.crashed for pair in rule.reported]

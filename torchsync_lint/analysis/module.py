@@ -36,6 +36,22 @@ class ModuleAnalysis:
         self.values = ValueAnalysis(self.index, *self._mentions, env, seed=seed)
         env.bind(self)
         self._extensions: dict[str, object] = {}
+        self._owns_parse = _base is None
+
+    def release(self) -> None:
+        """Break the cycles of this analysis (each part refers back to it, its memos to its
+        nodes) so that reference counting frees it at once, its syntax tree too unless
+        another analysis shares it: a cycle waits for the collector, and a long-lived one
+        (kept across a component's lint) has moved to a generation the collector seldom
+        visits, so the next module is built in fresh memory. Not usable afterwards."""
+        parts = [self.values, *self._extensions.values(), self.__dict__.get("hot")]
+        if self._owns_parse:
+            parts += [self.index, self.positions, self.tree]
+        for part in parts:
+            fields = getattr(part, "__dict__", None)  # (an extension may be a plain value)
+            if fields is not None:
+                fields.clear()
+        vars(self).clear()  # (the env it was bound to is its caller's: left as it is)
 
     def with_env(self, env: Env) -> ModuleAnalysis:
         """The same module analysed again with what other modules say about it."""

@@ -66,6 +66,7 @@ from torchsync_lint import sources
 from torchsync_lint.config import Config
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError
+from torchsync_lint.parallel import keep_out_of_collections
 from torchsync_lint.project import checks, deferred
 from torchsync_lint.project.cache import Cache, digest
 from torchsync_lint.project.session_graph import ImportGraph
@@ -106,8 +107,9 @@ class Session(ImportGraph):
         else:
             for name in memos:
                 getattr(self, name).pop(rel, None)
-            self._take_analysis(rel)
+            self._release_unheld(rel, self._take_analysis(rel))
             self._summarizers.drop(rel)
+            self._release_dropped()
             if rel in (self._modules or ()) and self._graph is not None:
                 self._dirty.add(rel)  # the same files: only its own import edges are redone
                 self._views, self._deps = {}, {}
@@ -204,7 +206,10 @@ class Session(ImportGraph):
         if analysis is None:
             return None
         self._keep_analysis(rel, analysis)
-        return summary_of(self._summarizers.keep(rel, analysis, partial(self._deferred, rel, self._sha(rel))))
+        summary = summary_of(self._summarizers.keep(rel, analysis, partial(self._deferred, rel, self._sha(rel))))
+        self._release_dropped()
+        keep_out_of_collections()  # (kept for the component's lint: no collection need walk it)
+        return summary
 
     def _keep_analysis(self, rel: str, analysis) -> None:
         if (rel in self._named or rel in self._edits) and rel not in self.analyses and self._kept + len(analysis.source) <= _KEEP_ANALYSES_BYTES:
@@ -225,9 +230,33 @@ class Session(ImportGraph):
             if analysis is not None:
                 self._keep_analysis(rel, analysis)
                 summarizer = self._summarizers.keep(rel, analysis, partial(self._deferred, rel, sha))
+                self._release_dropped()
         if summarizer is None or sha != self._sha(rel):
             return unknown_field(field, kind)
         return summarizer.deferred_field(kind, key, field)
+
+    # -- freeing parsed modules ---------------------------------------------------------------
+    # An analysis is a cycle (its parts refer back to it) holding a whole syntax tree; kept a
+    # while, it outlives the young collections, and only a full one would free it. So every
+    # analysis the session stops holding is released (ModuleAnalysis.release): reference
+    # counting frees it at once, and the next module is built in the memory it leaves.
+    def close(self) -> None:
+        """Free what the run's lint kept (the parsed modules and their summarizers) now. The
+        session stays usable: what it needs again is computed again."""
+        analyses = {id(a): a for a in (*self.analyses.values(), *self._summarizers.analyses())}
+        self._forget(everything=True)
+        self.analyses, self._kept = {}, 0
+        for analysis in analyses.values():
+            analysis.release()
+
+    def _release_unheld(self, rel: str, analysis) -> None:
+        """Release ``analysis`` (of ``rel``) unless the lint pass or a summarizer still holds it."""
+        if analysis is not None and self.analyses.get(rel) is not analysis and not self._summarizers.holds(rel, analysis):
+            analysis.release()
+
+    def _release_dropped(self) -> None:
+        for rel, analysis in self._summarizers.take_dropped():
+            self._release_unheld(rel, analysis)
 
     def _take_analysis(self, rel: str):
         """The kept analysis of ``rel`` (None if none), no longer kept: what is kept stays
@@ -333,7 +362,11 @@ class Session(ImportGraph):
 
         env = self.env_for(rel) if rel is not None else None
         prepared = self._take_analysis(rel) if rel is not None else None
-        return lint_source(text, shown, codes, self.settings, env=env, prepared=prepared, noqa=noqa)
+        try:
+            return lint_source(text, shown, codes, self.settings, env=env, prepared=prepared, noqa=noqa)
+        finally:
+            if prepared is not None:
+                self._release_unheld(rel, prepared)
 
     def _result_key(self, shown: str, rel: str | None, text: str, codes: set[str], noqa: bool) -> str | None:
         if not self.cache.enabled:

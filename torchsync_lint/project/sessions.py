@@ -61,6 +61,11 @@ class Sessions:
     def lint(self, path: str, **kwargs) -> FileResult:
         return self.session_for(path).lint(path, **kwargs)
 
+    def close(self) -> None:
+        """Free what the sessions kept for the run's lint (Session.close)."""
+        for session in [*self.by_root.values(), *([self.loose] if self.loose is not None else [])]:
+            session.close()
+
 
 def new_session(path: str, config: Config, *, use_cache: bool) -> Session:
     """A Session for linting ``path`` as `check <path>` does: of its project when a marker

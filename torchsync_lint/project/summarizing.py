@@ -73,6 +73,7 @@ class Summarizers:
         self._budget = budget
         self._kept: OrderedDict[str, object] = OrderedDict()
         self._bytes = 0
+        self._dropped: list[tuple[str, object]] = []  # (rel, analysis) no longer held here
 
     def keep(self, rel: str, analysis, defer=None):
         """A summarizer of ``rel``'s ``analysis`` (``defer``: see summary.summarize), kept."""
@@ -82,9 +83,22 @@ class Summarizers:
         summarizer = self._kept[rel] = Summarizer(analysis, rel, defer)
         self._bytes += len(analysis.source)
         while len(self._kept) > 1 and self._bytes > self._budget:
-            _, dropped = self._kept.popitem(last=False)
+            dropped_rel, dropped = self._kept.popitem(last=False)
             self._bytes -= len(dropped.a.source)
+            self._dropped.append((dropped_rel, dropped.a))
         return summarizer
+
+    def analyses(self) -> list:
+        return [summarizer.a for summarizer in self._kept.values()]
+
+    def holds(self, rel: str, analysis) -> bool:
+        found = self._kept.get(rel)
+        return found is not None and found.a is analysis
+
+    def take_dropped(self) -> list[tuple[str, object]]:
+        """The (rel, analysis) pairs dropped since the last call (their owner may release them)."""
+        dropped, self._dropped = self._dropped, []
+        return dropped
 
     def get(self, rel: str):
         found = self._kept.get(rel)
@@ -96,3 +110,4 @@ class Summarizers:
         dropped = self._kept.pop(rel, None)
         if dropped is not None:
             self._bytes -= len(dropped.a.source)
+            self._dropped.append((rel, dropped.a))
