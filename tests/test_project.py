@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from torchsync_lint.cli import main
+from torchsync_lint.config import Config
+from torchsync_lint.project import session as session_module
+from torchsync_lint.project.session import Session
 
 DATA = Path(__file__).parent / "data"
 SPLIT = DATA / "split_project"
@@ -170,3 +173,31 @@ def test_jobs_do_not_change_project_findings(tmp_path, monkeypatch, capsys):
     two = run_json(capsys, "--no-cache", "-j", "2", "src/")
     assert one == two and found(one) == expected_table()
     assert os.cpu_count() is not None
+
+
+def test_the_reason_names_the_remote_caller_when_the_message_is_written(tmp_path):
+    root = tmp_path / "p"
+    shutil.copytree(DATA / "entry_points" / "helper-item" / "project", root)
+    session = Session(root, Config(), use_cache=False)
+    (finding,) = session.lint(str(root / "utils.py")).findings
+    assert "(`to_scalar` is called every step from train.py:13)" in finding.message
+
+
+def test_a_remote_caller_line_is_read_only_for_a_finding(tmp_path, monkeypatch):
+    """train.py calls both `to_scalar` and `clean` every step; only `to_scalar` reports (its
+    `.item()`), so only its caller's line (a position in train.py) is worked out."""
+    root = tmp_path / "p"
+    shutil.copytree(DATA / "entry_points" / "helper-item" / "project", root)
+    session = Session(root, Config(), use_cache=False)
+    asked = []
+    real = session_module.Session._deferred_field
+
+    def deferred_field(self, rel, sha, kind, key, field):
+        asked.append((rel, field))
+        return real(self, rel, sha, kind, key, field)
+
+    monkeypatch.setattr(session_module.Session, "_deferred_field", deferred_field)
+    (finding,) = session.lint(str(root / "utils.py")).findings
+    assert "from train.py:13)" in finding.message
+    assert asked.count(("train.py", "hot")) == 2  # both calls were asked whether they run per step
+    assert asked.count(("train.py", "line")) == 1

@@ -14,6 +14,7 @@ sys.exit(1)`, `raise`, `break`), and a branch a module-level constant turns off.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -46,11 +47,26 @@ _EXIT_BUILTINS = frozenset({"exit", "quit"})
 _FUNCTIONS = frozenset({cst.FunctionDef, cst.Lambda})
 
 
+class Reason:
+    """A reason written out when a message shows it, not before: where another module calls
+    a function every step costs a position to find, and most per-step code reports nothing."""
+
+    __slots__ = ("_write", "_text")
+
+    def __init__(self, write: Callable[[], str]) -> None:
+        self._write, self._text = write, None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self._write()
+        return self._text
+
+
 @dataclass(frozen=True)
 class HotContext:
     """Why a node runs per step. ``gate`` is the step-interval `if` test, when there is one."""
 
-    reason: str
+    reason: str | Reason
     gate: cst.BaseExpression | None = None
     remote: bool = False  # per step because another module calls it every step: say where
 

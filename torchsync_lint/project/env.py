@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.env import Env
+from torchsync_lint.analysis.hotloops import Reason
 from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.kinds import Kind, join
 from torchsync_lint.project import absval
@@ -299,7 +300,7 @@ class ModuleEnv(Env):
             return None
         where, gated = found
         how = "in a gated branch of a per-step loop" if gated else "every step"
-        return f"`{func.name.value}` is called {how} from {where}", None
+        return Reason(lambda: f"`{func.name.value}` is called {how} from {where}"), None
 
     def is_step_call(self, call: cst.Call) -> bool:
         if any(self.view.function_flag(ref, "step") for ref, _ in self._callee_targets(call)):

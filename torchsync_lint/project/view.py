@@ -36,9 +36,24 @@ from torchsync_lint.project.values import MAX_RESOLVE_DEPTH, ValueAnswers, passe
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
 SUMMARY_VERSION = 11
+
 _MAX_DEPTH = 12
 _MAX_NAME_DEPTH = 6  # re-exports and inherited methods followed
 _MAX_BASES = 6  # levels of project base classes followed
+
+
+class CallSite:
+    """`path:line` of a call record, the line read when the text is shown: a call's line
+    costs a position (often Python's parse of its module), and only a finding's message
+    shows it."""
+
+    __slots__ = ("path", "call")
+
+    def __init__(self, path: str, call: dict) -> None:
+        self.path, self.call = path, call
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.call['line']}"
 
 
 class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
@@ -276,7 +291,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
     def _forget_answers(self) -> None:
         """Drop every memo that reads the callers table."""
         self._resolved = CycleMemo(MAX_RESOLVE_DEPTH, self._log)  # (value's key, path, bind's key) -> resolved value
-        self._hot = CycleMemo(0, self._log)  # ref -> (where, gated) | None
+        self._hot = CycleMemo(0, self._log)  # ref -> (CallSite, gated) | None
         self._flags = CycleMemo(_MAX_DEPTH, self._log)  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
@@ -363,25 +378,25 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         return (found[0], record) if record is not None else None
 
     # -- per-step code ----------------------------------------------------------------------------
-    def hot(self, ref: str) -> tuple[str, bool] | None:
+    def hot(self, ref: str) -> tuple[CallSite, bool] | None:
         """(where it is called from every step, gated) when a per-step loop of another module
         calls ``ref`` (directly, or through functions that are per step themselves)."""
         if self._callers is None:
             self.callers("")
         return self._hot.solve(ref, lambda: self._find_hot(ref), None)  # (a call cycle: not per step through itself)
 
-    def _find_hot(self, ref: str) -> tuple[str, bool] | None:
+    def _find_hot(self, ref: str) -> tuple[CallSite, bool] | None:
         found = None
         for caller_path, call, _ in self.callers(ref):
             if call.get("needs") and self._never_passed(*call["needs"]):
                 continue  # in a branch that only a parameter nobody passes turns on
             if call["hot"] == "yes" or (call.get("loop") is not None and self.loop_steps(caller_path, call["loop"])):
-                found = (f"{caller_path}:{call['line']}", call["gated"])
+                found = (CallSite(caller_path, call), call["gated"])
             elif call["hot"] == "caller" and call["caller"] and not self.function_flag(call["caller"], "epoch"):
                 # (a function that runs a whole pass calls this once per pass, not per step)
                 outer = self.hot(call["caller"])
                 if outer is not None:
-                    found = (f"{caller_path}:{call['line']}", outer[1] or call["gated"])
+                    found = (CallSite(caller_path, call), outer[1] or call["gated"])
             if found is not None and not found[1]:
                 break
         return found
