@@ -14,7 +14,7 @@ import libcst as cst
 import pytest
 
 from torchsync_lint import parallel
-from torchsync_lint.api import config_for, lint_paths
+from torchsync_lint.api import config_for, lint_file, lint_paths, lint_with_callers
 from torchsync_lint.config import Config
 from torchsync_lint.engine import lint_source
 from torchsync_lint.project import session as session_module
@@ -83,6 +83,17 @@ def test_a_whole_tree_run_frees_every_module_it_kept(tmp_path, no_collector, par
     found = sorted((Path(r.path).name, f.line, f.code) for r in results for f in r.findings)
     assert ("utils.py", 5, "TSL101") in found  # through the view: train.py calls it every step
     assert len(parsed) == 2  # each module parsed once: its summary's parse is the lint's
+    assert live_trees() == before
+
+
+def test_linting_one_file_frees_the_modules_its_project_parsed(tmp_path, no_collector):
+    root = project(tmp_path)
+    utils = str(root / "utils.py")
+    before = live_trees()
+    result = lint_file(utils, config_for([utils]), use_cache=False)
+    assert [(f.line, f.code) for f in result.findings] == [(5, "TSL101")]  # train.py parsed for its view
+    own, reached = lint_with_callers(str(root / "train.py"))
+    assert [(f.line, f.code, lines) for f, lines in reached] == [(5, "TSL101", [13])]
     assert live_trees() == before
 
 

@@ -63,10 +63,13 @@ def lint_file(path: str, config: Config | None = None, *, stdin_filename: str | 
     config = config or Config()
     if path == "-":
         return _lint_stdin(config, stdin_filename, use_cache)
-    run = _RUN_SESSIONS
-    if run is None:
-        run = Sessions.for_files([path], config, use_cache=use_cache)
-    return run.lint(path)
+    if _RUN_SESSIONS is not None:
+        return _RUN_SESSIONS.lint(path)
+    run = Sessions.for_files([path], config, use_cache=use_cache)
+    try:
+        return run.lint(path)
+    finally:
+        run.close()  # (its parsed modules freed now: Session.close)
 
 
 def _lint_stdin(config: Config, stdin_filename: str | None, use_cache: bool) -> FileResult:
@@ -74,7 +77,11 @@ def _lint_stdin(config: Config, stdin_filename: str | None, use_cache: bool) -> 
     try:
         data = read_stdin_bytes()
         if stdin_filename is not None:
-            return Sessions.for_files([stdin_filename], config, use_cache=use_cache).lint(stdin_filename, text=data)
+            run = Sessions.for_files([stdin_filename], config, use_cache=use_cache)
+            try:
+                return run.lint(stdin_filename, text=data)
+            finally:
+                run.close()
         source = sources.read("-", data)
     except ReadError as exc:
         return FileResult(shown, errors=[file_error(shown, exc.code, exc.message)])
@@ -114,17 +121,20 @@ def lint_with_callers(path: str, config: Config | None = None) -> tuple[FileResu
     default the project's, as `check` would load it for ``path``."""
     config = config or config_for([path])
     session = Sessions.for_files([path], config).session_for(path)
-    result = session.lint(path)
-    own = session.layout.relpath(path) if session.layout.contains(path) else None
-    reached = []
-    if own is not None:
-        for rel in sorted(session.dependents(path) - {own}):
-            other = session.lint(str(session.root / rel), report_as=os.path.relpath(session.root / rel))
-            for finding in other.findings:
-                lines = session.call_lines(rel, finding.line, own)
-                if lines:
-                    reached.append((finding, lines))
-    return result, reached
+    try:
+        result = session.lint(path)
+        own = session.layout.relpath(path) if session.layout.contains(path) else None
+        reached = []
+        if own is not None:
+            for rel in sorted(session.dependents(path) - {own}):
+                other = session.lint(str(session.root / rel), report_as=os.path.relpath(session.root / rel))
+                for finding in other.findings:
+                    lines = session.call_lines(rel, finding.line, own)
+                    if lines:
+                        reached.append((finding, lines))
+        return result, reached
+    finally:
+        session.close()
 
 
 def session_for(path: str, config: Config | None = None, *, use_cache: bool = True):

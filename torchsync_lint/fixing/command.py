@@ -293,8 +293,11 @@ def _stdin_lint(path: str, data: bytes, config, lint_factory, use_cache: bool = 
 
     session = Sessions.for_files([path], config, use_cache=use_cache).session_for(path)
     session.set_source(path, data)
-    with session.editing(path) as lint:
-        yield lint
+    try:
+        with session.editing(path) as lint:
+            yield lint
+    finally:
+        session.close()  # (its parsed modules freed now: Session.close)
 
 
 def _emit(text: str | bytes, output_file: str | None) -> None:
