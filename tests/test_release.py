@@ -121,6 +121,24 @@ def test_modules_the_budget_drops_are_freed_and_linted_alike(tmp_path, monkeypat
     assert live_trees() == before
 
 
+@pytest.mark.parametrize("budget", [900, 2000, 4500])
+def test_a_budget_smaller_than_the_component_changes_no_finding(monkeypatch, budget):
+    """objects_project's modules are 0.3-4.4 kB: under these budgets the summarizers drop one
+    another while a module is linted, among them the one holding that module's own parse.
+    The parse in use stays until its lint is done; the findings are the default budget's."""
+    root = Path(__file__).parent / "data" / "objects_project"
+    files = sorted(str(p) for p in root.rglob("*.py"))
+
+    def findings() -> dict:
+        session = Session(root, Config(), use_cache=False, files=files)
+        return {f: [(x.line, x.code, x.message) for x in session.lint(f).findings] for f in files}
+
+    expected = findings()
+    assert sum(map(len, expected.values())) >= 18
+    monkeypatch.setattr(session_module, "_KEEP_ANALYSES_BYTES", budget)
+    assert findings() == expected
+
+
 def test_kept_modules_are_frozen_only_inside_a_relaxed_run():
     before = gc.get_freeze_count()
     parallel.keep_out_of_collections()

@@ -44,6 +44,8 @@ class ModuleAnalysis:
         another analysis shares it: a cycle waits for the collector, and a long-lived one
         (kept across a component's lint) has moved to a generation the collector seldom
         visits, so the next module is built in fresh memory. Not usable afterwards."""
+        if "values" not in self.__dict__:
+            return  # released already
         parts = [self.values, *self._extensions.values(), self.__dict__.get("hot")]
         if self._owns_parse:
             parts += [self.index, self.positions, self.tree]

@@ -95,6 +95,7 @@ class Session(ImportGraph):
         self._forget(everything=True)
         self.analyses: dict[str, object] = {}  # rel -> env-free ModuleAnalysis, for reuse
         self._kept = 0
+        self._linting: dict[str, object] = {}  # rel -> the analysis its lint in progress uses
 
     def _forget(self, everything: bool = False, rel: str | None = None) -> None:
         """Drop what was read or worked out (about ``rel``, or ``everything``)."""
@@ -250,8 +251,11 @@ class Session(ImportGraph):
             analysis.release()
 
     def _release_unheld(self, rel: str, analysis) -> None:
-        """Release ``analysis`` (of ``rel``) unless the lint pass or a summarizer still holds it."""
-        if analysis is not None and self.analyses.get(rel) is not analysis and not self._summarizers.holds(rel, analysis):
+        """Release ``analysis`` (of ``rel``) unless the lint pass keeps it, a lint in progress
+        uses it (a summarizer the budget drops meanwhile may hold it too) or a summarizer holds it."""
+        if analysis is None or self.analyses.get(rel) is analysis or self._linting.get(rel) is analysis:
+            return
+        if not self._summarizers.holds(rel, analysis):
             analysis.release()
 
     def _release_dropped(self) -> None:
@@ -362,10 +366,13 @@ class Session(ImportGraph):
 
         env = self.env_for(rel) if rel is not None else None
         prepared = self._take_analysis(rel) if rel is not None else None
+        if prepared is not None:
+            self._linting[rel] = prepared
         try:
             return lint_source(text, shown, codes, self.settings, env=env, prepared=prepared, noqa=noqa)
         finally:
             if prepared is not None:
+                del self._linting[rel]
                 self._release_unheld(rel, prepared)
 
     def _result_key(self, shown: str, rel: str | None, text: str, codes: set[str], noqa: bool) -> str | None:
@@ -454,7 +461,7 @@ class Session(ImportGraph):
         """What a worker process needs: the graph, the summaries, the overlays and the cache;
         not the sources, the parsed modules or the views (rebuilt there)."""
         state = dict(self.__dict__)
-        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _views={}, _summarizers=Summarizers(_KEEP_ANALYSES_BYTES))
+        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _linting={}, _views={}, _summarizers=Summarizers(_KEEP_ANALYSES_BYTES))
         return state
 
 
