@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import closing
 from typing import TypeVar
 from functools import partial
 from pathlib import Path
@@ -65,11 +66,8 @@ def lint_file(path: str, config: Config | None = None, *, stdin_filename: str | 
         return _lint_stdin(config, stdin_filename, use_cache)
     if _RUN_SESSIONS is not None:
         return _RUN_SESSIONS.lint(path)
-    run = Sessions.for_files([path], config, use_cache=use_cache)
-    try:
+    with closing(Sessions.for_files([path], config, use_cache=use_cache)) as run:  # (its parsed modules freed on return: Session.close)
         return run.lint(path)
-    finally:
-        run.close()  # (its parsed modules freed now: Session.close)
 
 
 def _lint_stdin(config: Config, stdin_filename: str | None, use_cache: bool) -> FileResult:
@@ -77,11 +75,8 @@ def _lint_stdin(config: Config, stdin_filename: str | None, use_cache: bool) -> 
     try:
         data = read_stdin_bytes()
         if stdin_filename is not None:
-            run = Sessions.for_files([stdin_filename], config, use_cache=use_cache)
-            try:
+            with closing(Sessions.for_files([stdin_filename], config, use_cache=use_cache)) as run:
                 return run.lint(stdin_filename, text=data)
-            finally:
-                run.close()
         source = sources.read("-", data)
     except ReadError as exc:
         return FileResult(shown, errors=[file_error(shown, exc.code, exc.message)])
@@ -104,14 +99,13 @@ def map_in_sessions(work: Callable[[str], T], files: list[str], config: Config, 
     project session. The sessions are uninstalled whatever happens (an exception, a
     KeyboardInterrupt): the work runs in this process when there is one job, and a later
     lint must not read this run's texts."""
-    run = Sessions.for_files(files, config, use_cache=use_cache)
-    with relaxed_gc():  # summarising parses and analyses modules, as linting does
-        run.prepare(jobs)
-    try:
-        return map_files(work, files, jobs, initializer=set_run_sessions, initargs=(run,))
-    finally:
-        set_run_sessions(None)
-        run.close()
+    with closing(Sessions.for_files(files, config, use_cache=use_cache)) as run:
+        with relaxed_gc():  # summarising parses and analyses modules, as linting does
+            run.prepare(jobs)
+        try:
+            return map_files(work, files, jobs, initializer=set_run_sessions, initargs=(run,))
+        finally:
+            set_run_sessions(None)
 
 
 def lint_with_callers(path: str, config: Config | None = None) -> tuple[FileResult, list[tuple[Finding, list[int]]]]:
@@ -120,8 +114,7 @@ def lint_with_callers(path: str, config: Config | None = None) -> tuple[FileResu
     attributes a runtime sync to the innermost line of the script it runs). ``config``: by
     default the project's, as `check` would load it for ``path``."""
     config = config or config_for([path])
-    session = Sessions.for_files([path], config).session_for(path)
-    try:
+    with closing(Sessions.for_files([path], config).session_for(path)) as session:
         result = session.lint(path)
         own = session.layout.relpath(path) if session.layout.contains(path) else None
         reached = []
@@ -133,8 +126,6 @@ def lint_with_callers(path: str, config: Config | None = None) -> tuple[FileResu
                     if lines:
                         reached.append((finding, lines))
         return result, reached
-    finally:
-        session.close()
 
 
 def session_for(path: str, config: Config | None = None, *, use_cache: bool = True):

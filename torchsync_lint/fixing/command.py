@@ -23,7 +23,7 @@ import difflib
 import os
 import sys
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -291,13 +291,10 @@ def _stdin_lint(path: str, data: bytes, config, lint_factory, use_cache: bool = 
         return
     from torchsync_lint.project.sessions import Sessions
 
-    session = Sessions.for_files([path], config, use_cache=use_cache).session_for(path)
-    session.set_source(path, data)
-    try:
+    with closing(Sessions.for_files([path], config, use_cache=use_cache).session_for(path)) as session:  # (its parsed modules freed at the end)
+        session.set_source(path, data)
         with session.editing(path) as lint:
             yield lint
-    finally:
-        session.close()  # (its parsed modules freed now: Session.close)
 
 
 def _emit(text: str | bytes, output_file: str | None) -> None:

@@ -206,11 +206,18 @@ class Session(ImportGraph):
         analysis = analyse(text)
         if analysis is None:
             return None
-        self._keep_analysis(rel, analysis)
-        summary = summary_of(self._summarizers.keep(rel, analysis, partial(self._deferred, rel, self._sha(rel))))
-        self._release_dropped()
+        summary = summary_of(self._hold(rel, analysis, self._sha(rel)))
         keep_out_of_collections()  # (kept for the component's lint: no collection need walk it)
         return summary
+
+    def _hold(self, rel: str, analysis, sha: str | None):
+        """``rel``'s summarizer of ``analysis`` (the text whose hash is ``sha``), kept for the
+        deferred fields; the analysis kept for the lint pass too when the budget allows. What
+        the summarizers drop to make room is released."""
+        self._keep_analysis(rel, analysis)
+        summarizer = self._summarizers.keep(rel, analysis, partial(self._deferred, rel, sha))
+        self._release_dropped()
+        return summarizer
 
     def _keep_analysis(self, rel: str, analysis) -> None:
         if (rel in self._named or rel in self._edits) and rel not in self.analyses and self._kept + len(analysis.source) <= _KEEP_ANALYSES_BYTES:
@@ -229,9 +236,7 @@ class Session(ImportGraph):
         if summarizer is None and sha is not None and self._sha(rel) == sha:  # (another text: its summary is another's)
             analysis = self.analyses.get(rel) or analyse(self._text(rel))
             if analysis is not None:
-                self._keep_analysis(rel, analysis)
-                summarizer = self._summarizers.keep(rel, analysis, partial(self._deferred, rel, sha))
-                self._release_dropped()
+                summarizer = self._hold(rel, analysis, sha)
         if summarizer is None or sha != self._sha(rel):
             return unknown_field(field, kind)
         return summarizer.deferred_field(kind, key, field)
