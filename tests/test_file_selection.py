@@ -187,6 +187,21 @@ def test_per_file_ignores_match_like_ruff(project, capsys, pattern, ignored, lin
     assert paths(capsys, ".") == linted
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_per_file_ignores_and_excludes_hold_through_a_symlinked_project(project, capsys, monkeypatch):
+    """`check link/`, `link` a symlink to the project (a checkout on a cluster's mounted
+    disk): the settings' patterns match the paths inside it as they match from within."""
+    for rel in ("tests/a.py", "gen/b.py", "src/c.py"):
+        write(project, rel)
+    (project / "pyproject.toml").write_text('[tool.torchsync-lint]\nextend-exclude = ["gen"]\nper-file-ignores = {"tests/*" = ["TSL101"]}\n')
+    inside = paths(capsys, ".")
+    assert inside == {"train.py", "src/c.py"}
+    (project.parent / "link").symlink_to(project, target_is_directory=True)
+    monkeypatch.chdir(project.parent)
+    assert paths(capsys, "link") == {f"link/{rel}" for rel in inside}
+    assert paths(capsys, "link/tests/a.py") == set()
+
+
 # -- regular files only, and a size cap ---------------------------------------------------------
 
 SPECIALS = {"fifo.py": None, "zero.py": "/dev/zero", "urandom.py": "/dev/urandom", "stdin.py": "/dev/stdin"}

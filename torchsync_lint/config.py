@@ -109,6 +109,11 @@ class Config:
     def _relative(self, path: str) -> str:
         absolute = os.path.abspath(path)
         root, inside = _resolved_root(str(self.root))  # a walk asks this for every entry
+        if not absolute.startswith(inside) and absolute != str(root):
+            # A path through a symlink to the project (`check link/`): the root is resolved,
+            # so is it (only then: resolving costs system calls, and a walk asks per entry).
+            real = os.path.realpath(absolute)
+            absolute = real if real.startswith(inside) or real == str(root) else absolute
         # (Path.relative_to's and as_posix's answers, without making Paths: on POSIX both
         # compare the normalised text; Windows compares without case, so it keeps Paths)
         if absolute.startswith(inside) and len(absolute) > len(inside):
