@@ -200,6 +200,9 @@ def test_per_file_ignores_and_excludes_hold_through_a_symlinked_project(project,
     monkeypatch.chdir(project.parent)
     assert paths(capsys, "link") == {f"link/{rel}" for rel in inside}
     assert paths(capsys, "link/tests/a.py") == set()
+    monkeypatch.chdir(project)  # the settings found from inside, the file named through the link
+    assert paths(capsys, str(project.parent / "link" / "tests" / "a.py")) == set()
+    assert paths(capsys, str(project.parent / "link" / "src" / "c.py")) == {str(project.parent / "link" / "src" / "c.py")}
 
 
 # -- regular files only, and a size cap ---------------------------------------------------------

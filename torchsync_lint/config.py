@@ -108,11 +108,12 @@ class Config:
 
     def _relative(self, path: str) -> str:
         absolute = os.path.abspath(path)
-        root, inside = _resolved_root(str(self.root))  # a walk asks this for every entry
+        root, inside, given = _resolved_root(str(self.root))  # a walk asks this for every entry
         if not absolute.startswith(inside) and absolute != str(root):
             # A path through a symlink to the project (`check link/`): the root is resolved,
-            # so is it (only then: resolving costs system calls, and a walk asks per entry).
-            real = os.path.realpath(absolute)
+            # so is it: by the root as it was given when it lies there, else by the system
+            # (only then: resolving costs system calls, and a walk asks per entry).
+            real = inside + absolute[len(given) :] if absolute.startswith(given) else os.path.realpath(absolute)
             absolute = real if real.startswith(inside) or real == str(root) else absolute
         # (Path.relative_to's and as_posix's answers, without making Paths: on POSIX both
         # compare the normalised text; Windows compares without case, so it keeps Paths)
@@ -290,8 +291,12 @@ def _anchored(patterns: tuple[str, ...], root: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=64)
-def _resolved_root(root: str) -> tuple[Path, str]:
-    """The root, symlinks resolved, and the prefix of the paths inside it."""
+def _resolved_root(root: str) -> tuple[Path, str, str]:
+    """The root, symlinks resolved; the prefix of the paths inside it; the same prefix of the
+    root as given (absolute, symlinks kept)."""
     resolved = Path(root).resolve()
-    text = str(resolved)
-    return resolved, text if text.endswith(os.sep) else text + os.sep
+    return resolved, _with_sep(str(resolved)), _with_sep(os.path.abspath(root))
+
+
+def _with_sep(path: str) -> str:
+    return path if path.endswith(os.sep) else path + os.sep
