@@ -176,7 +176,7 @@ def test_yields_of_a_function_are_its_own_body_s():
 def test_memoised_enclosing_function_and_frame_equal_the_ancestor_walk(path):
     import random
 
-    from torchsync_lint.analysis.index import build_index
+    from torchsync_lint.analysis.indexer import build_index
 
     source = _read(path)
     module = cst.parse_module(source)

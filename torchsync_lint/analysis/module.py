@@ -8,7 +8,8 @@ import libcst as cst
 
 from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.analysis.hotloops import HotContext, HotLoopAnalysis
-from torchsync_lint.analysis.index import ModuleIndex, build_index
+from torchsync_lint.analysis.index import ModuleIndex
+from torchsync_lint.analysis.indexer import build_index
 from torchsync_lint.analysis.positions import LazyPositions
 from torchsync_lint.analysis.tree import walk
 from torchsync_lint.analysis.values import Kind, ValueAnalysis, source_names_accelerator, source_uses_accelerator
