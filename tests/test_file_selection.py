@@ -167,6 +167,17 @@ def test_exclude_globs_match_basenames_and_relative_paths(project, capsys):
     assert paths(capsys, ".") == {"train.py", "src/proj/keep.py"}
 
 
+def test_a_file_named_twice_or_also_found_by_a_walk_is_linted_once(project, capsys):
+    """`check src src/a.py ./src/a.py /abs/src/a.py`: one file, one set of findings (the first
+    spelling is the one reported)."""
+    write(project, "src/a.py")
+    code, out, _ = run(capsys, "--format", "json", "src", "src/a.py", "./src/a.py", str(project / "src" / "a.py"))
+    assert code == 1
+    assert [d["path"] for d in json.loads(out)] == ["src/a.py"]
+    code, out, _ = run(capsys, "--format", "json", "./train.py", "train.py")
+    assert [d["path"] for d in json.loads(out)] == ["./train.py"]
+
+
 # -- per-file-ignores -------------------------------------------------------------------------
 
 @pytest.mark.parametrize(

@@ -178,8 +178,10 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
             print(f"torchsync-lint: warning: {note}", file=sys.stderr)
     else:
         notes += skipped
+    # One file named twice, or named and found by a walk (`src src/a.py ./src/a.py`), is
+    # linted once, under the first spelling.
     seen: set[str] = set()
-    unique = [f for f in files if not (f in seen or seen.add(f))]
+    unique = [f for f in files if not ((key := f if f == "-" else os.path.normcase(os.path.abspath(f))) in seen or seen.add(key))]
     return unique, errors
 
 
