@@ -181,7 +181,12 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
     # One file named twice, or named and found by a walk (`src src/a.py ./src/a.py`), is
     # linted once, under the first spelling.
     seen: set[str] = set()
-    unique = [f for f in files if not ((key := f if f == "-" else os.path.normcase(os.path.abspath(f))) in seen or seen.add(key))]
+    unique = []
+    for f in files:
+        key = f if f == "-" else os.path.normcase(os.path.abspath(f))
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
     return unique, errors
 
 
