@@ -171,7 +171,7 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
             files += _walk(given, config, skipped)
         elif os.path.isfile(given):
             files.append(given)
-        else:
+        elif not any(_same_path(given, other) for other, _ in errors):  # (named twice: one error)
             errors.append((given, _path_error(given)))
     if notes is None:
         for note in skipped:
@@ -183,11 +183,20 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
     seen: set[str] = set()
     unique = []
     for f in files:
-        key = f if f == "-" else os.path.normcase(os.path.abspath(f))
+        key = _path_key(f)
         if key not in seen:
             seen.add(key)
             unique.append(f)
     return unique, errors
+
+
+def _path_key(path: str) -> str:
+    """What tells files apart: the normalised absolute path (`-`, standard input, as is)."""
+    return path if path == "-" else os.path.normcase(os.path.abspath(path))
+
+
+def _same_path(a: str, b: str) -> bool:
+    return _path_key(a) == _path_key(b)
 
 
 # The tool's own cache (project/cache.py): it never holds sources, and outside a git repository
