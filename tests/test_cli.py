@@ -123,6 +123,14 @@ def test_unknown_format_is_a_usage_error(project, capsys):
     assert code == 2 and "unknown format" in err
 
 
+@pytest.mark.parametrize("jobs", ["0", "-3", "two"])
+def test_jobs_below_one_is_a_usage_error(project, capsys, jobs):
+    """`--jobs 0` named no number of workers (it ran serially, silently): a usage error."""
+    code, _, err = run(capsys, "--jobs", jobs, "bad.py")
+    assert code == 2 and "at least 1" in err
+    assert run(capsys, "--jobs", "1", "--exit-zero", "bad.py")[0] == 0
+
+
 def test_version_and_help(capsys):
     assert main(["--version"]) == 0
     assert "torchsync-lint" in capsys.readouterr().out

@@ -18,6 +18,17 @@ from torchsync_lint.output import write_report
 SUBCOMMANDS = ("check", "rules", "explain", "verify", "server")
 
 
+def positive_int(text: str) -> int:
+    """An argument that counts something (`--jobs`): a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
 def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); `-` reads stdin")
     p.add_argument("--select", help="comma-separated codes, prefixes (TSL1), rule names or ALL")
@@ -40,7 +51,7 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show-files", action="store_true", help="print the files that would be linted and exit")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache in .torchsync_cache/")
     p.add_argument(
-        "--jobs", "-j", type=int, default=None, metavar="N",
+        "--jobs", "-j", type=positive_int, default=None, metavar="N",
         help="worker processes for 16 or more files (default: $TORCHSYNC_JOBS, else one per core, at most 8)",
     )
     # Modes that replace the report (torchsync_lint/add_noqa.py, suggestions.py).
