@@ -109,8 +109,7 @@ class Session(ImportGraph):
             for name in memos:
                 getattr(self, name).pop(rel, None)
             self._release_unheld(rel, self._take_analysis(rel))
-            self._summarizers.drop(rel)
-            self._release_dropped()
+            self._release_all(self._summarizers.drop(rel))
             if rel in (self._modules or ()) and self._graph is not None:
                 self._dirty.add(rel)  # the same files: only its own import edges are redone
                 self._views, self._deps = {}, {}
@@ -215,8 +214,8 @@ class Session(ImportGraph):
         deferred fields; the analysis kept for the lint pass too when the budget allows. What
         the summarizers drop to make room is released."""
         self._keep_analysis(rel, analysis)
-        summarizer = self._summarizers.keep(rel, analysis, partial(self._deferred, rel, sha))
-        self._release_dropped()
+        summarizer, dropped = self._summarizers.keep(rel, analysis, partial(self._deferred, rel, sha))
+        self._release_all(dropped)
         return summarizer
 
     def _keep_analysis(self, rel: str, analysis) -> None:
@@ -263,8 +262,9 @@ class Session(ImportGraph):
         if not self._summarizers.holds(rel, analysis):
             analysis.release()
 
-    def _release_dropped(self) -> None:
-        for rel, analysis in self._summarizers.take_dropped():
+    def _release_all(self, dropped: list[tuple[str, object]]) -> None:
+        """_release_unheld each (rel, analysis) the summarizers no longer hold."""
+        for rel, analysis in dropped:
             self._release_unheld(rel, analysis)
 
     def _take_analysis(self, rel: str):

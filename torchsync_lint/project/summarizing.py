@@ -73,20 +73,21 @@ class Summarizers:
         self._budget = budget
         self._kept: OrderedDict[str, object] = OrderedDict()
         self._bytes = 0
-        self._dropped: list[tuple[str, object]] = []  # (rel, analysis) no longer held here
 
-    def keep(self, rel: str, analysis, defer=None):
-        """A summarizer of ``rel``'s ``analysis`` (``defer``: see summary.summarize), kept."""
+    def keep(self, rel: str, analysis, defer=None) -> tuple[object, list[tuple[str, object]]]:
+        """(a summarizer of ``rel``'s ``analysis``, kept; the (rel, analysis) pairs no longer
+        held to make room for it, which their owner may release). ``defer``: see
+        summary.summarize."""
         from torchsync_lint.project.summary import Summarizer
 
-        self.drop(rel)
+        dropped = self.drop(rel)
         summarizer = self._kept[rel] = Summarizer(analysis, rel, defer)
         self._bytes += len(analysis.source)
         while len(self._kept) > 1 and self._bytes > self._budget:
-            dropped_rel, dropped = self._kept.popitem(last=False)
-            self._bytes -= len(dropped.a.source)
-            self._dropped.append((dropped_rel, dropped.a))
-        return summarizer
+            oldest_rel, oldest = self._kept.popitem(last=False)
+            self._bytes -= len(oldest.a.source)
+            dropped.append((oldest_rel, oldest.a))
+        return summarizer, dropped
 
     def analyses(self) -> list:
         return [summarizer.a for summarizer in self._kept.values()]
@@ -95,19 +96,16 @@ class Summarizers:
         found = self._kept.get(rel)
         return found is not None and found.a is analysis
 
-    def take_dropped(self) -> list[tuple[str, object]]:
-        """The (rel, analysis) pairs dropped since the last call (their owner may release them)."""
-        dropped, self._dropped = self._dropped, []
-        return dropped
-
     def get(self, rel: str):
         found = self._kept.get(rel)
         if found is not None:
             self._kept.move_to_end(rel)
         return found
 
-    def drop(self, rel: str) -> None:
-        dropped = self._kept.pop(rel, None)
-        if dropped is not None:
-            self._bytes -= len(dropped.a.source)
-            self._dropped.append((rel, dropped.a))
+    def drop(self, rel: str) -> list[tuple[str, object]]:
+        """The (rel, analysis) pair of ``rel``'s summarizer, no longer held (none: empty)."""
+        found = self._kept.pop(rel, None)
+        if found is None:
+            return []
+        self._bytes -= len(found.a.source)
+        return [(rel, found.a)]
