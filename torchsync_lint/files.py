@@ -159,7 +159,7 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
     loops harmless.
     """
     files: list[str] = []
-    errors: list[tuple[str, ReadError]] = []
+    errors: dict[str, tuple[str, ReadError]] = {}  # by _path_key: a path named twice is one error
     skipped: list[str] = []
     for given in paths:
         if given == "-":
@@ -171,8 +171,8 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
             files += _walk(given, config, skipped)
         elif os.path.isfile(given):
             files.append(given)
-        elif not any(_same_path(given, other) for other, _ in errors):  # (named twice: one error)
-            errors.append((given, _path_error(given)))
+        elif _path_key(given) not in errors:
+            errors[_path_key(given)] = (given, _path_error(given))
     if notes is None:
         for note in skipped:
             print(f"torchsync-lint: warning: {note}", file=sys.stderr)
@@ -180,23 +180,15 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
         notes += skipped
     # One file named twice, or named and found by a walk (`src src/a.py ./src/a.py`), is
     # linted once, under the first spelling.
-    seen: set[str] = set()
-    unique = []
+    unique: dict[str, str] = {}
     for f in files:
-        key = _path_key(f)
-        if key not in seen:
-            seen.add(key)
-            unique.append(f)
-    return unique, errors
+        unique.setdefault(_path_key(f), f)
+    return list(unique.values()), list(errors.values())
 
 
 def _path_key(path: str) -> str:
     """What tells files apart: the normalised absolute path (`-`, standard input, as is)."""
     return path if path == "-" else os.path.normcase(os.path.abspath(path))
-
-
-def _same_path(a: str, b: str) -> bool:
-    return _path_key(a) == _path_key(b)
 
 
 # The tool's own cache (project/cache.py): it never holds sources, and outside a git repository
