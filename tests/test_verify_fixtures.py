@@ -25,7 +25,7 @@ def test_every_fixture_verifies_under_emulation(tmp_path):
     entries = json.loads(out.read_text())
     failures = [e for e in entries if e["failed"]]
     assert failures == [] and code == 0, json.dumps(failures, indent=2)
-    # The README states how many markers CI confirms: in the fixtures that need no optional
+    # docs/verify.md states how many markers CI confirms: in the fixtures that need no optional
     # package, and in those that need only the `dev` extra's logging libraries (tensorboard,
     # wandb, accelerate, tqdm, Lightning). Counted separately, so that the first claim holds
     # whether or not those are installed here; torchvision fixtures never run in CI.
@@ -36,7 +36,7 @@ def test_every_fixture_verifies_under_emulation(tmp_path):
     extra = [e for e in entries if requires[e["path"]] and "torchvision" not in requires[e["path"]]]
     confirmed = sum(1 for e in plain if e["status"] == "confirmed" and e["marker"] == "expect")
     expect_sync = sum(1 for e in plain if e["status"] == "confirmed" and e["marker"] == "expect-sync")
-    readme = " ".join((FIXTURES.parent / "README.md").read_text().split())
+    readme = " ".join((FIXTURES.parent / "docs" / "verify.md").read_text().split())
     claim = f"the {confirmed} runtime-observable `# expect:` markers and the {expect_sync} `# expect-sync:` line{'s' * (expect_sync != 1)} in the fixtures that need no optional package"
     assert claim in readme
     if any(e["status"] == "skipped" for e in extra):
