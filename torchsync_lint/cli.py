@@ -242,16 +242,18 @@ def cmd_check(args) -> int:
 
 def _silently(command, args) -> int:
     """`--silent`: ``command`` with nothing printed (a report to `--output-file` is still
-    written); when it exits 2 what it wrote to stderr is shown, so a usage error or an
-    unreadable file is not a bare exit code."""
+    written); when it exits 2, what it wrote to stderr and the lines of the files that could
+    not be linted (TSL90x) are shown, so a usage error or an unreadable file is not a bare
+    exit code."""
     import contextlib
     import io
 
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = command(args)
     if code == 2:
-        sys.stderr.write(err.getvalue())
+        failed = [line for line in out.getvalue().splitlines() if re.search(r": TSL90\d ", line)]
+        sys.stderr.write(err.getvalue() + "".join(line + "\n" for line in failed if line not in err.getvalue()))
     return code
 
 
