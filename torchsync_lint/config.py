@@ -74,6 +74,11 @@ class Config:
         """The settings in force in ``directory`` (an absolute path known to be a directory)."""
         return self
 
+    def for_entry(self, path: str) -> Config:
+        """The settings that judge ``path`` as an entry of its directory (excludes): those in
+        force in the directory that holds it."""
+        return self
+
     # -- rule selection ---------------------------------------------------------------------
     @property
     def selections(self) -> list[Selection]:
@@ -131,7 +136,7 @@ class Config:
         sub-project's directory by its parent's, its files by its own), and a configuration
         whose root lies below the walked directory matches from its root down.
         """
-        config = self.for_directory(os.path.dirname(os.path.abspath(path)))
+        config = self.for_entry(path)
         if config is not self:
             return config.is_excluded(path, walked_from)
         if walked_from is not None and os.path.isabs(self._relative(walked_from)) and not os.path.isabs(self._relative(path)):

@@ -165,7 +165,7 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
         if given == "-":
             files.append(given)
             continue
-        if config.for_directory(os.path.dirname(os.path.abspath(given))).force_exclude and config.is_excluded(given):
+        if config.for_entry(given).force_exclude and config.is_excluded(given):
             continue
         if os.path.isdir(given):
             files += _walk(given, config, skipped)

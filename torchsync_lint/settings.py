@@ -87,6 +87,9 @@ class Hierarchy(Config):
             directory = os.path.dirname(directory)  # a path that does not exist (yet): its nearest existing directory
         return self.for_directory(directory)
 
+    def for_entry(self, path: str) -> Config:
+        return self.for_directory(os.path.dirname(os.path.abspath(path)))
+
     def for_directory(self, directory: str) -> Config:
         pyproject = self._nearest_pyproject(directory)
         config = self._loaded.get(pyproject)
