@@ -174,3 +174,13 @@ def test_verify_expects_what_each_scripts_settings_report(tree, order):
 
     got = {name: sorted((e.code, e.line) for e in static_expectations(str(tree / name), {})[0] if e.static) for name in order}
     assert got == {"probe.py": BOTH, "sub/probe.py": NO_TSL1}
+
+
+def test_flake8_keeps_each_files_settings_when_another_configuration_is_broken(tree):
+    pytest.importorskip("flake8")
+    from torchsync_lint.flake8 import _HIERARCHY, _config_for
+
+    (tree / "pyproject.toml").write_text("[tool.torchsync-lint]\nselect = [\n")  # the root's does not parse
+    _HIERARCHY.clear()
+    assert _config_for(str(tree / "sub" / "probe.py"), False).ignore == ["TSL1"]
+    assert _config_for(str(tree / "probe.py"), False).source is None  # the defaults: our CLI reports it

@@ -101,9 +101,11 @@ def _config_for(path: str, isolated: bool):
     hierarchy = _HIERARCHY.get("run")
     try:
         if hierarchy is None:
-            from torchsync_lint.settings import settings_for
+            from torchsync_lint.settings import Hierarchy
 
-            hierarchy = _HIERARCHY["run"] = settings_for()
+            # (not Hierarchy.create: the working directory's settings are not needed, and a
+            # broken one there must not take every other file's away)
+            hierarchy = _HIERARCHY["run"] = Hierarchy()
         return hierarchy.for_path(path)
     except ConfigError:
         return Config()
