@@ -11,11 +11,10 @@ from collections.abc import Callable
 from contextlib import closing
 from typing import TypeVar
 from functools import partial
-from pathlib import Path
 
 from torchsync_lint import sources
 from torchsync_lint.catalog import rule_table
-from torchsync_lint.config import Config, find_pyproject, load_config
+from torchsync_lint.config import Config
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError, discover, read_stdin_bytes
 from torchsync_lint.parallel import map_files, relaxed_gc
@@ -27,13 +26,14 @@ T = TypeVar("T")
 __all__ = ["FileResult", "config_for", "lint_file", "lint_paths", "lint_text", "lint_with_callers", "linter_for", "map_in_sessions", "session_for"]
 
 
-def config_for(paths: list[str], config_path: str | None = None, isolated: bool = False) -> Config:
-    if isolated:
-        return Config()
-    if config_path:
-        return load_config(Path(config_path))
-    start = Path(paths[0]) if paths and paths[0] != "-" else Path.cwd()
-    return load_config(find_pyproject(start if start.exists() else Path.cwd()))
+def config_for(paths: list[str], config_path: str | None = None, isolated: bool = False, overrides=None) -> Config:
+    """The settings `check` uses: each file gets those of its nearest configuration, in any
+    order (settings.py); ``paths[0]`` only says whose settings answer what is asked without
+    a path."""
+    from torchsync_lint.settings import settings_for
+
+    here = paths[0] if paths and paths[0] != "-" else None
+    return settings_for(config_path, isolated, overrides, here=here)
 
 
 def lint_text(text: str, path: str, config: Config | None = None) -> list[Finding]:
@@ -46,7 +46,7 @@ def linter_for(path: str, config: Config | None = None) -> Callable[[str], list[
     """text -> findings of one module at ``path`` on its own, the rule selection for the path
     worked out once (a project's files: Session.editing)."""
     config = config or Config()
-    codes, settings = config.codes_for_path(path, rule_table()), config.settings()
+    codes, settings = config.codes_for_path(path, rule_table()), config.for_path(path).settings()
 
     def lint(text: str) -> list[Finding]:
         from torchsync_lint.engine import lint_source  # here: a run served by the cache never loads libcst

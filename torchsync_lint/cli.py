@@ -34,12 +34,16 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--select", help="comma-separated codes, prefixes (TSL1), rule names or ALL")
     p.add_argument("--extend-select", help="add to the selected rules")
     p.add_argument("--ignore", help="comma-separated codes, prefixes or names to skip")
-    p.add_argument("--format", default="text", help="text (default), json, sarif, github or junit")
+    p.add_argument("--output-format", "--format", dest="format", default="text", help="text (default), concise, json, sarif, github or junit")
     p.add_argument("--output-file", "-o", help="write the report here instead of stdout")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     p.add_argument("--statistics", action="store_true", help="count findings per rule")
-    p.add_argument("--quiet", "-q", action="store_true", help="no source snippets, no summary when clean")
+    p.add_argument("--quiet", "-q", action="store_true", help="print the findings only: no source snippets, no summary")
+    p.add_argument("--silent", action="store_true", help="print nothing; the exit code says what was found (errors that exit 2 are still printed)")
     p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    p.add_argument("--fix-only", action="store_true", help="apply fixes and report nothing that remains; exit 0 unless a file could not be fixed")
+    p.add_argument("--show-fixes", action="store_true", help="with --fix: list the fixes applied, per file")
+    p.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix: exit 1 when a file was changed, even if nothing remains")
     p.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (or show) unsafe fixes")
     p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, write nothing")
     p.add_argument("--config", help="read this pyproject.toml instead of discovering one")
@@ -50,6 +54,12 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show-settings", action="store_true", help="print the settings in force for the first file and exit")
     p.add_argument("--show-files", action="store_true", help="print the files that would be linted and exit")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache in .torchsync_cache/")
+    p.add_argument("--cache-dir", metavar="DIR", help="keep the cache here (one folder per project) instead of <project root>/.torchsync_cache")
+    # File selection and per-file ignores, as ruff's options: over every file's configuration.
+    p.add_argument("--exclude", action="append", metavar="PATTERNS", help="comma-separated glob patterns that replace `exclude` (repeatable)")
+    p.add_argument("--extend-exclude", action="append", metavar="PATTERNS", help="comma-separated glob patterns added to `extend-exclude` (repeatable)")
+    p.add_argument("--per-file-ignores", action="append", metavar="PATTERN:CODES", help="`tests/*:TSL101,TSL102`: replaces `per-file-ignores` (repeatable)")
+    p.add_argument("--extend-per-file-ignores", action="append", metavar="PATTERN:CODES", help="like --per-file-ignores, added to those of the configuration")
     p.add_argument(
         "--jobs", "-j", type=positive_int, default=None, metavar="N",
         help="worker processes for 16 or more files (default: $TORCHSYNC_JOBS, else one per core, at most 8)",
@@ -60,7 +70,9 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from torchsync_lint.cli_settings import SuggestingParser
+
+    parser = SuggestingParser(
         prog="torchsync-lint",
         description="Find, fix and prove hidden CPU-GPU syncs in PyTorch training code.",
     )
@@ -129,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             from torchsync_lint import verify as verify_pkg
 
             return verify_pkg.run(args)
+        if args.silent:
+            return _silently(cmd_check, args)
         return cmd_check(args)
     except KeyboardInterrupt:
         return 130
@@ -147,12 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _split(value: str | None) -> list[str]:
-    return [s for s in (value or "").replace(" ", ",").split(",") if s]
-
-
 def _resolve_config(args):
-    from torchsync_lint.api import config_for
+    """The run's settings (settings.py: each file gets its nearest configuration's, with the
+    command line's over them) and the paths to lint."""
+    from torchsync_lint.cli_settings import overrides_from
+    from torchsync_lint.settings import settings_for
 
     paths = args.paths or ["."]
     if args.stdin_filename:  # as ruff: --stdin-filename always means stdin
@@ -160,22 +173,7 @@ def _resolve_config(args):
             if path != "-":
                 print(f"torchsync-lint: warning: ignoring file {path} in favor of standard input", file=sys.stderr)
         paths = ["-"]
-    config = config_for([args.stdin_filename] if args.stdin_filename else paths, args.config, args.isolated)
-    if args.select:
-        config.select = _split(args.select)
-    if args.extend_select:
-        config.extend_select = [*config.extend_select, *_split(args.extend_select)]
-    if args.ignore:
-        config.ignore = [*config.ignore, *_split(args.ignore)]
-    if args.unsafe_fixes is not None:
-        config.unsafe_fixes = args.unsafe_fixes
-    if args.force_exclude is not None:
-        config.force_exclude = args.force_exclude
-    if args.respect_gitignore is not None:
-        config.respect_gitignore = args.respect_gitignore
-    from torchsync_lint.catalog import rule_table
-
-    config.enabled_codes(rule_table())  # validates selectors early (ConfigError -> exit 2)
+    config = settings_for(args.config, args.isolated, overrides_from(args))  # (selectors checked: ConfigError -> exit 2)
     return config, paths
 
 
@@ -193,6 +191,7 @@ def cmd_check(args) -> int:
     if args.statistics and args.format not in ("text", "json"):
         print("torchsync-lint: error: --statistics prints a table (--format text) or JSON (--format json)", file=sys.stderr)
         return 2
+    args.fix = args.fix or args.fix_only  # as ruff: --fix-only implies --fix
     modes = [flag for flag, on in (("--fix", args.fix), ("--diff", args.diff), ("--add-noqa", args.add_noqa), ("--show-suggestions", args.show_suggestions)) if on]
     if len(modes) > 1 and modes != ["--fix", "--diff"]:
         print(f"torchsync-lint: error: {' and '.join(modes)} cannot be combined", file=sys.stderr)
@@ -232,13 +231,30 @@ def cmd_check(args) -> int:
     errors = sum(len(r.errors) for r in results)
     for r in results:
         for e in r.errors:
-            if args.format != "text" or args.show_suggestions:  # text already prints them inline
+            if args.format not in ("text", "concise") or args.show_suggestions:  # these print them inline
                 print(f"{e.location}: {e.code} {e.message}", file=sys.stderr)
     if args.exit_zero:
         return 0
     if findings and not args.show_suggestions:  # suggestions are advice: 0 unless a file failed
         return 1
     return 2 if errors else 0
+
+
+def _silently(command, args) -> int:
+    """`--silent`: ``command`` with nothing printed (a report to `--output-file` is still
+    written); when it exits 2, what it wrote to stderr and the lines of the files that could
+    not be linted (TSL90x) are shown, so a usage error or an unreadable file is not a bare
+    exit code."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = command(args)
+    if code == 2:
+        failed = [line for line in out.getvalue().splitlines() if re.search(r": TSL90\d ", line)]
+        sys.stderr.write(err.getvalue() + "".join(line + "\n" for line in failed if line not in err.getvalue()))
+    return code
 
 
 def _use_color(output_file: str | None) -> bool:

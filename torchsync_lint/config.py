@@ -2,6 +2,9 @@
 
 Selectors accept a code (`TSL101`), a prefix (`TSL1`, `TSL`), a kebab name
 (`host-read-in-loop`) or `ALL`, in `select`, `extend-select`, `ignore` and per-file ignores.
+Which rules are on follows ruff's resolution (selection.py): the more specific selector wins,
+the command line's selectors over the file's. Which file's settings a path gets is
+settings.py's (the nearest pyproject.toml with a [tool.torchsync-lint] table, as ruff).
 Every value is type-checked as ruff does: a wrong type (`unsafe-fixes = "false"`), a TOML
 file that does not parse, or an unknown key is a ConfigError naming the file and the key
 (exit 2), never a silent default.
@@ -16,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from torchsync_lint import globs
+from torchsync_lint.selection import Selection, SelectorError, resolve
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,31 +59,63 @@ class Config:
     src: list[str] = field(default_factory=list)  # extra source roots, relative to the root
     root: Path = field(default_factory=Path.cwd)  # where relative patterns are anchored
     source: Path | None = None  # the pyproject.toml read, if any
+    # Selectors of later sources (the command line's), applied after the file's own (selection.py).
+    extra_selections: list[Selection] = field(default_factory=list)
+    cache_dir: str | None = None  # `--cache-dir`: absolute; None: <project root>/.torchsync_cache
+
+    # -- which file's settings ------------------------------------------------------------------
+    def for_path(self, path: str) -> Config:
+        """The settings in force for ``path``: these, for one configuration that applies to
+        every file (`--config`, `--isolated`, a test's Config); settings.Hierarchy looks up the
+        nearest configuration of each path."""
+        return self
+
+    def for_directory(self, directory: str) -> Config:
+        """The settings in force in ``directory`` (an absolute path known to be a directory)."""
+        return self
+
+    def for_entry(self, path: str) -> Config:
+        """The settings that judge ``path`` as an entry of its directory (excludes): those in
+        force in the directory that holds it."""
+        return self
 
     # -- rule selection ---------------------------------------------------------------------
-    def enabled_codes(self, rules: dict) -> set[str]:
-        if self.select is None:
-            chosen = {code for code, rule in rules.items() if rule.default_enabled}
-        else:
-            chosen = expand(self.select, rules)
-        chosen |= expand(self.extend_select, rules)
-        chosen -= expand(self.ignore, rules)
-        return chosen
+    @property
+    def selections(self) -> list[Selection]:
+        """The sources of selectors in the order they apply: this file's, then the command line's."""
+        return [Selection(self.select, list(self.extend_select), list(self.ignore)), *self.extra_selections]
 
-    def codes_for_path(self, path: str, rules: dict) -> set[str]:
-        """The enabled codes minus the per-file ignores whose pattern matches ``path``.
+    def enabled_codes(self, rules: dict, default: set[str] | None = None) -> set[str]:
+        """The codes on before per-file ignores, from ``default`` (None: every rule that is on
+        by default); an unknown selector is a ConfigError naming this file."""
+        if default is None:
+            default = {code for code, rule in rules.items() if rule.default_enabled}
+        try:
+            return resolve(self.selections, rules, default)
+        except SelectorError as exc:
+            raise self._selector_error(exc) from exc
+
+    def codes_for_path(self, path: str, rules: dict, default: set[str] | None = None) -> set[str]:
+        """The enabled codes of ``path``'s settings minus the per-file ignores whose pattern
+        matches ``path``.
 
         As in ruff, a pattern matches the path relative to the project root or the file's
         basename (`"engine.py"` matches `src/proj/engine.py`); `"!pattern"` applies to every
         file the pattern does not match.
         """
-        codes = self.enabled_codes(rules)
+        config = self.for_path(path)
+        if config is not self:
+            return config.codes_for_path(path, rules, default)
+        codes = self.enabled_codes(rules, default)
         rel = self._relative(path)
         for pattern, selectors in self.per_file_ignores.items():
             negated = pattern.startswith("!")
             if globs.matches(pattern[1:] if negated else pattern, rel) != negated:
-                codes -= expand(selectors, rules)
+                codes -= expand(selectors, rules, self.source)
         return codes
+
+    def _selector_error(self, exc: Exception) -> ConfigError:
+        return ConfigError(f"{self.source}: {exc}" if self.source is not None else str(exc))
 
     def settings(self) -> dict:
         return {"torchmetrics-version": self.torchmetrics_version}
@@ -95,7 +131,16 @@ class Config:
         During a directory walk (``walked_from`` is the directory the user named), only what
         lies below that directory is matched: `torchsync-lint .venv/lib/.../torch` lints torch
         although `.venv` and `site-packages` are excluded by default.
+
+        An entry is judged by the settings in force in the directory that holds it (a
+        sub-project's directory by its parent's, its files by its own), and a configuration
+        whose root lies below the walked directory matches from its root down.
         """
+        config = self.for_entry(path)
+        if config is not self:
+            return config.is_excluded(path, walked_from)
+        if walked_from is not None and os.path.isabs(self._relative(walked_from)) and not os.path.isabs(self._relative(path)):
+            walked_from = str(self.root)  # the walk started above this configuration's root
         if walked_from is None:
             base, parts = "", self._relative(path).split("/")
         else:
@@ -130,6 +175,10 @@ class Config:
         """The resolved settings for ``path``, for `--show-settings` (TOML-like, one key a line)."""
         import json
 
+        config = self.for_path(path)
+        if config is not self:
+            return config.describe(rules, path)
+
         lines = [
             f"# Resolved settings for: {path}",
             f"# Settings path: {self.source if self.source else '(none: built-in defaults)'}",
@@ -153,29 +202,21 @@ class Config:
             if key == "torchmetrics-version" and value is None:
                 shown = "(unset: the installed torchmetrics)"
             lines.append(f"{key} = {shown or json.dumps(value)}")
+        for extra in self.extra_selections:
+            lines.append(f"# command line: select = {json.dumps(extra.select)}, extend-select = {json.dumps(extra.extend_select)}, ignore = {json.dumps(extra.ignore)}")
         lines.append(f"# Rules enabled for this file: {', '.join(sorted(self.codes_for_path(path, rules))) or '(none)'}")
         return "\n".join(lines) + "\n"
 
 
-def expand(selectors: list[str], rules: dict) -> set[str]:
-    """Codes named by selectors; an unknown selector is a ConfigError, not a silent no-op."""
-    codes: set[str] = set()
-    for raw in selectors:
-        sel = raw.strip()
-        if not sel:
-            continue
-        if sel.upper() == "ALL":
-            codes |= set(rules)
-            continue
-        by_name = {rule.name: code for code, rule in rules.items()}
-        if sel in by_name:
-            codes.add(by_name[sel])
-            continue
-        matched = {code for code in rules if code.startswith(sel.upper())}
-        if not matched:
-            raise ConfigError(f"unknown rule selector {raw!r} (use a code like TSL101, a prefix like TSL1, a rule name, or ALL)")
-        codes |= matched
-    return codes
+def expand(selectors: list[str], rules: dict, source: Path | None = None) -> set[str]:
+    """Codes named by selectors; an unknown selector is a ConfigError (naming ``source``, the
+    file it is in, when given), not a silent no-op."""
+    from torchsync_lint import selection
+
+    try:
+        return selection.expand(selectors, rules)
+    except SelectorError as exc:
+        raise ConfigError(f"{source}: {exc}" if source is not None else str(exc)) from exc
 
 
 # -- reading pyproject.toml -----------------------------------------------------------------
@@ -255,7 +296,7 @@ def load_config(pyproject: Path | None) -> Config:
         raise ConfigError(f"{pyproject}: [tool.{SECTION}] must be a table")
     unknown = set(table) - KNOWN_KEYS
     if unknown:
-        raise ConfigError(f"{pyproject}: unknown key(s) in [tool.{SECTION}]: {', '.join(sorted(unknown))}")
+        raise ConfigError(f"{pyproject}: unknown key(s) in [tool.{SECTION}]: {', '.join(sorted(unknown))}{did_you_mean(sorted(unknown), KNOWN_KEYS)}")
     typed = _Table(table, pyproject)
     config = Config(root=pyproject.parent, source=pyproject)
     if "select" in table:
@@ -281,6 +322,19 @@ def load_config(pyproject: Path | None) -> Config:
             raise typed.error("torchmetrics-version", 'a release number such as "1.6.2"', version)
     config.torchmetrics_version = version
     return config
+
+
+def did_you_mean(unknown: list[str], known) -> str:
+    """`; did you mean 'select'?` for the first of ``unknown`` that is close to a known name
+    (a ruff spelling too: `extend_select` for `extend-select`), else nothing."""
+    import difflib
+
+    names = sorted(known)
+    for word in unknown:
+        close = difflib.get_close_matches(word.replace("_", "-").lower(), names, n=1, cutoff=0.6)
+        if close:
+            return f"; did you mean '{close[0]}'?" + (f" (for '{word}')" if len(unknown) > 1 else "")
+    return ""
 
 
 @lru_cache(maxsize=64)

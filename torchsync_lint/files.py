@@ -165,7 +165,7 @@ def discover(paths: list[str], config: Config, notes: list[str] | None = None) -
         if given == "-":
             files.append(given)
             continue
-        if config.force_exclude and config.is_excluded(given):
+        if config.for_entry(given).force_exclude and config.is_excluded(given):
             continue
         if os.path.isdir(given):
             files += _walk(given, config, skipped)
@@ -201,17 +201,19 @@ def _walk(given: str, config: Config, skipped: list[str]) -> list[str]:
     from torchsync_lint.gitignore import Matcher, matcher_for_walk
 
     found: list[str] = []
-    ignore = matcher_for_walk(given) if config.respect_gitignore else Matcher()
+    respect_gitignore = config.for_path(given).respect_gitignore  # the walked directory's setting
+    cache_dir = config.cache_dir  # `--cache-dir`, when it lies inside the walk
+    ignore = matcher_for_walk(given) if respect_gitignore else Matcher()
     matchers = {os.path.abspath(given): ignore}
     for root, dirs, names in os.walk(given, followlinks=False):
         matcher = matchers.pop(os.path.abspath(root))
         kept = []
         for d in sorted(dirs):
             full = os.path.join(root, d)
-            if d == CACHE_DIR or config.is_excluded(full, given) or matcher.ignored(os.path.abspath(full), True):
+            if d == CACHE_DIR or (cache_dir is not None and os.path.abspath(full) == cache_dir) or config.is_excluded(full, given) or matcher.ignored(os.path.abspath(full), True):
                 continue
             kept.append(d)
-            if config.respect_gitignore:
+            if respect_gitignore:
                 matchers[os.path.abspath(full)] = matcher.descend(os.path.abspath(full))
             else:
                 matchers[os.path.abspath(full)] = matcher

@@ -7,20 +7,23 @@ Choices (README, "flake8"):
   is reported at the same line and column. The sessions live for the flake8 run (one per
   project root); a file outside any project is linted alone.
 
-* **Selection is flake8's.** Every rule runs; flake8's `select`/`extend-select`/`ignore`/
-  `per-file-ignores` decide what is shown. Rules that are off by default
+* **Selection is flake8's, narrowed by ours.** flake8's `select`/`extend-select`/`ignore`/
+  `per-file-ignores` decide what can be shown. Rules that are off by default
   (`default_enabled = False`) go through `extend_default_ignore`, so they stay hidden until
-  selected, as in a plain `torchsync-lint` run.
+  selected, as in a plain `torchsync-lint` run. The file's own [tool.torchsync-lint]
+  `select`/`extend-select`/`ignore`/`per-file-ignores` then apply to what flake8 selected,
+  resolved as `check` resolves them (selection.py): a rule the project turns off stays off
+  under flake8 too.
 * **`# noqa` is flake8's.** The engine is called with ``noqa=False`` so that flake8 applies
   `# noqa` itself (and `--disable-noqa` works, and noqa checkers see every finding). flake8
   reads `# noqa` on the reported physical line only, where our CLI accepts it on any line of
   the statement.
   `# torchsync: ignore[...]` is ours and flake8 does not know it, so the engine still honours
   it: the same comment hides a finding under both entry points.
-* **Config:** of `[tool.torchsync-lint]` only `torchmetrics-version` (a fact about the target,
-  needed by TSL203) is read, from the nearest pyproject.toml at or above the working directory
-  (not under `--isolated`); the flake8 option `--torchmetrics-version` (or
-  `torchmetrics-version =` in flake8's config) overrides it.
+* **Config:** each file's settings are those `check` gives it: its nearest configuration
+  (settings.py; none under `--isolated`): the rule selection above, the excludes that decide
+  the project's modules and `torchmetrics-version` (TSL203), which the flake8 option
+  `--torchmetrics-version` (or `torchmetrics-version =` in flake8's config) overrides.
 * **Columns:** ours are 1-based, flake8 adds 1 to what a plugin yields, so we yield col - 1
   and flake8 prints the column our CLI prints.
 * **Cost:** flake8 imports every installed plugin at start-up and builds it for every file,
@@ -88,19 +91,34 @@ def selected_codes(options) -> frozenset[str]:
         return frozenset(codes)
 
 
-def _config_torchmetrics_version() -> str | None:
-    from torchsync_lint.config import ConfigError, find_pyproject, load_config
+def _config_for(path: str, isolated: bool):
+    """The settings `check` would give ``path`` (the defaults under flake8's --isolated, or
+    when the configuration is broken: our CLI reports that; flake8 should still lint)."""
+    from torchsync_lint.config import Config, ConfigError
 
+    if isolated:
+        return Config()
+    hierarchy = _HIERARCHY.get("run")
     try:
-        return load_config(find_pyproject(Path.cwd())).torchmetrics_version
+        if hierarchy is None:
+            from torchsync_lint.settings import Hierarchy
+
+            # (not Hierarchy.create: the working directory's settings are not needed, and a
+            # broken one there must not take every other file's away)
+            hierarchy = _HIERARCHY["run"] = Hierarchy()
+        return hierarchy.for_path(path)
     except ConfigError:
-        return None  # our CLI reports a broken config; flake8 should still lint
+        return Config()
+
+
+_HIERARCHY: dict = {}  # the run's settings.Hierarchy, made on first use (parse_options drops it)
 
 
 class Plugin:
     name = "torchsync-lint"
     version = __version__
-    settings: ClassVar[dict[str, Any]] = {}
+    settings: ClassVar[dict[str, Any]] = {}  # the working directory's (files: their own, _settings)
+    option_version: ClassVar[str | None] = None  # flake8's --torchmetrics-version
     # The codes to run, from flake8's selection (None until parse_options: every rule).
     codes: ClassVar[frozenset[str] | None] = None
     isolated: ClassVar[bool] = False  # flake8 --isolated: no [tool.torchsync-lint] either
@@ -126,31 +144,51 @@ class Plugin:
         """Once per flake8 run: its selection and settings; the sessions of an earlier run in
         this process are dropped (the project may have changed since)."""
         _SESSIONS.clear()
+        _HIERARCHY.clear()
         cls.codes = selected_codes(options)
         if not cls.codes:
             return  # nothing to run: no config to read either
-        version = getattr(options, "torchmetrics_version", None)
-        if version is None and not getattr(options, "isolated", False):
-            version = _config_torchmetrics_version()
-        cls.settings = {"torchmetrics-version": version}
         cls.isolated = bool(getattr(options, "isolated", False))
+        cls.option_version = getattr(options, "torchmetrics_version", None)
+        cls.settings = _settings(_config_for(".", cls.isolated), cls.option_version)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         if self.codes is not None and not self.codes:
             return  # no TSL code selected: flake8 would drop whatever we found
         from torchsync_lint.rule import load_rules
 
-        codes = set(load_rules() if self.codes is None else self.codes)
+        rules = load_rules()
+        flake8_codes = set(rules if self.codes is None else self.codes)
+        stdin = self.filename in ("stdin", "-") or not Path(self.filename).is_file()
+        config = _config_for("-" if stdin else self.filename, self.isolated)
+        codes = self._narrowed(config, flake8_codes, rules)
+        if not codes:
+            return
         source = "".join(self.lines)
-        if self.filename in ("stdin", "-") or not Path(self.filename).is_file():
+        settings = _settings(config, self.option_version)
+        if stdin:
             from torchsync_lint.engine import lint_source  # no file: the module alone
 
-            found = lint_source(source, self.filename, codes, dict(self.settings), noqa=False)
+            found = lint_source(source, self.filename, codes, settings, noqa=False)
         else:
-            result = _session_for(self.filename, self.settings, self.isolated).lint(self.filename, text=source, codes=codes, noqa=False)
+            result = _session_for(self.filename, config, settings).lint(self.filename, text=source, codes=codes, noqa=False)
             found = [*result.findings, *result.errors]
         for f in sorted(found, key=lambda f: f.sort_key):
             yield f.line, f.column - 1, f"{f.code} {f.message}", type(self)
+
+    def _narrowed(self, config, flake8_codes: set[str], rules) -> set[str]:
+        """What flake8 selected, under the file's own rule selection (resolved from flake8's
+        choice as `check` resolves it from the defaults)."""
+        from torchsync_lint.config import ConfigError
+
+        try:
+            return config.codes_for_path("-" if self.filename in ("stdin", "-") else self.filename, rules, default=flake8_codes) & flake8_codes
+        except ConfigError:
+            return flake8_codes  # an unknown selector: our CLI reports it
+
+
+def _settings(config, option_version: str | None) -> dict[str, Any]:
+    return {"torchmetrics-version": option_version if option_version is not None else config.torchmetrics_version}
 
 
 # The project sessions of this flake8 run (flake8 hands a plugin one file at a time, in
@@ -159,26 +197,19 @@ class Plugin:
 _SESSIONS: dict[tuple, Any] = {}
 
 
-def _session_for(filename: str, settings: dict, isolated: bool = False):
-    """``filename``'s project session, with the configuration `torchsync-lint check` would use
-    there (its excludes decide the project's modules; none under --isolated) and flake8's
-    settings."""
+def _session_for(filename: str, config, settings: dict):
+    """``filename``'s project session, with the configuration `torchsync-lint check` gives
+    its files (``config``: every file of one project has the same; its excludes decide the
+    project's modules) and flake8's settings over it."""
+    from dataclasses import replace
+
     from torchsync_lint.project.layout import project_root
     from torchsync_lint.project.sessions import Sessions
 
     root, marked = project_root(filename)
-    key = (str(root), marked, isolated, tuple(sorted(settings.items())))
+    key = (str(root), marked, str(config.source), tuple(sorted(settings.items())))
     run = _SESSIONS.get(key)
     if run is None:
-        from torchsync_lint.api import config_for
-        from torchsync_lint.config import Config, ConfigError
-
-        try:
-            config = config_for([str(root)], isolated=isolated)
-        except ConfigError:
-            config = Config()
-        for name, value in settings.items():
-            if value is not None:
-                setattr(config, name.replace("-", "_"), value)
-        run = _SESSIONS[key] = Sessions(config)
+        fixed = replace(config, **{name.replace("-", "_"): value for name, value in settings.items()})
+        run = _SESSIONS[key] = Sessions(fixed)
     return run.session_for(filename)

@@ -99,6 +99,8 @@ def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint, *, text: s
     """Fix the module of the Source at ``path`` (sources.py: a notebook's Python view) and
     write it back into the file (a notebook: only the edited cells change), atomically.
     ``text``: the file's content, already read (stdin)."""
+    if hasattr(config, "for_path"):
+        unsafe = config.for_path(path).unsafe_fixes  # the file's own setting (the command line's over it)
     try:
         source = sources.read(path, text)
     except ReadError as exc:
@@ -202,9 +204,14 @@ def _report_fix(args, config, outcomes: list[FileOutcome], unsafe: bool) -> int:
     for o in outcomes:
         _report_problems(o, sys.stderr)
     quiet = getattr(args, "quiet", False)
-    if not quiet or fixed:
+    fix_only = getattr(args, "fix_only", False)  # as ruff: what remains is not reported
+    if fix_only:
+        remaining = Counter()
+    if not quiet:
         print(f"Fixed {_count(sum(fixed.values()), 'finding')}{_per_code(fixed)} in {_count(files_fixed, 'file')}.", file=summary_stream)
-    if remaining:
+    if getattr(args, "show_fixes", False) and fixed:
+        print(_show_fixes(outcomes), end="", file=summary_stream)
+    if remaining and not quiet:
         hint = _unsafe_hint(outcomes, unsafe)
         print(f"{_count(sum(remaining.values()), 'finding')} remain{'s' if sum(remaining.values()) == 1 else ''}{_per_code(remaining)}{hint}.", file=summary_stream)
     results = []
@@ -212,16 +219,28 @@ def _report_fix(args, config, outcomes: list[FileOutcome], unsafe: bool) -> int:
         shown = o.source
         if o.result is not None and o.write_error is None:
             shown = replace(o.source, text=o.result.new_source)
-        results.append(FileResult(o.path, o.remaining, o.errors, shown))
+        results.append(FileResult(o.path, [] if fix_only else o.remaining, o.errors, shown))
     if remaining or any(o.errors for o in outcomes):
         options = {"color": False, "quiet": quiet, "statistics": False, "unsafe_fixes": unsafe}
         formats = load_formats()
         _emit(formats[fmt](results, options), getattr(args, "output_file", None))
     if getattr(args, "exit_zero", False):
         return 0
+    if getattr(args, "exit_non_zero_on_fix", False) and files_fixed:
+        return 1
     if remaining:
         return 1
     return 2 if any(o.errors or o.write_error for o in outcomes) else 0
+
+
+def _show_fixes(outcomes: list[FileOutcome]) -> str:
+    """`--show-fixes`: the fixes applied, per file, as ruff lists them."""
+    lines = [f"Fixed {_count(sum(len(o.fixed) for o in outcomes), 'finding')}:"]
+    for o in sorted((o for o in outcomes if o.fixed), key=lambda o: o.path):
+        lines.append(f"- {o.path}:")
+        for (code, name), n in sorted(Counter((f.code, f.name) for f in o.fixed).items()):
+            lines.append(f"    {n} x {code} ({name})")
+    return "".join(line + "\n" for line in lines)
 
 
 def _unsafe_hint(outcomes, unsafe: bool) -> str:

@@ -68,9 +68,14 @@ def digest(*parts: object) -> str:
 
 
 class Cache:
-    def __init__(self, root: Path | None, enabled: bool = True) -> None:
+    def __init__(self, root: Path | None, enabled: bool = True, base: str | None = None) -> None:
+        """``base``: `--cache-dir`, shared by every project of a run, each in a directory
+        named by a hash of its root; None: `<root>/.torchsync_cache`."""
         self.enabled = enabled and root is not None
-        self.dir = (root / CACHE_DIR / f"v{__version__}") if root is not None else None
+        self.dir = None
+        if root is not None:
+            top = Path(base) / hashlib.sha256(os.fsencode(os.path.abspath(root))).hexdigest()[:16] if base else root / CACHE_DIR
+            self.dir = top / f"v{__version__}"
         self._ready = False
 
     def _path(self, kind: str, key: str) -> Path:

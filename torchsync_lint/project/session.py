@@ -84,11 +84,14 @@ class Session(ImportGraph):
         """``marked``: a project marker defines ``root`` and the project is its walk; without
         one the project is ``files`` (the files named together) and nothing is cached."""
         self.config = config or Config()
-        self.settings = self.config.settings()
+        # The settings in force at the root: every file of the project has them (a directory
+        # with its own pyproject.toml is another project), whichever file the run named first.
+        here = self.config.for_path(str(root))
+        self.settings = here.settings()
         self.marked = marked
         self.layout = Layout(Path(root))
         self.root = self.layout.root
-        self.cache = Cache(self.root, use_cache and marked)
+        self.cache = Cache(self.root, use_cache and marked, base=here.cache_dir)
         self._named = sorted({self.layout.relpath(f) for f in files if f != "-" and self.layout.contains(f) and f.endswith(MODULE_SUFFIXES)})
         self._overlays: dict[str, str | bytes] = {}  # rel -> the file's content, in memory
         self._edits: dict[str, str] = {}  # rel -> the module's text in a fix round (editing())

@@ -56,6 +56,6 @@ def render(results, options) -> str:
         summary += f"; {len(errors)} file{'s' if len(errors) != 1 else ''} could not be linted"
     if fixable:
         summary += f"; {fixable} fixable with `--fix`" + (" --unsafe-fixes" if unsafe else "")
-    if warnings or errors or not options.get("quiet"):
+    if not options.get("quiet"):  # `--quiet`: the findings only
         out.append(summary + ".")
     return "\n".join(out) + "\n" if out else ""
