@@ -189,7 +189,16 @@ def run_verify(args: argparse.Namespace) -> int:
         what = "--update-budget" if getattr(args, "update_budget", False) else f"--format {args.format}"
         print(f"torchsync-lint verify: {what} needs --budget FILE", file=sys.stderr)
         return 2
-    paths = args.paths or ["fixtures/"]
+    if not args.paths:
+        # No default folder: a `fixtures/` of the user's working directory is rarely what they
+        # mean, and this repository's own fixtures are not theirs.
+        print(
+            "torchsync-lint verify: name the training script(s) to verify: verify train.py [-- SCRIPT ARGS] "
+            "(or a directory of fixture scripts; with --budget FILE and no path, the scripts FILE budgets)",
+            file=sys.stderr,
+        )
+        return 2
+    paths = args.paths
     try:
         backend = resolve_backend(args.backend)
     except BackendUnavailable as exc:
