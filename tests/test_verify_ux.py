@@ -41,7 +41,7 @@ def test_without_torch_verify_says_how_to_install_it(tmp_path, extra):
     assert done.stdout == "" and not (tmp_path / "syncs.toml").exists()
 
 
-def test_with_torch_the_check_lets_verify_run(tmp_path):
+def test_with_torch_importable_verify_gets_past_the_check(tmp_path):
     """The near miss: the same child without the block gets past the check (to the usage
     error of a script that does not exist, so that nothing is replayed)."""
     pytest.importorskip("torch")
