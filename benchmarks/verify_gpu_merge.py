@@ -38,10 +38,10 @@ def page_environment(page: Path) -> dict:
 
 def merge(results: Path) -> tuple[list[Entry], list[str], dict, list[str]]:
     measured = {path: json.loads(path.read_text()) for path in sorted(results.glob("measure_*.json"))}
-    measured_scripts = {entry["path"] for entries in measured.values() for entry in entries}
+    measured_scripts = {entry.get("script") or entry["path"] for entries in measured.values() for entry in entries}
     entries, commands = [], []
     for path in sorted(results.glob("confirm_*.json")) + sorted(results.glob("probes.json")):
-        entries += [Entry.from_json(e) for e in json.loads(path.read_text()) if e["path"] not in measured_scripts]
+        entries += [Entry.from_json(e) for e in json.loads(path.read_text()) if (e.get("script") or e["path"]) not in measured_scripts]
     for data in measured.values():
         entries += [Entry.from_json(e) for e in data]
     pages = sorted(results.glob("confirm_*.md")) + sorted(results.glob("probes.md")) + sorted(results.glob("measure_*.md"))
@@ -49,7 +49,7 @@ def merge(results: Path) -> tuple[list[Entry], list[str], dict, list[str]]:
         commands.append(page_environment(page).get("command", "?"))
     environment = page_environment(pages[0])
     environment["command"] = f"{len(pages)} runs of benchmarks/verify_gpu.sh, listed below"
-    scripts = sorted({e.path for e in entries})
+    scripts = sorted({e.run_script for e in entries})
     return entries, scripts, environment, commands
 
 

@@ -305,7 +305,8 @@ def test_compare_fixed_leaves_nothing_behind_and_says_what_became_of_result(tmp_
     copy("compare_fixed.py", project)
     code, entries, _ = _verify(tmp_path, "compare_fixed.py", "--steps", "3", "--compare-fixed", cwd=project, tmpdir=tmpdir)
     (compared,) = [e for e in entries if e["status"] == "fixed-compared"]
-    assert compared["detail"] == "compare_fixed.autofixed.py: syncs/step 2 -> 1; no RESULT line to compare (the script prints none)"
+    assert compared["detail"] == ("compare_fixed.autofixed.py: syncs/step 2 -> 1; outputs not compared (neither version ended its output "
+                                  "with a `RESULT {json}` line, the only output verify compares)")
     assert "None -> None" not in json.dumps(entries)
     assert [name for name in os.listdir(tmpdir) if name.startswith("torchsync")] == [] and code == 0  # (torch keeps its own caches there)
 

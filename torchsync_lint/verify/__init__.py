@@ -17,6 +17,9 @@ FORMATS = ("text", "json", "junit", "markdown", "github", "sarif")
 BUDGET_ONLY_FORMATS = ("github", "sarif")  # annotations at the lines whose syncs rose
 
 
+# Where torch comes from, said in one line when it is missing (as `server` does for pygls).
+INSTALL_HINT = "pip install 'torchsync-lint[verify]'"
+
 SCALES = ("small", "medium")
 SCALE_ENV = "TORCHSYNC_FIXTURE_SCALE"  # how the bundled fixtures read --scale
 
@@ -25,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = "%(prog)s [options] [PATH ...] [-- SCRIPT ARGS ...]"
     parser.add_argument(
         "paths", nargs="*", metavar="PATH",
-        help="scripts, or directories of fixture scripts (default: fixtures/); arguments after `--` go to every script",
+        help="training scripts, or directories of fixture scripts (at least one; with --budget and none, the scripts "
+        "the budget names); arguments after `--` go to every script",
     )
     parser.add_argument(
         "--backend", choices=BACKENDS, default="auto", help="auto = cuda when torch.cuda.is_available(), else emulate"
@@ -115,6 +119,15 @@ def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from torchsync_lint.verify.scripts import requirement_available
+
+    # Every backend replays the scripts under torch; asked without importing it (find_spec),
+    # so that a missing torch is one line, not an ImportError from deep inside a run.
+    if not requirement_available("torch"):
+        print(f"torchsync-lint: error: `torchsync-lint verify` needs torch (not installed here): {INSTALL_HINT}", file=sys.stderr)
+        return 2
     if getattr(args, "budget", None):
         from torchsync_lint.verify.budget_command import run_budget
 

@@ -68,11 +68,16 @@ def static_expectations(path: str, names: dict[str, str]) -> tuple[list[Expectat
         from torchsync_lint.api import lint_with_callers
 
         # The project view's findings too: a helper's sync that `check` reports in utils.py is
-        # expected at each line of the script that calls towards it, where the runtime
-        # attributes the sync (the innermost frame in the script).
+        # looked for at each line of the script that calls towards it, where the runtime
+        # attributes the sync (the innermost frame in the script), and reported at utils.py's
+        # line, where `check` reports it (``origin``).
         result, reached = lint_with_callers(path)
         findings = [Expectation(f.line, f.code, f.name, f.message, static=True) for f in result.findings]
-        findings += [Expectation(line, f.code, f.name, f"{f.location}: {f.message}", static=True) for f, lines in reached for line in lines]
+        findings += [
+            Expectation(line, f.code, f.name, f.message, static=True, origin=(_shown_like(f.path, path), f.line))
+            for f, lines in reached
+            for line in lines
+        ]
         if result.error is not None:
             error = f"{result.error.code}: {result.error.message}"
     except ImportError as exc:  # the static engine is optional for the verifier
@@ -88,6 +93,12 @@ def static_expectations(path: str, names: dict[str, str]) -> tuple[list[Expectat
         markers = []
         error = error or f"markers unreadable: {exc}"
     return merge_expectations(findings, markers), error
+
+
+def _shown_like(module: str, script: str) -> str:
+    """A module's path written as the script's is: absolute for an absolute script path, else
+    relative to the working directory (the project view reports it so)."""
+    return os.path.abspath(module) if os.path.isabs(script) else os.path.relpath(os.path.abspath(module))
 
 
 def _script_entry(path: str, backend: str, status: str, detail: str, failed: bool) -> Entry:
@@ -164,7 +175,7 @@ def verify_script(script: script_files.Script, context: RunContext) -> list[Entr
         if compare and variant is not None:
             fixed_path, extra_path = variant
             fixed_run = _replay(context, script, fixed_path, extra_path)
-            entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path))
+            entries.append(compare_entry(script, backend, run, window, fixed_run, fixed_path, variant.modules))
 
         if backend == "cuda":
             from torchsync_lint.verify.cuda import backend as cuda_backend
@@ -189,7 +200,16 @@ def run_verify(args: argparse.Namespace) -> int:
         what = "--update-budget" if getattr(args, "update_budget", False) else f"--format {args.format}"
         print(f"torchsync-lint verify: {what} needs --budget FILE", file=sys.stderr)
         return 2
-    paths = args.paths or ["fixtures/"]
+    if not args.paths:
+        # No default folder: a `fixtures/` of the user's working directory is rarely what they
+        # mean, and this repository's own fixtures are not theirs.
+        print(
+            "torchsync-lint verify: name the training script(s) to verify: verify train.py [-- SCRIPT ARGS] "
+            "(or a directory of fixture scripts; with --budget FILE and no path, the scripts FILE budgets)",
+            file=sys.stderr,
+        )
+        return 2
+    paths = args.paths
     try:
         backend = resolve_backend(args.backend)
     except BackendUnavailable as exc:

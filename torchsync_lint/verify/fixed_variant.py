@@ -1,9 +1,17 @@
 """The fixed version of a script, and the before/after comparison of its syncs.
 
 The fixed version is ``<name>.fixed.py`` beside the script, else what `--fix --unsafe-fixes`
-would write (the project's configuration, the script fixed in its project session) written
-to a temporary folder (removed when the comparison is done), which then needs the
-original's directory on ``sys.path`` for its local imports.
+would write (the project's configuration, the script and the project modules it imports fixed
+in its project session: fixed_project.py) written to a temporary folder (removed when the
+comparison is done), which then needs the original's directory on ``sys.path`` for its local
+imports, and the fixed modules' mirrors before their originals.
+
+Outputs are compared through the script's ``RESULT {json}`` line only (the fixture contract),
+never through the rest of its output: a training script's stdout holds losses that the fixed
+version sums in another order, timings, progress bars, dates and paths, and the step clock
+stops both runs wherever they are in a print. A diff of that would report a difference for
+every script, or, with numbers masked, hide the one that matters. When no RESULT line was
+printed, the report says that the outputs were not compared, and how to have them compared.
 """
 
 from __future__ import annotations
@@ -13,48 +21,38 @@ import json
 import math
 import os
 import tempfile
-import tokenize
 from collections.abc import Iterator
 
 from torchsync_lint.verify import runner
+from torchsync_lint.verify.fixed_project import FixedVariant, fix_project, write_variant
 from torchsync_lint.verify.matching import Entry, syncs_per_step
 from torchsync_lint.verify.scripts import Script
 from torchsync_lint.verify.steady_state import SteadyWindow
 
+__all__ = ["FixedVariant", "compare_entry", "compare_results", "fixed_variant", "format_rate", "same_result"]
+
 
 @contextlib.contextmanager
-def fixed_variant(script: Script) -> Iterator[tuple[str, list[str]] | None]:
-    """(path, extra sys.path entries) of the fixed script, or None when there is none; a
-    fixer-written copy lives as long as the ``with`` block."""
+def fixed_variant(script: Script) -> Iterator[FixedVariant | None]:
+    """The fixed script (it unpacks as ``path, extra sys.path entries``), or None when there
+    is none; a fixer-written copy lives as long as the ``with`` block."""
     if script.fixed_path:
-        yield script.fixed_path, []
+        yield FixedVariant(script.fixed_path, [])
         return
     from torchsync_lint import api
     from torchsync_lint.config import ConfigError
-    from torchsync_lint.fixer import fix_source
 
-    # Decoded as the file declares (PEP 263: a latin-1 script is not UTF-8) and written back
-    # in that encoding, so the copy keeps its coding line true.
-    with open(script.path, "rb") as handle:
-        raw = handle.read()
-    encoding, _ = tokenize.detect_encoding(iter(raw.splitlines(keepends=True)).__next__)
-    source = raw.decode(encoding)
     try:
         config = api.config_for([script.path])
     except ConfigError:  # `--fix` would not run either; static_expectations reports it (lint-error)
         yield None
         return
-    with api.session_for(script.path, config).editing(script.path) as lint:
-        fixed = fix_source(source, script.path, config, unsafe=True, lint=lint).new_source
-    if fixed == source:
+    fixes = fix_project(script.path, config)
+    if not fixes.changed:
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="torchsync-fixed-") as directory:
-        stem = os.path.basename(script.path)
-        path = os.path.join(directory, (stem[: -len(".py")] if stem.endswith(".py") else stem) + ".autofixed.py")
-        with open(path, "wb") as handle:
-            handle.write(fixed.encode("utf-8" if encoding == "utf-8-sig" else encoding))
-        yield path, [os.path.dirname(os.path.abspath(script.path))]
+        yield write_variant(fixes, script, directory)
 
 
 def same_result(a: dict | None, b: dict | None, rel_tol: float = 1e-4) -> bool:
@@ -74,12 +72,19 @@ def same_result(a: dict | None, b: dict | None, rel_tol: float = 1e-4) -> bool:
 
 
 def compare_entry(
-    script: Script, backend: str, original: runner.RunRecord, original_window: SteadyWindow, fixed: runner.RunRecord, fixed_path: str
+    script: Script,
+    backend: str,
+    original: runner.RunRecord,
+    original_window: SteadyWindow,
+    fixed: runner.RunRecord,
+    fixed_path: str,
+    modules: tuple[str, ...] = (),
 ) -> Entry:
     """``fixed-compared``: steady syncs per step before -> after. Fails when the fixed version
     does not run to completion or syncs more than the original; a changed RESULT is reported
-    (unsafe fixes may change it) but does not fail."""
-    name = os.path.basename(fixed_path)
+    (unsafe fixes may change it) but does not fail. ``modules``: the project modules fixed
+    besides the script, named so that the numbers say what they are of."""
+    name = os.path.basename(fixed_path) + (f" (and fixed {', '.join(modules)})" if modules else "")
     if fixed.status != runner.OK:
         return Entry(script.path, None, None, "fixed-" + fixed.status, backend, failed=True, detail=f"{name}: {fixed.detail}")
     before = syncs_per_step(original.events, original_window)
@@ -94,7 +99,7 @@ def compare_entry(
 def compare_results(before: dict | None, after: dict | None) -> str:
     """What became of the script's ``RESULT {json}`` line in the fixed version."""
     if before is None and after is None:
-        return "no RESULT line to compare (the script prints none)"
+        return "outputs not compared (neither version ended its output with a `RESULT {json}` line, the only output verify compares)"
     if after is None:
         return f"RESULT missing from the fixed version (was {before})"
     if before is None:

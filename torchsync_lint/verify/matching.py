@@ -6,6 +6,10 @@ Per script:
   (evidence.CONFIRMS), else ``unconfirmed`` (or ``not-observable`` for rules whose hazard
   does not show up at runtime on one process, e.g. TSL205). Confirmation counts events from
   the whole run: a gated log line that syncs only at step 0 still syncs.
+* a finding of a module the script imports (``origin``: data.py's ``DataLoader(...)``) becomes
+  one entry at that location, as `check` reports it, confirmed by an event at any of the
+  script's lines on a call chain to it (where the runtime attributes it: the innermost frame
+  in the script), which the entry names as where it was ``observed_at``.
 * every ``# expect-sync:`` marker becomes an entry with code None, confirmed by any sync.
 * every steady-state event whose kind no finding/marker at its line explains becomes a
   ``runtime-only`` entry (a static false negative). DataLoader hazards are per loader, not
@@ -55,6 +59,7 @@ class Expectation:
     message: str = ""
     static: bool = False
     marker: bool = False
+    origin: tuple[str, int] | None = None  # (file, line) of a finding in a module the script reaches; ``line`` is the script's
 
 
 @dataclass
@@ -84,6 +89,12 @@ class Entry:
     detail: str = ""
     cost_ms_per_step: float | None = None
     cost_pct: float | None = None
+    script: str | None = None  # the script whose run this is, when ``path`` is another module of its project
+    observed_at: list[str] = field(default_factory=list)  # "train.py:40": the script lines where it happened
+
+    @property
+    def run_script(self) -> str:
+        return self.script or self.path
 
     def to_json(self) -> dict:
         return {
@@ -100,6 +111,8 @@ class Entry:
             "marker": self.marker,
             "failed": self.failed,
             "detail": self.detail or None,
+            "script": self.run_script,
+            "observed_at": list(self.observed_at),
         }
 
     @classmethod
@@ -111,14 +124,17 @@ class Entry:
             data["path"], data["line"], data["code"], data["status"], data["backend"], evidence, data.get("name") or "",
             static=data["static"], marker=data["marker"], failed=data["failed"], detail=data.get("detail") or "",
             cost_ms_per_step=data.get("cost_ms_per_step"), cost_pct=data.get("cost_pct"),
+            script=data.get("script") if data.get("script") != data["path"] else None, observed_at=list(data.get("observed_at") or []),
         )
 
 
 def merge_expectations(findings: Iterable[Expectation], markers: Iterable[Expectation]) -> list[Expectation]:
-    """One expectation per (line, code), remembering whether the linter and/or a marker said so."""
-    merged: dict[tuple[int, str | None], Expectation] = {}
+    """One expectation per (line, code), remembering whether the linter and/or a marker said so.
+    A finding of another module stays apart from the script's own at the same line: it is
+    reported at its own location."""
+    merged: dict[tuple, Expectation] = {}
     for item in [*findings, *markers]:
-        key = (item.line, item.code)
+        key = (item.line, item.code, item.origin)
         old = merged.get(key)
         if old is None:
             merged[key] = item
@@ -130,8 +146,9 @@ def merge_expectations(findings: Iterable[Expectation], markers: Iterable[Expect
                 old.message or item.message,
                 old.static or item.static,
                 old.marker or item.marker,
+                item.origin,
             )
-    return sorted(merged.values(), key=lambda e: (e.line, e.code or ""))
+    return sorted(merged.values(), key=lambda e: (e.line, e.code or "", e.origin or ("", 0)))
 
 
 class _LineEvidence:
@@ -187,6 +204,8 @@ def match_script(
         return code not in FALLBACK_NOT_OBSERVABLE
 
     for exp in expectations:
+        if exp.origin is not None:
+            continue  # below, one entry per finding of another module
         at_line = by_line.get(exp.line, _LineEvidence())
         if exp.code is None:  # expect-sync: any sync at the line will do
             syncs = at_line.kinds() & ev.SYNC_KINDS
@@ -230,6 +249,8 @@ def match_script(
             )
         )
 
+    entries += _reached_entries(path, [e for e in expectations if e.origin is not None], by_line, window, backend, is_observable)
+
     explained = _explained_kinds(expectations)
     # Host normalisation is recorded both where the float is made and where it is copied;
     # a TSL304 finding at the first explains the event at the second.
@@ -262,6 +283,43 @@ def match_script(
                 at_line.evidence(window, leftover),
                 failed=failed,
                 detail=detail,
+            )
+        )
+    return entries
+
+
+def _reached_entries(
+    path: str, reached: list[Expectation], by_line: dict[int, _LineEvidence], window: SteadyWindow, backend: str, is_observable
+) -> list[Entry]:
+    """One entry per finding of a module the script imports, at the finding's own file and
+    line (one location for one finding, as `check` reports it); the script lines on a call
+    chain to it are where the runtime can see it (its innermost frame in the script), and
+    those that show its hazard are named as where it was observed."""
+    groups: dict[tuple[str, int, str], list[Expectation]] = defaultdict(list)
+    for exp in reached:
+        if exp.code is not None and exp.origin is not None:
+            groups[(exp.origin[0], exp.origin[1], exp.code)].append(exp)
+    entries = []
+    for (where, line, code), exps in sorted(groups.items()):
+        lines = sorted({e.line for e in exps})
+        evidence = {n: by_line.get(n, _LineEvidence()) for n in lines}
+        confirming = {n: {k for k in evidence[n].kinds() if code in ev.codes_confirmed_by(k)} for n in lines}
+        seen = [n for n in lines if confirming[n]]
+        status = CONFIRMED if seen else NOT_OBSERVABLE if not is_observable(code) else UNCONFIRMED
+        shown = seen or lines
+        at = ", ".join(f"{path}:{n}" for n in shown)
+        if seen:
+            detail = f"observed at {at}"
+        elif status == UNCONFIRMED:
+            detail = f"not observed at {at} (the script's line on the way to it): " + _unconfirmed_detail(exps[0], evidence[lines[0]])
+        else:
+            detail = ""
+        entries.append(
+            Entry(
+                where, line, code, status, backend,
+                [item for n in shown for item in evidence[n].evidence(window, confirming[n] or None)],
+                name=exps[0].name, message=exps[0].message, static=True, detail=detail,
+                script=path, observed_at=[f"{path}:{n}" for n in seen],
             )
         )
     return entries

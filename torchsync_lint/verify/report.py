@@ -14,7 +14,7 @@ INFO_STATUSES = ("stopped", "note")  # script-level, but the run went as it shou
 
 # What the marks in the text table mean; the legend under it lists those it shows.
 LEGEND = (
-    ("confirmed", "the hazard of the finding/marker happened at its line at runtime"),
+    ("confirmed", "the hazard of the finding/marker happened at its line at runtime (a finding in an imported module: at the script line that reaches it, `observed at`)"),
     ("unconfirmed", "no runtime event at the line confirms it (FAIL when a `# expect:` marker says it should)"),
     ("not-observable", "the rule's hazard does not show up in a single process (e.g. it needs NCCL)"),
     ("runtime-only", "a sync or pipeline hazard at a line with no finding: a linter false negative (FAIL in a script with no markers)"),
@@ -164,7 +164,7 @@ def render_junit(entries: list[Entry], scripts: list[str]) -> str:
     for a script with no markers, one asserting it is clean."""
     by_script: dict[str, list[Entry]] = defaultdict(list)
     for entry in entries:
-        by_script[entry.path].append(entry)
+        by_script[entry.run_script].append(entry)  # a finding of an imported module is its script's
     root = ET.Element("testsuites", name="torchsync-lint verify")
     total_tests = total_failures = total_skipped = 0
     for path in sorted(set(scripts) | set(by_script)):
