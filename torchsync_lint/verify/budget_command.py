@@ -100,6 +100,8 @@ def _inputs(args: argparse.Namespace) -> tuple[BudgetFile, str, list[str]]:
     for option, given in (("--measure", args.measure), ("--compare-fixed", getattr(args, "compare_fixed", False)), ("--format markdown", args.format == "markdown")):
         if given:
             raise UsageError(f"{option} does not go with --budget (the budget counts syncs; formats: text, json, junit, github, sarif)")
+    if args.steps is not None and args.steps < 1:
+        raise UsageError("--steps must be at least 1")
     root = budget_root(args.budget)
     if args.update_budget and not os.path.lexists(args.budget):
         budget = BudgetFile(args.budget)
@@ -125,8 +127,6 @@ def _inputs(args: argparse.Namespace) -> tuple[BudgetFile, str, list[str]]:
         absent = [path for path in found if not os.path.isfile(path)]
         if absent:
             raise UsageError(f"scripts of {args.budget} not found under {root}: {', '.join(absent)} (restore them, or delete their entries from the budget)")
-    if args.steps is not None and args.steps < 1:
-        raise UsageError("--steps must be at least 1")
     return budget, root, found
 
 
