@@ -206,7 +206,8 @@ def _run_problem(run: runner.RunRecord, script: script_files.Script) -> str | No
     """Why this run cannot be compared with a budget, or None."""
     if run.status != runner.OK:
         last = (run.detail or "").strip().splitlines()
-        return f"the script {run.status}: " + (last[-1] if last else "no detail") + (
+        words = _STATUS_WORDS.get(run.status, run.status)
+        return (f"the script {words}: " if words else "the script ") + (last[-1] if last else "no detail") + (
             "" if run.status != runner.TIMEOUT else " (raise --timeout, or run fewer --steps)"
         )
     if "sites" not in run.extra or "event_sites" not in run.extra:
@@ -217,6 +218,10 @@ def _run_problem(run: runner.RunRecord, script: script_files.Script) -> str | No
         return (f"never reached a steady-state step ({counted}): the budget counts syncs per training step; "
                 "pass the arguments that make it train (after `--`), or more --steps")
     return None
+
+
+# How a failed run reads after "the script " (an early exit's detail says it: "exited early ...").
+_STATUS_WORDS = {runner.TIMEOUT: "timed out", runner.EARLY_EXIT: "", runner.INTERRUPTED: "was interrupted"}
 
 
 def _same_entry(old: ScriptBudget, new: ScriptBudget) -> bool:
