@@ -192,6 +192,13 @@ def test_an_update_waits_for_the_lock_and_gives_up_after_its_timeout(tmp_path):
     assert not os.path.exists(budget_update.lock_path(str(path)))
 
 
+def test_two_spellings_of_one_budget_take_one_lock(tmp_path):
+    (tmp_path / "ci").mkdir()
+    real = tmp_path / "ci" / "syncs.toml"
+    os.symlink(real, tmp_path / "syncs.toml")
+    assert budget_update.lock_path(str(tmp_path / "syncs.toml")) == budget_update.lock_path(str(real)) == str(tmp_path / "ci" / ".syncs.toml.lock")
+
+
 def test_a_budget_broken_meanwhile_or_changed_after_reading_is_left_alone(tmp_path):
     path = tmp_path / "syncs.toml"
     path.write_text("version = 1\n[scripts.\n")  # broken by hand while the run ran

@@ -33,7 +33,9 @@ _POLL_S = 0.02
 
 
 def lock_path(path: str) -> str:
-    directory, name = os.path.split(os.path.abspath(path))
+    """The sidecar of the file ``path`` leads to: two spellings of one budget (a symlink
+    to it) take the same lock."""
+    directory, name = os.path.split(os.path.realpath(path))
     return os.path.join(directory, f".{name}.lock")
 
 
