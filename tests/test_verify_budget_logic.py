@@ -124,7 +124,7 @@ def test_the_committed_fixture_budget_is_canonical():
         ('version = 1\n[scripts."t.py"]\nargs = []\n', "scripts.\"t.py\": `steps` is missing"),
         ('version = 1\n[scripts."t.py"]\nargs = "x"\nsteps = 8\nwarmup = 2\nwindow = 5\nbackend = "emulate"\n', "`args` must be a list"),
         ('version = 1\n[scripts."t.py"]\nargs = []\nsteps = 0\nwarmup = 2\nwindow = 5\nbackend = "emulate"\n', "`steps` must be an integer >= 1"),
-        ('version = 1\n[scripts."t.py"]\nargs = []\nsteps = 8\nwarmup = 2\nwindow = 5\nbackend = "emulate"\ntolerance = -1\n', "`tolerance` must be a number >= 0"),
+        ('version = 1\n[scripts."t.py"]\nargs = []\nsteps = 8\nwarmup = 2\nwindow = 5\nbackend = "emulate"\ntolerance = -1\n', "`tolerance` must be a finite number >= 0"),
         ('version = 1\n[scripts."t.py"]\nargs = []\nsteps = 8\nwarmup = 2\nwindow = 5\nbackend = "emulate"\nsyncs = [{ file = "t.py", line = 3, kind = "oops", count = 1, every = 1 }]\n', "unknown kind 'oops'"),
         ('version = 1\n[scripts."t.py"]\nargs = []\nsteps = 8\nwarmup = 2\nwindow = 5\nbackend = "emulate"\nsyncs = [{ file = "t.py", line = 3, kind = "format", count = 1 }]\n', "exactly one of `every`"),
         ('version = 1\n[scripts."t.py"]\nargs = []\nsteps = 8\nwarmup = 2\nwindow = 5\nbackend = "emulate"\nsyncs = [{ file = "t.py", line = 3, kind = "format", count = true, every = 1 }]\n', "`count` must be an integer"),

@@ -91,19 +91,22 @@ class NoqaOutcome:
     errors: list[Finding] = field(default_factory=list)  # TSL90x: the file could not be linted
     unsilenced: list[Finding] = field(default_factory=list)
     problem: str | None = None  # not written, and why
+    outside: tuple[str, str] | None = None  # (target, root): not written, outside the project (write_scope.py)
+    kept: list[Finding] = field(default_factory=list)  # the findings left unsilenced with it
 
 
 def run_add_noqa(args, config, paths: list[str]) -> int:
     from torchsync_lint import api
     from torchsync_lint.errors import file_error
     from torchsync_lint.files import discover
+    from torchsync_lint.fixing import write_scope
 
     if paths == ["-"]:
         print("torchsync-lint: error: --add-noqa edits files in place; it cannot read stdin", file=sys.stderr)
         return 2
     files, bad = discover(paths, config)
     outcomes = [NoqaOutcome(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
-    work = partial(_add_noqa_file, config=config)
+    work = partial(_add_noqa_file, config=config, named=write_scope.named_targets(paths))
     outcomes += api.map_in_sessions(work, files, config, getattr(args, "jobs", None), use_cache=not getattr(args, "no_cache", False))
     for o in outcomes:
         for e in o.errors:
@@ -112,21 +115,27 @@ def run_add_noqa(args, config, paths: list[str]) -> int:
             print(f"{f.location}: {f.code} could not be silenced with a `# noqa` comment", file=sys.stderr)
         if o.problem:
             print(f"{o.path}: {o.problem}; nothing was added", file=sys.stderr)
+        if o.outside:
+            print(write_scope.warning(o.path, o.outside), file=sys.stderr)
+            for f in o.kept:
+                print(f"{f.location}: {f.code} {f.message}", file=sys.stderr)
     total = sum(o.added for o in outcomes)
     files_changed = sum(1 for o in outcomes if o.added)
     print(f"Added {total} noqa directive{'' if total == 1 else 's'} in {files_changed} file{'' if files_changed == 1 else 's'}.", file=sys.stderr)
     if any(o.errors or o.problem for o in outcomes):
         return 2
-    return 1 if any(o.unsilenced for o in outcomes) else 0
+    return 1 if any(o.unsilenced or o.kept for o in outcomes) else 0
 
 
-def _add_noqa_file(path: str, config) -> NoqaOutcome:
+def _add_noqa_file(path: str, config, named: frozenset[str] = frozenset()) -> NoqaOutcome:
     """Each file in its project session: a finding that needs another module is silenced
-    as `check` reports it."""
+    as `check` reports it. A file that would be written outside its project root (a symlink
+    out, not named itself: write_scope.py) is left as it is, its findings reported."""
     from torchsync_lint import api, sources
     from torchsync_lint.errors import file_error
     from torchsync_lint.atomic import WriteError
     from torchsync_lint.files import ReadError, write_source
+    from torchsync_lint.fixing import write_scope
     from torchsync_lint.fixing.loop import validate
     from torchsync_lint.notebook import NotebookError
 
@@ -155,6 +164,11 @@ def _add_noqa_file(path: str, config) -> NoqaOutcome:
             outcome.problem = problem
             return outcome
         outcome.unsilenced = [source.to_file(f, new_text) for f in lint(new_text) if f.severity != "error"]
+    outside = write_scope.outside_target(path, named)
+    if outside:
+        outcome.outside, outcome.unsilenced = outside, []
+        outcome.kept = [source.to_file(f) for f in findings if f.severity != "error"]
+        return outcome
     try:
         write_source(path, source.write_back(new_text), source.file, retry="run --add-noqa again")
     except (NotebookError, WriteError) as exc:

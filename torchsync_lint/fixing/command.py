@@ -31,6 +31,7 @@ from torchsync_lint import sources
 from torchsync_lint.atomic import WriteError
 from torchsync_lint.errors import file_error
 from torchsync_lint.files import ReadError, SourceFile, decode_source, discover, read_stdin_bytes, write_source
+from torchsync_lint.fixing import write_scope
 from torchsync_lint.fixing.loop import MAX_ROUNDS, FixResult, fix_source
 from torchsync_lint.lines import split_lf
 from torchsync_lint.notebook import NotebookError, is_notebook
@@ -45,18 +46,24 @@ class FileOutcome:
     result: FixResult | None = None
     errors: list[Finding] = field(default_factory=list)  # TSL90x: could not read the file
     write_error: str | None = None
+    outside: tuple[str, str] | None = None  # (target, root): its fixes would write outside the project (write_scope.py)
+
+    @property
+    def unwritten(self) -> bool:
+        """Its fixes were not written (could not be, or may not be)."""
+        return self.write_error is not None or self.outside is not None
 
     @property
     def remaining(self) -> list[Finding]:
         if self.result is None:
             return []
-        if self.write_error is not None:
+        if self.unwritten:
             return [f for f in self.result.initial if f.severity != "error"]  # nothing was written
         return [f for f in self.result.remaining if f.severity != "error"]
 
     @property
     def fixed(self) -> list[Finding]:
-        if self.result is None or self.write_error is not None:
+        if self.result is None or self.unwritten:
             return []
         return self.result.applied
 
@@ -70,35 +77,38 @@ def run_fix_command(args, config, paths, *, lint_factory=None) -> int:
         return _run_stdin(args, config, unsafe, diff_mode, lint_factory)
     files, bad = discover(paths, config)
     outcomes = [FileOutcome(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
-    outcomes += _fix_files(files, config, unsafe, diff_mode, lint_factory, getattr(args, "jobs", None), not getattr(args, "no_cache", False))
+    named = write_scope.named_targets(paths)
+    outcomes += _fix_files(files, config, unsafe, diff_mode, lint_factory, getattr(args, "jobs", None), not getattr(args, "no_cache", False), named)
     if diff_mode:
         return _report_diff(args, outcomes)
     return _report_fix(args, config, outcomes, unsafe)
 
 
-def _fix_files(files: list[str], config, unsafe: bool, diff_mode: bool, lint_factory, jobs: int | None = None, use_cache: bool = True) -> list[FileOutcome]:
+def _fix_files(files: list[str], config, unsafe: bool, diff_mode: bool, lint_factory, jobs: int | None = None, use_cache: bool = True, named: frozenset[str] = frozenset()) -> list[FileOutcome]:
     """Fix each file (in worker processes when there are many), each in its project session:
     every file is fixed against the project as it is on disk plus its own edits, whatever the
     order or the number of processes."""
     if lint_factory is not None:  # a test's closure, which cannot be sent to a worker
-        return [_fix_file(path, config, unsafe, diff_mode, lint_factory(path, config)) for path in files]
+        return [_fix_file(path, config, unsafe, diff_mode, lint_factory(path, config), named=named) for path in files]
     from torchsync_lint import api
 
-    work = partial(_fix_in_session, config=config, unsafe=unsafe, diff_mode=diff_mode)
+    work = partial(_fix_in_session, config=config, unsafe=unsafe, diff_mode=diff_mode, named=named)
     return api.map_in_sessions(work, files, config, jobs, use_cache=use_cache)
 
 
-def _fix_in_session(path: str, config, unsafe: bool, diff_mode: bool) -> FileOutcome:
+def _fix_in_session(path: str, config, unsafe: bool, diff_mode: bool, named: frozenset[str] = frozenset()) -> FileOutcome:
     from torchsync_lint import api
 
     with api.session_for(path, config).editing(path) as lint:
-        return _fix_file(path, config, unsafe, diff_mode, lint)
+        return _fix_file(path, config, unsafe, diff_mode, lint, named=named)
 
 
-def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint, *, text: str | None = None) -> FileOutcome:
+def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint, *, text: str | None = None, named: frozenset[str] = frozenset()) -> FileOutcome:
     """Fix the module of the Source at ``path`` (sources.py: a notebook's Python view) and
     write it back into the file (a notebook: only the edited cells change), atomically.
-    ``text``: the file's content, already read (stdin)."""
+    ``text``: the file's content, already read (stdin). A file whose write would land
+    outside its project root (a symlink out; write_scope.py) is fixed in memory, not written
+    (nor in a diff), unless its target is in ``named``."""
     if hasattr(config, "for_path"):
         unsafe = config.for_path(path).unsafe_fixes  # the file's own setting (the command line's over it)
     try:
@@ -123,6 +133,8 @@ def _fix_file(path: str, config, unsafe: bool, diff_mode: bool, lint, *, text: s
     outcome.errors = source.file_errors([f for f in result.initial if f.severity == "error"], path)
     if problem:
         outcome.write_error = problem
+    elif new_text != source.file.text and text is None and (outside := write_scope.outside_target(path, named)):
+        outcome.outside = outside
     elif not diff_mode and new_text != source.file.text:
         try:
             write_source(path, new_text, source.file)
@@ -167,6 +179,8 @@ def _report_diff(args, outcomes: list[FileOutcome]) -> int:
         if o.result is None:
             continue
         _report_problems(o, sys.stderr)
+        if o.outside is not None:
+            continue
         try:
             text = unified_diff(o.source.text, o.result.new_source, o.path, o.source.encoding)
         except DiffError as exc:
@@ -217,7 +231,7 @@ def _report_fix(args, config, outcomes: list[FileOutcome], unsafe: bool) -> int:
     results = []
     for o in outcomes:
         shown = o.source
-        if o.result is not None and o.write_error is None:
+        if o.result is not None and not o.unwritten:
             shown = replace(o.source, text=o.result.new_source)
         results.append(FileResult(o.path, [] if fix_only else o.remaining, o.errors, shown))
     if remaining or any(o.errors for o in outcomes):
@@ -259,6 +273,8 @@ def _report_problems(o: FileOutcome, stream) -> None:
             print(f"{o.path}: fixes did not converge after {o.result.rounds} of at most {MAX_ROUNDS} rounds; the last valid result was kept", file=stream)
     if o.write_error is not None:
         print(f"{o.path}: {o.write_error}; its fixes were not applied", file=stream)
+    if o.outside is not None:
+        print(write_scope.warning(o.path, o.outside), file=stream)
 
 
 def _run_stdin(args, config, unsafe: bool, diff_mode: bool, lint_factory) -> int:

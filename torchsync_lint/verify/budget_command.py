@@ -17,7 +17,7 @@ import sys
 import traceback
 
 from torchsync_lint.atomic import WriteError
-from torchsync_lint.verify import budget_file, budget_report, runner, scripts as script_files
+from torchsync_lint.verify import budget_file, budget_report, budget_update, runner, scripts as script_files
 from torchsync_lint.verify.budget import (
     ADDED,
     ERROR,
@@ -85,7 +85,7 @@ def run_budget(args: argparse.Namespace) -> int:
     if report.update and not interrupted and report.exit_code == 0:
         # All or nothing: a budget half-updated by a run with errors would hide them.
         try:
-            report.written = budget_file.write(_updated(budget, ordered))
+            report.written = budget_update.update(args.budget, _measured(ordered))
         except WriteError as exc:  # the budget is as it was; the report still says what ran
             report.write_error = str(exc)
     _write_outputs(args, report)
@@ -100,6 +100,8 @@ def _inputs(args: argparse.Namespace) -> tuple[BudgetFile, str, list[str]]:
     for option, given in (("--measure", args.measure), ("--compare-fixed", getattr(args, "compare_fixed", False)), ("--format markdown", args.format == "markdown")):
         if given:
             raise UsageError(f"{option} does not go with --budget (the budget counts syncs; formats: text, json, junit, github, sarif)")
+    if args.steps is not None and args.steps < 1:
+        raise UsageError("--steps must be at least 1")
     root = budget_root(args.budget)
     if args.update_budget and not os.path.lexists(args.budget):
         budget = BudgetFile(args.budget)
@@ -111,16 +113,30 @@ def _inputs(args: argparse.Namespace) -> tuple[BudgetFile, str, list[str]]:
             raise UsageError(f"no such file or directory: {', '.join(missing)}")
         if empty:
             raise UsageError(f"no runnable script in {', '.join(empty)} (a directory contributes its fixture scripts; name a script to run it)")
+        outside = [path for path in found if not inside(path, root)]
+        if outside:
+            raise UsageError(f"{', '.join(outside)}: outside the project root {root} of {args.budget} (a budget holds the scripts of its own project); nothing was run")
     else:
         found = [os.path.join(root, *name.split("/")) for name in sorted(budget.scripts)]
         if not found:
             raise UsageError(f"{args.budget} budgets no script yet: name the scripts to run (verify train.py --budget {args.budget} --update-budget)")
+        # The keys were checked on load (no `..`, not absolute); a symlink may still lead out.
+        outside = [name for name, path in zip(sorted(budget.scripts), found) if not inside(path, root)]
+        if outside:
+            raise UsageError(f"{args.budget}: script key(s) {', '.join(outside)} resolve outside the project root {root} (through a symlink); nothing was run")
         absent = [path for path in found if not os.path.isfile(path)]
         if absent:
             raise UsageError(f"scripts of {args.budget} not found under {root}: {', '.join(absent)} (restore them, or delete their entries from the budget)")
-    if args.steps is not None and args.steps < 1:
-        raise UsageError("--steps must be at least 1")
     return budget, root, found
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether ``path``, symlinks resolved, is in the directory ``root`` (resolved too)."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    try:
+        return os.path.commonpath([real, top]) == top
+    except ValueError:  # another drive (Windows)
+        return False
 
 
 def _check_all(context: RunContext, budget: BudgetFile, root: str, runnable: dict[str, script_files.Script], results: dict[str, ScriptResult]) -> None:
@@ -190,7 +206,8 @@ def _run_problem(run: runner.RunRecord, script: script_files.Script) -> str | No
     """Why this run cannot be compared with a budget, or None."""
     if run.status != runner.OK:
         last = (run.detail or "").strip().splitlines()
-        return f"the script {run.status}: " + (last[-1] if last else "no detail") + (
+        words = _STATUS_WORDS.get(run.status, run.status)
+        return (f"the script {words}: " if words else "the script ") + (last[-1] if last else "no detail") + (
             "" if run.status != runner.TIMEOUT else " (raise --timeout, or run fewer --steps)"
         )
     if "sites" not in run.extra or "event_sites" not in run.extra:
@@ -203,19 +220,20 @@ def _run_problem(run: runner.RunRecord, script: script_files.Script) -> str | No
     return None
 
 
+# How a failed run reads after "the script " (an early exit's detail says it: "exited early ...").
+_STATUS_WORDS = {runner.TIMEOUT: "timed out", runner.EARLY_EXIT: "", runner.INTERRUPTED: "was interrupted"}
+
+
 def _same_entry(old: ScriptBudget, new: ScriptBudget) -> bool:
     probe = BudgetFile("", {"x": old}), BudgetFile("", {"x": new})
     return budget_file.dumps(probe[0]) == budget_file.dumps(probe[1])
 
 
-def _updated(budget: BudgetFile, results: list[ScriptResult]) -> BudgetFile:
-    """The budget with every script measured in this run replaced; scripts that were not run,
-    were skipped or failed keep their entries."""
-    scripts = dict(budget.scripts)
-    for result in results:
-        if result.measured is not None:
-            scripts[result.path] = result.measured
-    return BudgetFile(budget.path, scripts)
+def _measured(results: list[ScriptResult]) -> dict[str, ScriptBudget]:
+    """The entries this run measured: they replace theirs in the budget (budget_update.py
+    merges them into the file as it is when written); scripts that were not run, were
+    skipped or failed keep their entries."""
+    return {result.path: result.measured for result in results if result.measured is not None}
 
 
 def _write_outputs(args: argparse.Namespace, report: BudgetReport) -> None:

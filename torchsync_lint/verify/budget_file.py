@@ -32,7 +32,7 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from torchsync_lint.atomic import write_atomic
+from torchsync_lint.atomic import fingerprint, write_atomic
 from torchsync_lint.verify.budget import KINDS, BudgetFile, LineCount, Period, ScriptBudget, line_order
 from torchsync_lint.verify.scripts import project_directory
 
@@ -59,9 +59,16 @@ def budget_root(budget_path: str) -> str:
 
 
 def load(path: str) -> BudgetFile:
+    return load_with_fingerprint(path)[0]
+
+
+def load_with_fingerprint(path: str) -> tuple[BudgetFile, tuple]:
+    """The budget and the fingerprint of the bytes it was read from (atomic.fingerprint: what
+    a write compares to leave a file changed meanwhile alone)."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
+            seen = fingerprint(os.fstat(handle.fileno()), raw)
     except FileNotFoundError:
         raise BudgetError(f"{path}: no such budget file (write one with --update-budget)") from None
     except OSError as exc:
@@ -72,7 +79,9 @@ def load(path: str) -> BudgetFile:
         raise BudgetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise BudgetError(f"{path}: not valid TOML: {exc}") from None
-    return parse(data, path)
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise BudgetError(f"{path}: not valid TOML for a sync budget: nested too deeply") from None
+    return parse(data, path), seen
 
 
 def parse(data: dict, path: str) -> BudgetFile:
@@ -90,6 +99,9 @@ def parse(data: dict, path: str) -> BudgetFile:
         where = f"{path}: scripts.{_key(name)}"
         if not isinstance(table, dict):
             raise BudgetError(f"{where}: must be a table")
+        problem = key_problem(name)
+        if problem:
+            raise BudgetError(f"{where}: {problem}")
         budget.scripts[name] = _script(name, table, where)
     return budget
 
@@ -103,9 +115,7 @@ def _script(name: str, table: dict, where: str) -> ScriptBudget:
     args = _get(table, "args", list, where)
     if not all(isinstance(a, str) for a in args):
         raise BudgetError(f"{where}: `args` must be a list of strings")
-    tolerance = _get(table, "tolerance", (int, float), where, default=0)
-    if isinstance(tolerance, bool) or tolerance < 0 or not math.isfinite(tolerance):
-        raise BudgetError(f"{where}: `tolerance` must be a number >= 0")
+    tolerance = _amount(table, "tolerance", where, default=0)
     syncs = _get(table, "syncs", list, where, default=[])
     script = ScriptBudget(
         path=name,
@@ -115,7 +125,7 @@ def _script(name: str, table: dict, where: str) -> ScriptBudget:
         window=_positive(table, "window", where),
         backend=_get(table, "backend", str, where),
         tolerance=tolerance,
-        total=float(_get(table, "total", (int, float), where, default=0.0)),
+        total=float(_amount(table, "total", where, default=0.0)),
         scale=_get(table, "scale", str, where, default=None),
     )
     for i, item in enumerate(syncs):
@@ -161,10 +171,39 @@ def _get(table: dict, key: str, kind: type | tuple, where: str, default: object 
 _TYPE_WORDS = {"list": "a list", "str": "a string", "int": "an integer", "int or float": "a number"}
 
 
+def _amount(table: dict, key: str, where: str, default: float | int) -> float | int:
+    """A number of syncs per step: finite and >= 0 (TOML spells nan and inf, and a nan
+    total would compare as within any budget)."""
+    value = _get(table, key, (int, float), where, default=default)
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer beyond any float
+        finite = False
+    if not (finite and value >= 0):
+        raise BudgetError(f"{where}: `{key}` must be a finite number >= 0, not {value!r}")
+    return value
+
+
+def key_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a script key: a key is a path relative to the project root,
+    '/'-separated, that stays inside it. The budget replays its scripts, so a key naming a
+    file elsewhere (`../x.py`, `/tmp/x.py`) would run code from outside the project."""
+    if name.startswith("/"):
+        return "a script key must be a '/'-separated path relative to the project root, not an absolute path"
+    if any(part in ("", ".", "..") for part in name.split("/")):
+        return "a script key must be a path inside the project root (no `..`, `.` or empty parts)"
+    return None
+
+
+_MAX_INTEGER = 2**53
+
+
 def _positive(table: dict, key: str, where: str, minimum: int = 1) -> int:
     value = _get(table, key, int, where)
     if value < minimum:
         raise BudgetError(f"{where}: `{key}` must be an integer >= {minimum}, not {value}")
+    if value > _MAX_INTEGER:  # TOML integers are unbounded; totals and periods become floats
+        raise BudgetError(f"{where}: `{key}` must be an integer <= 2**53")
     return value
 
 
@@ -215,10 +254,11 @@ def _inline(line: LineCount) -> str:
     return "{ " + ", ".join(f"{key} = {value}" for key, value in fields) + " }"
 
 
-def write(budget: BudgetFile, path: str | None = None) -> bool:
+def write(budget: BudgetFile, path: str | None = None, expected: tuple | None = None) -> bool:
     """Write atomically (atomic.py: a crash never leaves half a file; WriteError when it
     cannot be written); False when the text is unchanged (the file is then left untouched,
-    its timestamp included)."""
+    its timestamp included). ``expected``: the fingerprint of the file as read; a file that
+    no longer matches it is left alone (ChangedOnDisk). budget_update.py locks and merges."""
     path = path or budget.path
     text = dumps(budget)
     try:
@@ -228,7 +268,7 @@ def write(budget: BudgetFile, path: str | None = None) -> bool:
     except (OSError, UnicodeDecodeError):
         pass
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    write_atomic(path, text.encode("utf-8"))  # WriteError: the file is as it was
+    write_atomic(path, text.encode("utf-8"), expected=expected, retry="run --update-budget again")  # WriteError: the file is as it was
     return True
 
 

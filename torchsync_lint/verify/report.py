@@ -24,7 +24,7 @@ LEGEND = (
     ("note", "what the verifier noticed while containing the run (signals, processes left running, output cut)"),
     ("timeout", "no exit within --timeout; the evidence recorded until then is kept when the script could be stopped"),
     ("crashed", "the script (or the harness) failed; the last line of its traceback is shown"),
-    ("early-exit", "a fixture exited 0 without its `RESULT {json}` line"),
+    ("early-exit", "the script exited with status 0 before finishing its steps (an `os._exit(0)`), or a fixture without its `RESULT {json}` line"),
     ("interrupted", "the verifier was interrupted (Ctrl-C, SIGTERM) before or while this script ran"),
     ("internal-error", "the verifier failed on this script; the others were still verified"),
     ("skipped", "a `requires=` package of the fixture is not importable"),

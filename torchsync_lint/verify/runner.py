@@ -24,6 +24,8 @@ INTERRUPTED = "interrupted"  # the verifier was stopped (Ctrl-C, SIGTERM) while 
 
 STOPPED_BY_STEPS = "steps"  # the harness's step clock stopped the script (harness_common.StopRun)
 
+EXITED_EARLY = "exited early with status 0, before finishing its steps (an `os._exit(0)`? it ends the process before the verifier can record the run)"
+
 RESULT_PREFIX = "RESULT "
 _TAIL = 2000
 
@@ -180,6 +182,10 @@ def _classify(
         # The harness died (signal, OOM kill, import error) or was killed before writing its record.
         status = TIMEOUT if watched and watched.timed_out else INTERRUPTED if watched and watched.cancelled else CRASHED
         detail = _tail(stderr) or _exit_text(returncode)
+        if status == CRASHED and returncode == 0:
+            # Status 0 and no record: the process ended without unwinding (os._exit(0) in the
+            # script), so the harness never wrote what it saw. Not a crash; not a finished run.
+            status, detail = EARLY_EXIT, EXITED_EARLY
         if status == TIMEOUT:
             detail = f"no exit after {timeout:g}s (killed)"
         elif status == INTERRUPTED:
