@@ -41,7 +41,9 @@ def noqa_added(body: str) -> str:
     new, count = add_noqa(src, findings)
     assert count > 0
     ast.parse(new)
-    assert lint_text(new, "t.py") == []  # every finding is silenced where the directive went
+    # every finding is silenced where the directive went (a stale code of the case's own, such as
+    # `ignore[TSL102]` on a TSL101 line, stays TSL904: --fix removes it, --add-noqa does not keep it)
+    assert [f for f in lint_text(new, "t.py") if f.code != "TSL904"] == []
     assert add_noqa(new, lint_text(new, "t.py")) == (new, 0)  # idempotent
     return new[len(HEAD):]
 

@@ -177,7 +177,7 @@ def test_a_file_named_twice_or_also_found_by_a_walk_is_linted_once(project, caps
     code, out, _ = run(capsys, "--format", "json", "./train.py", "train.py")
     assert [d["path"] for d in json.loads(out)] == ["./train.py"]
     code, out, _ = run(capsys, "missing.py", "./missing.py", "train.py")
-    assert code == 1 and out.count("TSL902") == 1 and "1 file could not be linted" in out  # (findings too: 1)
+    assert code == 1 and out.count(": TSL902 ") == 1 and "1 file could not be linted" in out  # (findings too: 1)
 
 
 # -- per-file-ignores -------------------------------------------------------------------------

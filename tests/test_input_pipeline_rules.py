@@ -546,7 +546,7 @@ def test_invalid_case_fixes_parse_and_match(case):
 def test_unsafe_and_suggestion_fixes_are_not_applied_by_default():
     src = gpu(loader="DataLoader(ds, batch_size=8)", copy="x = x.to(device)")
     fixed = apply_fixes(src, lint(src))
-    assert "pin_memory=True" in fixed and "non_blocking=True" in fixed
+    assert 'pin_memory=device.type == "cuda"' in fixed and "non_blocking=True" in fixed
     assert "num_workers" not in fixed and "import os" not in fixed
     fixed = apply_fixes(src, lint(src), Applicability.UNSAFE)
     assert "\nimport os\n" in fixed and "num_workers=min(8, os.cpu_count() or 1)" in fixed
@@ -588,12 +588,55 @@ def test_pipeline_fixtures_run_and_fixes_keep_the_losses():
     assert baseline["losses"] == pytest.approx(optimized["losses"], abs=1e-4)
 
 
+def _pin_fix(src: str) -> str:
+    (finding,) = [f for f in lint(src, {"TSL302"})]
+    fixed = apply_fixes(src, [finding])
+    ast.parse(fixed)
+    return next(line for line in fixed.splitlines() if "DataLoader(ds" in line)
+
+
+@pytest.mark.parametrize(
+    ("src", "value"),
+    [
+        (gpu(loader="DataLoader(ds, num_workers=2)"), 'device.type == "cuda"'),
+        (gpu(loader="DataLoader(ds, num_workers=2)", copy="x = x.to(device=device)"), 'device.type == "cuda"'),
+        # near misses: no `torch.device` variable the loader can read
+        (GPU.replace('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', 'device = "cuda" if torch.cuda.is_available() else "cpu"').format(loader="DataLoader(ds, num_workers=2)", copy="x = x.to(device)"), "torch.cuda.is_available()"),
+        (gpu(loader="DataLoader(ds, num_workers=2)", copy="x = x.cuda()"), "torch.cuda.is_available()"),
+        (gpu(loader="DataLoader(ds, num_workers=2)", copy="x = x.to(args.device)"), "torch.cuda.is_available()"),
+        (gpu(loader="DataLoader(ds, num_workers=2)", copy="x = x.to(device)\n    y = y.to(other)").replace("model = ", "other = torch.device('cuda:1')\nmodel = "), "torch.cuda.is_available()"),  # two devices
+        (gpu(loader="DataLoader(ds, num_workers=2)").replace("loader = DataLoader(ds, num_workers=2)\n", "loader = DataLoader(ds, num_workers=2)\ndevice = torch.device('cuda')\n"), "torch.cuda.is_available()"),  # rebound after the loader
+    ],
+)
+def test_pin_memory_fix_follows_the_device_the_script_chose(src, value):
+    assert f"pin_memory={value}" in _pin_fix(src)
+
+
+def test_pinned_fix_runs_quietly_on_a_cpu_machine(tmp_path):
+    """torch warns when it is asked to pin without an accelerator; the fixed loader does not ask."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("the warning is about machines without CUDA")
+    body = "import warnings\nwarnings.simplefilter('always')\nds = [torch.zeros(2) for _ in range(4)]\n"
+    script = body + GPU.replace("for x, y in loader:\n    {copy}\n    model(x).sum().backward()\n", "for x in loader:\n    {copy}\n").split("\n", 2)[2]
+    script = "import torch\nfrom torch.utils.data import DataLoader\n" + script
+    for name, loader in (("before.py", "DataLoader(ds, batch_size=2, pin_memory=True)"), ("after.py", None)):
+        text = script.format(loader=loader or "DataLoader(ds, batch_size=2)", copy="x = x.to(device, non_blocking=True)")
+        if loader is None:
+            text = apply_fixes(text, [f for f in lint(text, {"TSL302"})])
+            assert 'pin_memory=device.type == "cuda"' in text
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        out = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True, timeout=120, check=True)
+        assert ("pin_memory" in out.stderr) == (name == "before.py"), out.stderr
+
+
 def test_appended_keyword_goes_after_a_parenthesised_last_argument():
     src = gpu(loader="DataLoader(ds, batch_size=(32) ,)")
     fixed = apply_fixes(src, lint(src), Applicability.UNSAFE)
     ast.parse(fixed)
-    assert "DataLoader(ds, batch_size=(32), pin_memory=True, num_workers=min(8, os.cpu_count() or 1) ,)" in fixed or \
-        "DataLoader(ds, batch_size=(32), num_workers=min(8, os.cpu_count() or 1), pin_memory=True ,)" in fixed
+    pin = 'pin_memory=device.type == "cuda"'
+    assert f"DataLoader(ds, batch_size=(32), {pin}, num_workers=min(8, os.cpu_count() or 1) ,)" in fixed or \
+        f"DataLoader(ds, batch_size=(32), num_workers=min(8, os.cpu_count() or 1), {pin} ,)" in fixed
 
 
 def test_family_docs_match_the_rule_docstrings():

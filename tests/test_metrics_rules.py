@@ -335,6 +335,52 @@ def test_tsl202_fix_builds_the_tensor_on_the_metric_device():
     assert found(new) == set()
 
 
+_T202_ATTR = "class Trainer:\n    def __init__(self):\n        self.avg = MeanMetric().to(device)\n\ntrainer = Trainer()"
+_T202_COLLECTION = 'metrics = MetricCollection({"loss": MeanMetric(), "total": SumMetric()}).to(device)'
+
+
+@pytest.mark.parametrize(
+    ("setup", "before", "after"),
+    [
+        ("total = SumMetric().cuda()", "total.update(loss.item())", "total.update(loss.detach())"),
+        (_T202_ATTR, "trainer.avg.update(loss.item())", "trainer.avg.update(loss.detach())"),  # an attribute receiver
+        (_T202_COLLECTION, "metrics.update(loss.item())", "metrics.update(loss.detach())"),  # a collection (no `.dtype`)
+        ('metrics = {"loss": MeanMetric().to(device)}', 'metrics["loss"].update(value=loss.item())', 'metrics["loss"].update(value=loss.detach())'),
+        ("avg = MeanMetric().to(device)", "avg.update(float(loss))", "avg.update(loss.detach())"),
+        ("avg = MeanMetric().to(device)", "avg.update((loss * 2).item())", "avg.update((loss * 2).detach())"),
+    ],
+)
+def test_tsl202_passes_the_tensor_read_by_item(setup, before, after):
+    """`m.update(loss.item())`: the fix ends the read too (TSL101 is gone), where
+    `torch.full((), loss.item(), ...)` kept it."""
+    code = metric_case(setup, before)
+    (finding,) = [f for f in lint(code) if f.code == "TSL202"]
+    assert finding.fix.applicability is Applicability.SAFE and "pass the tensor" in finding.message
+    new = fixed(code, "TSL202")
+    assert new == metric_case(setup, after)
+    assert {f.code for f in lint_source(new, "t.py", {"TSL101", "TSL202"})} == set()
+
+
+@pytest.mark.parametrize(
+    ("setup", "before", "after"),
+    [
+        ("avg = MeanMetric().to(device)", "avg.update(0.5)", "avg.update(torch.full((), 0.5, dtype=avg.dtype, device=avg.device))"),
+        ("avg = MeanMetric().to(device)", "avg.update(int(loss))", "avg.update(torch.full((), int(loss), dtype=avg.dtype, device=avg.device))"),  # truncates
+        ("avg = MeanMetric().to(device)\nhost = torch.zeros(())", "avg.update(host.item())", "avg.update(torch.full((), host.item(), dtype=avg.dtype, device=avg.device))"),  # a CPU tensor
+    ],
+)
+def test_tsl202_other_numbers_keep_the_torch_full_fix(setup, before, after):
+    assert fixed(metric_case(setup, before), "TSL202") == metric_case(setup, after)
+
+
+def test_tsl202_detach_is_unsafe_with_a_float_nan_strategy():
+    code = metric_case("avg = MeanMetric(nan_strategy=0.0).to(device)", "avg.update(loss.item())")
+    (finding,) = [f for f in lint(code) if f.code == "TSL202"]
+    assert finding.fix.applicability is Applicability.UNSAFE
+    near = metric_case("avg = MeanMetric(nan_strategy='ignore').to(device)", "avg.update(loss.item())")
+    assert [f.fix.applicability for f in lint(near) if f.code == "TSL202"] == [Applicability.SAFE]
+
+
 def test_tsl202_no_fix_for_values_that_may_be_arrays():
     code = metric_case("import numpy as np\navg = MeanMetric(nan_strategy='disable').to(device)", "avg.update(np.mean(np.ones(3)))")
     findings = [f for f in lint(code) if f.code == "TSL202"]

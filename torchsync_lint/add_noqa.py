@@ -28,6 +28,7 @@ from functools import partial
 from torchsync_lint import suppress
 from torchsync_lint.lines import split_ends
 from torchsync_lint.types import Finding
+from torchsync_lint.unused_noqa import CODE as UNUSED
 
 # `# noqa: E501, W291` with its codes (codes are letters then digits, as flake8 and ruff read them).
 _NOQA_CODES = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*)", re.I)
@@ -48,8 +49,8 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
     last = max(line_ends, default=0)
     wanted: dict[int, set[str]] = {}
     for f in findings:
-        if f.severity == "error":
-            continue
+        if f.severity == "error" or f.code == UNUSED:
+            continue  # a stale suppression is removed by `--fix`, not kept by another one
         line = f.line
         while line not in line_ends and line < last:
             line += 1  # the string or continuation goes on; the statement ends on a later line
@@ -157,13 +158,13 @@ def _add_noqa_file(path: str, config, named: frozenset[str] = frozenset()) -> No
         new_text, added = add_noqa(text, findings)
         if not added:
             # Nothing could be added (no line that can end in a comment): every finding stays.
-            outcome.unsilenced = [source.to_file(f) for f in findings if f.severity != "error"]
+            outcome.unsilenced = [source.to_file(f) for f in findings if f.severity != "error" and f.code != UNUSED]
             return outcome
         problem = validate(new_text, path, must_compile=False)
         if problem is not None:
             outcome.problem = problem
             return outcome
-        outcome.unsilenced = [source.to_file(f, new_text) for f in lint(new_text) if f.severity != "error"]
+        outcome.unsilenced = [source.to_file(f, new_text) for f in lint(new_text) if f.severity != "error" and f.code != UNUSED]
     outside = write_scope.outside_target(path, named)
     if outside:
         outcome.outside, outcome.unsilenced = outside, []

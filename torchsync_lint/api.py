@@ -84,26 +84,28 @@ def _lint_stdin(config: Config, stdin_filename: str | None, use_cache: bool) -> 
     return FileResult.of(shown, findings, source.file)
 
 
-def lint_paths(paths: list[str], config: Config, jobs: int = 1, *, use_cache: bool = True) -> list[FileResult]:
+def lint_paths(paths: list[str], config: Config, jobs: int = 1, *, use_cache: bool = True, progress=None) -> list[FileResult]:
     """Lint every file under ``paths`` as parts of their projects; ``jobs`` > 1 spreads many
     files over processes (``None``: one per core, see parallel.py). The results are in the
-    same order either way."""
+    same order either way. ``progress(done, total)``: see parallel.map_files."""
     files, bad = discover(paths, config)
     results = [FileResult(p, errors=[file_error(p, e.code, e.message)]) for p, e in bad]
-    return results + map_in_sessions(partial(lint_file, config=config), files, config, jobs, use_cache=use_cache)
+    return results + map_in_sessions(partial(lint_file, config=config), files, config, jobs, use_cache=use_cache, progress=progress)
 
 
-def map_in_sessions(work: Callable[[str], T], files: list[str], config: Config, jobs: int | None, *, use_cache: bool = True) -> list[T]:
+def map_in_sessions(work: Callable[[str], T], files: list[str], config: Config, jobs: int | None, *, use_cache: bool = True, progress=None) -> list[T]:
     """``work(path)`` for each file (in ``jobs`` processes, see parallel.py), with the run's
     Sessions installed (set_run_sessions) while it runs: ``work`` lints each file in its
     project session. The sessions are uninstalled whatever happens (an exception, a
     KeyboardInterrupt): the work runs in this process when there is one job, and a later
     lint must not read this run's texts."""
     with closing(Sessions.for_files(files, config, use_cache=use_cache)) as run:
+        if progress is not None:
+            progress(0, len(files))  # before the project is summarised: the line shows at once
         with relaxed_gc():  # summarising parses and analyses modules, as linting does
             run.prepare(jobs)
         try:
-            return map_files(work, files, jobs, initializer=set_run_sessions, initargs=(run,))
+            return map_files(work, files, jobs, initializer=set_run_sessions, initargs=(run,), progress=progress)
         finally:
             set_run_sessions(None)
 

@@ -31,6 +31,7 @@ RULES = (
     RuleEntry("TSL303", "dataloader-main-process-loading", True),
     RuleEntry("TSL304", "host-float-normalization", True),
     RuleEntry("TSL305", "host-tensor-in-loop", True),
+    RuleEntry("TSL904", "unused-suppression", True),
 )
 
 

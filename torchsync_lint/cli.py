@@ -210,7 +210,10 @@ def cmd_check(args) -> int:
     if paths == ["-"]:
         results = [lint_file("-", config, stdin_filename=args.stdin_filename, use_cache=not args.no_cache)]
     else:
-        results = lint_paths(paths, config, jobs=args.jobs, use_cache=not args.no_cache)
+        from torchsync_lint.progress import progress
+
+        with progress(sys.stderr) as tick:  # a line on a terminal's stderr only (progress.py)
+            results = lint_paths(paths, config, jobs=args.jobs, use_cache=not args.no_cache, progress=tick)
     options = {
         "color": _use_color(args.output_file),
         "quiet": args.quiet,

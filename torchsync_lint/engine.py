@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchsync_lint import suppress
+from torchsync_lint import suppress, unused_noqa
 from torchsync_lint.analysis import ModuleAnalysis
 from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.errors import describe_exception, file_error, syntax_error
@@ -63,19 +63,34 @@ def _findings(active: list, analysis: ModuleAnalysis, path: str, source: str, se
     instances = [rule(context) for rule in active]
     errors = _run_rules(instances, analysis, path)
     reported = [pair for rule in instances if not rule.crashed for pair in rule.reported]
-    if not reported:
+    judge_unused = any(rule.code == unused_noqa.CODE for rule in instances)
+    if not reported and not judge_unused:
         return errors
-    suppressed = suppress.comment_codes(source, noqa=noqa)
+    found = suppress.directives(source, noqa=noqa)
+    exempt = suppress.file_codes(source, noqa=noqa)
+    by_line: dict[int, list[suppress.Directive]] = {}
+    for d in found:
+        by_line.setdefault(d.line, []).append(d)
+    used: set[tuple[suppress.Directive, str]] = set()  # (directive, entry) that silenced a finding
     findings: dict[tuple, Finding] = {}
     for node, finding in reported:
-        if suppressed:
+        if exempt and suppress.matches(finding.code, exempt):
+            continue  # `# torchsync-lint: noqa: TSL101` (or a blanket one) exempts the file
+        if by_line:
             try:
                 lines = suppress.statement_lines(node, analysis.tree.parents, analysis.positions)
             except (RecursionError, MemoryError):
                 lines = range(finding.line, finding.end_line + 1)
-            if any(suppress.matches(finding.code, suppressed.get(line, set())) for line in lines):
+            hits = [(d, entry) for line in lines for d in by_line.get(line, ()) for entry in d.matching(finding.code)]
+            if hits:
+                used.update(hits)
                 continue
         findings.setdefault((finding.line, finding.column, finding.code), finding)
+    if judge_unused and found:
+        # Judged only for rules that ran to the end and could report here (unused_noqa.py).
+        ran = {rule.code for rule in instances if not rule.crashed and not rule.inert()}
+        for f in unused_noqa.unused_findings(path, found, used, ran, load_rules(), exempt):
+            findings.setdefault((f.line, f.column, f.code), f)
     return sorted([*findings.values(), *errors], key=lambda f: f.sort_key)
 
 

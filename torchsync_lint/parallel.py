@@ -39,7 +39,10 @@ def default_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def map_files(work: Callable[[str], T], files: Sequence[str], jobs: int | None = None, *, initializer=None, initargs: tuple = ()) -> list[T]:
+def map_files(
+    work: Callable[[str], T], files: Sequence[str], jobs: int | None = None, *, initializer=None, initargs: tuple = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> list[T]:
     """``[work(f) for f in files]``, spread over ``jobs`` processes (None: default_jobs()).
 
     ``work`` must be picklable (a module-level function or a functools.partial of one);
@@ -47,22 +50,27 @@ def map_files(work: Callable[[str], T], files: Sequence[str], jobs: int | None =
     file is its own task, the largest first, so that one big file does not hold back a chunk
     of small ones. If the pool cannot be started or a worker dies (no /dev/shm in a sandbox,
     the OOM killer), the files are done here instead: ``work`` is idempotent for lint and fix
-    alike (fixing a file twice changes nothing the second time).
+    alike (fixing a file twice changes nothing the second time). ``progress(done, total)`` is
+    called as files finish (progress.py draws it), in this process.
     """
     jobs = default_jobs() if jobs is None else max(1, jobs)
     if jobs == 1 or len(files) < PARALLEL_MIN_FILES:
         with relaxed_gc():
-            return _here(work, files, initializer, initargs)
-    from concurrent.futures import ProcessPoolExecutor
+            return _here(work, files, initializer, initargs, progress)
+    from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
     order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_worker_init, initargs=(initializer, initargs)) as pool:
             futures = {i: pool.submit(work, files[i]) for i in order}
+            if progress is not None:
+                progress(0, len(files))
+                for done, _ in enumerate(as_completed(futures.values()), 1):
+                    progress(done, len(files))
             return [futures[i].result() for i in range(len(files))]
     except (OSError, BrokenProcessPool):
-        return _here(work, files, initializer, initargs)
+        return _here(work, files, initializer, initargs, progress)
 
 
 @contextmanager
@@ -104,10 +112,17 @@ def _worker_init(initializer, initargs) -> None:
         initializer(*initargs)
 
 
-def _here(work, files, initializer, initargs) -> list:
+def _here(work, files, initializer, initargs, progress=None) -> list:
     if initializer is not None:
         initializer(*initargs)
-    return [work(path) for path in files]
+    if progress is None:
+        return [work(path) for path in files]
+    results = []
+    progress(0, len(files))
+    for path in files:
+        results.append(work(path))
+        progress(len(results), len(files))
+    return results
 
 
 def _size(path: str) -> int:

@@ -17,6 +17,7 @@ from typing import ClassVar
 import libcst as cst
 
 from torchsync_lint.analysis import HotContext, ModuleAnalysis
+from torchsync_lint.errors import FILE_ERRORS
 from torchsync_lint.types import Applicability, Edit, Finding, Fix, Invalid, Valid
 
 registry: dict[str, type[Rule]] = {}
@@ -25,7 +26,7 @@ registry: dict[str, type[Rule]] = {}
 class PositionError(Exception):
     """A reported node's position could not be computed (a pathologically deep statement)."""
 
-_CODE = re.compile(r"^TSL[1-8]\d\d$")
+_CODE = re.compile(r"^TSL[1-9]\d\d$")  # TSL9xx: about the comments (TSL900-903 are file errors)
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
 REQUIRED_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead")
 DOCS_URL = "https://github.com/torchsync-lint/torchsync-lint/blob/main/docs/rules.md#{code_lower}"
@@ -59,6 +60,8 @@ class Rule:
         problems = []
         if not _CODE.match(cls.code):
             problems.append(f"code {cls.code!r} is not TSL + 3 digits")
+        if cls.code in FILE_ERRORS:
+            problems.append(f"code {cls.code} is a file error code (errors.py)")
         if cls.code in registry and registry[cls.code].__qualname__ != cls.__qualname__:
             problems.append(f"code {cls.code} already used by {registry[cls.code].__qualname__}")
         if not _NAME.match(getattr(cls, "name", "")):
@@ -89,6 +92,11 @@ class Rule:
         self.analysis = context.analysis
         self.reported: list[tuple[cst.CSTNode, Finding]] = []
         self.crashed = False  # set by the engine when a visit raised: its findings are dropped
+
+    def inert(self) -> bool:
+        """True when a setting or the environment keeps this rule from reporting anything in
+        this run, whatever the code: its `# noqa` codes are then not judged unused (TSL904)."""
+        return False
 
     # -- helpers for rule authors ----------------------------------------------------------
     def hot(self, node: cst.CSTNode) -> HotContext | None:

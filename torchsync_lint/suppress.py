@@ -1,8 +1,15 @@
-"""Inline suppression: `# noqa`, `# noqa: TSL101,TSL2`, `# torchsync: ignore[TSL101]`.
+"""Suppression comments: `# noqa`, `# noqa: TSL101,TSL2`, `# torchsync: ignore[TSL101]` (one
+statement) and `# torchsync-lint: noqa[: CODES]`, `# flake8: noqa[: CODES]` (the whole file).
 
-A comment suppresses a finding when it sits on any line of the statement that holds the
+A line comment suppresses a finding when it sits on any line of the statement that holds the
 finding (for a compound statement, any line of its header), as in Fixit's comment walk.
 Comments are read with `tokenize`, so `"# noqa"` inside a string does not count.
+
+A file-level directive is an own-line comment anywhere in the file, as ruff reads
+`# ruff: noqa` (flake8 reads it on any line; a trailing one is ambiguous, so it is no
+directive here). `# flake8: noqa: CODES` exempts those codes, as ruff reads it (flake8 itself
+ignores that form with a warning). The flake8 adapter (``noqa=False``) leaves every `# noqa`
+and `# flake8: noqa` to flake8 and applies only our own spellings.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -17,10 +25,76 @@ import libcst as cst
 # them (`# noqa: E501 t is fine`) are a comment, not codes (`t` would match every TSL code).
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _IGNORE = re.compile(r"#\s*torchsync:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
+_CODES = r"(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?"
+_FILE_OURS = re.compile(r"#\s*torchsync-lint:\s*noqa" + _CODES, re.I)
+_FILE_FLAKE8 = re.compile(r"#\s*flake8[:=]\s*noqa" + _CODES, re.I)
 
 _MAYBE_SUPPRESSED = re.compile(r"noqa|torchsync:", re.I)  # a cheap pre-check of the whole text
 
 ALL = "*"
+
+
+@dataclass(frozen=True)
+class Directive:
+    """One line-level directive: where it is and what it names (``codes`` None: all)."""
+
+    line: int
+    start: int  # 0-based columns of the directive inside its line, end exclusive
+    end: int
+    codes: tuple[str, ...] | None  # upper case, as written (prefixes too)
+    comment_start: int  # the comment token holding it: its column and text
+    comment: str
+    own_line: bool  # nothing but indentation before the comment
+    line_text: str  # the physical line (the fix of TSL904 rewrites its comment)
+
+    def matching(self, code: str) -> list[str]:
+        """The entries of this directive that suppress ``code`` (ALL for a blanket one)."""
+        if self.codes is None:
+            return [ALL]
+        return [c for c in self.codes if code.startswith(c)]
+
+
+def _comments(source: str) -> list[tokenize.TokenInfo]:
+    if not _MAYBE_SUPPRESSED.search(source):
+        return []  # no such comment anywhere: skip the tokenizer (most files)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source, newline=None).readline))  # \r and \r\n end lines too
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []
+    return [tok for tok in tokens if tok.type == tokenize.COMMENT]
+
+
+def _split_codes(codes: str) -> tuple[str, ...]:
+    return tuple(c.upper() for c in re.split(r"[\s,]+", codes.strip()) if c)
+
+
+def directives(source: str, noqa: bool = True) -> list[Directive]:
+    """Every line-level directive, in source order (see ``comment_codes`` for ``noqa``)."""
+    found = []
+    for tok in _comments(source):
+        own_line = not tok.line[: tok.start[1]].strip()
+        for pattern in (_NOQA, _IGNORE) if noqa else (_IGNORE,):
+            for m in pattern.finditer(tok.string):
+                codes = m.group("codes")
+                if pattern is _IGNORE and codes is not None and not codes.strip():
+                    codes = None
+                at = tok.start[1]
+                found.append(Directive(tok.start[0], at + m.start(), at + m.end(), None if codes is None else _split_codes(codes), at, tok.string, own_line, tok.line))
+    return sorted(found, key=lambda d: (d.line, d.start))
+
+
+def file_codes(source: str, noqa: bool = True) -> set[str]:
+    """The codes (ALL for every one) that own-line file-level directives exempt the file from."""
+    result: set[str] = set()
+    for tok in _comments(source):
+        if tok.line[: tok.start[1]].strip():
+            continue  # a trailing comment: `x = 1  # flake8: noqa` is no file directive
+        for pattern in (_FILE_OURS, _FILE_FLAKE8) if noqa else (_FILE_OURS,):
+            m = pattern.match(tok.string)
+            if m is not None:
+                codes = m.group("codes")
+                result |= {ALL} if codes is None else set(_split_codes(codes))
+    return result
 
 
 def comment_codes(source: str, noqa: bool = True) -> dict[int, set[str]]:
@@ -30,22 +104,8 @@ def comment_codes(source: str, noqa: bool = True) -> dict[int, set[str]]:
     to flake8, which applies it itself (and honours `--disable-noqa`).
     """
     result: dict[int, set[str]] = {}
-    if not _MAYBE_SUPPRESSED.search(source):
-        return result  # no such comment anywhere: skip the tokenizer (most files)
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source, newline=None).readline))  # \r and \r\n end lines too
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return result
-    for tok in tokens:
-        if tok.type != tokenize.COMMENT:
-            continue
-        for pattern in (_NOQA, _IGNORE) if noqa else (_IGNORE,):
-            for m in pattern.finditer(tok.string):
-                codes = m.group("codes")
-                if pattern is _IGNORE and codes is not None and not codes.strip():
-                    codes = None
-                found = {ALL} if codes is None else {c.upper() for c in re.split(r"[\s,]+", codes.strip()) if c}
-                result.setdefault(tok.start[0], set()).update(found)
+    for d in directives(source, noqa):
+        result.setdefault(d.line, set()).update({ALL} if d.codes is None else d.codes)
     return result
 
 

@@ -24,6 +24,24 @@ def _lines(source, cell: int | None, cache: dict, path: str) -> list[str]:
     return cache[path, cell]
 
 
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _files(n: int) -> str:
+    return f"{n} file{_s(n)}"
+
+
+# A file these codes name was never linted (not read, not decoded, not parsed); TSL903 (a rule
+# crashed) still ran the other rules, so that file counts as checked.
+_NOT_LINTED = ("TSL900", "TSL901", "TSL902")
+
+
+def _checked(results) -> int:
+    """The files actually linted: `check missing.py` checked none."""
+    return sum(1 for r in results if not any(e.code in _NOT_LINTED for e in r.errors))
+
+
 @register("text")
 def render(results, options) -> str:
     color = bool(options.get("color"))
@@ -49,13 +67,18 @@ def render(results, options) -> str:
             out.append(_style(f"    {text}", DIM, color))
             out.append(_style("    " + " " * (f.column - 1) + "^" * width, CYAN, color))
     warnings = [f for f in items if f.severity != "error"]
-    errors = [f for f in items if f.severity == "error"]
-    files = len(results)
-    summary = f"Found {len(warnings)} finding{'s' if len(warnings) != 1 else ''} in {files} file{'s' if files != 1 else ''} checked"
-    if errors:
-        summary += f"; {len(errors)} file{'s' if len(errors) != 1 else ''} could not be linted"
+    summary = f"Found {len(warnings)} finding{_s(len(warnings))} in {_files(_checked(results))} checked"
+    failed = sorted({r.path: sorted({e.code for e in r.errors}) for r in results if r.errors}.items())
+    if failed:
+        codes = sorted({code for _, found in failed for code in found})
+        summary += f"; {_files(len(failed))} could not be linted ({', '.join(codes)})"
+    hidden = sum(1 for f in warnings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE) if not unsafe else 0
     if fixable:
         summary += f"; {fixable} fixable with `--fix`" + (" --unsafe-fixes" if unsafe else "")
+        if hidden:
+            summary += f" ({hidden} more with `--unsafe-fixes`)"
+    elif hidden:  # as ruff: "(N hidden fixes can be enabled with the `--unsafe-fixes` option)"
+        summary += f"; {hidden} fixable with `--fix --unsafe-fixes`"
     if not options.get("quiet"):  # `--quiet`: the findings only
         out.append(summary + ".")
     return "\n".join(out) + "\n" if out else ""

@@ -22,6 +22,8 @@ for x, y in loader:
 LOADER_LINE = 8
 COPY_LINE = 10
 _PINNED = "DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)"
+_ON_CUDA = 'device.type == "cuda"'  # TSL302's fix where the loop copies to `device = torch.device(...)`
+_GPU_STRING = '"cuda" if torch.cuda.is_available() else "cpu"'  # a string device: no `.type`
 _NB_COPY = "x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"
 
 

@@ -17,7 +17,8 @@ from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker,
 from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import custom_batch, serves_device_tensors, shadowed, uses_streams, written_in_place, yields_per_worker
-from torchsync_lint.rules._pipeline_cases import COPY_LINE, DEVICE_DATASET, LOADER_LINE, pipeline
+from torchsync_lint.rules._pin_value import pin_value
+from torchsync_lint.rules._pipeline_cases import _GPU_STRING, _ON_CUDA, COPY_LINE, DEVICE_DATASET, LOADER_LINE, pipeline
 from torchsync_lint.types import Applicability, Edit, Invalid, Valid
 
 def _render(rule: Rule, node: cst.BaseExpression) -> str:
@@ -307,13 +308,20 @@ class DataLoaderUnpinnedMemory(_Loader):
 
     ## Use instead
     ```python
-    loader = DataLoader(train_set, batch_size=128, shuffle=True, num_workers=8, pin_memory=True)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    loader = DataLoader(train_set, batch_size=128, shuffle=True, num_workers=8,
+                        pin_memory=device.type == "cuda")
     for x, y in loader:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
     ```
+    Pin only when the batches go to a CUDA device: on a machine without one, torch warns that
+    it cannot pin and pins nothing.
 
     ## Fix safety
-    Safe: the batches hold the same values; only the memory they live in changes. Pinned
+    Safe: the batches hold the same values; only the memory they live in changes. The fix
+    passes `pin_memory=device.type == "cuda"` when the loop copies the batches to a variable
+    bound to a `torch.device(...)` before the loader, else `pin_memory=torch.cuda.is_available()`
+    (importing `torch` if needed), so a CPU run neither pins nor warns. Pinned
     memory is page-locked RAM (about `prefetch_factor * num_workers` batches at a time), so a
     machine already short of RAM may prefer a smaller `prefetch_factor`. A loader over a
     dataset of device tensors (a `TensorDataset` of them, or a dataset class of this module
@@ -323,7 +331,7 @@ class DataLoaderUnpinnedMemory(_Loader):
     code = "TSL302"
     name = "dataloader-unpinned-memory"
     message = "this `DataLoader` feeds the GPU from pageable memory, so every batch copy is synchronous and cannot overlap compute; pass `pin_memory=True` (workers + pinning: 2.5x on MNIST)"
-    fix_title = "Pass `pin_memory=True`"
+    fix_title = "Pin the batches when they go to CUDA (`pin_memory=device.type == \"cuda\"`)"
     runtime_observable = True  # verifier: a batch of an unpinned loader copied to the device
 
     VALID = [
@@ -342,17 +350,27 @@ class DataLoaderUnpinnedMemory(_Loader):
             pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4)"),
             line=LOADER_LINE,
             message_contains="non_blocking=True",
-            expected_fix=pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)"),
+            expected_fix=pipeline(loader=f"DataLoader(dataset, batch_size=32, num_workers=4, pin_memory={_ON_CUDA})"),
         ),
         Invalid(
             pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=False)"),
             line=LOADER_LINE,
-            expected_fix=pipeline(loader="DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)"),
+            expected_fix=pipeline(loader=f"DataLoader(dataset, batch_size=32, num_workers=4, pin_memory={_ON_CUDA})"),
         ),
         Invalid(
             pipeline(loader="DataLoader(dataset, 32, True, None, None, 4, None, False)"),
             line=LOADER_LINE,
-            expected_fix=pipeline(loader="DataLoader(dataset, 32, True, None, None, 4, None, True)"),
+            expected_fix=pipeline(loader=f"DataLoader(dataset, 32, True, None, None, 4, None, {_ON_CUDA})"),
+        ),
+        Invalid(  # a string device has no `.type`: ask torch
+            pipeline(loader="DataLoader(dataset, num_workers=4)", device=_GPU_STRING),
+            line=LOADER_LINE,
+            expected_fix=pipeline(loader="DataLoader(dataset, num_workers=4, pin_memory=torch.cuda.is_available())", device=_GPU_STRING),
+        ),
+        Invalid(  # no `import torch` yet: the fix adds it
+            "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor x in loader:\n    model(x.cuda()).sum().backward()\n",
+            line=2,
+            expected_fix="from torch.utils.data import DataLoader\nimport torch\nloader = DataLoader(ds, num_workers=2, pin_memory=torch.cuda.is_available())\nfor x in loader:\n    model(x.cuda()).sum().backward()\n",
         ),
         Invalid(pipeline(loader="DL(dataset, batch_size=32, num_workers=4)", imports="from torch.utils.data.dataloader import DataLoader as DL"), line=LOADER_LINE),
         Invalid(pipeline(loader="torch.utils.data.dataloader.DataLoader(dataset, num_workers=4, pin_memory=PIN)", imports="PIN = False"), line=LOADER_LINE),
@@ -378,7 +396,8 @@ class DataLoaderUnpinnedMemory(_Loader):
         message = self.message
         if self._non_blocking_copies(info):
             message += "; its `non_blocking=True` copies are synchronous until the memory is pinned"
-        fix = self.make_fix(self.set_argument(info, info.pin_memory, "pin_memory", "True"))
+        value, imports = pin_value(self, tracker, info)
+        fix = self.make_fix(self.set_argument(info, info.pin_memory, "pin_memory", value), imports=imports)
         self.report(node, message, fix=fix)
 
     def _non_blocking_copies(self, info: LoaderInfo) -> bool:

@@ -16,7 +16,7 @@ from torchsync_lint.analysis.metrics import MetricSite, MetricUse, metric_tracke
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import shadowed
 from torchsync_lint.rules._metric_cases import RECORD, bad, epoch_case, metric_case, ok
-from torchsync_lint.types import Applicability
+from torchsync_lint.types import Applicability, Fix
 
 _NAN_CHECK_OVERRIDES = frozenset({"update", "_cast_and_nan_check_input", "forward"})
 
@@ -42,6 +42,17 @@ def _value_arg(use: MetricUse) -> cst.Arg | None:
 
 def _weight_arg(use: MetricUse) -> cst.Arg | None:
     return _update_arg(use, "weight", 1)
+
+
+_TENSOR_READ = (
+    "`{expr}` reads a device tensor into a Python number and gives it to a metric on the device, "
+    "which copies it back host-to-device and waits, every step; pass the tensor (`.detach()`) instead"
+)
+
+
+def _is_simple_value(expr: cst.BaseExpression) -> bool:
+    """An expression that `.detach()` can follow as it is (no operator to parenthesise)."""
+    return isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) or bool(getattr(expr, "lpar", ()))
 
 
 def _is_simple(expr: cst.BaseExpression) -> bool:
@@ -277,12 +288,23 @@ class MetricScalarUpdate(_MetricRule):
     sync (`torch.tensor(dt, device=...)` and `torch.as_tensor(dt, device=...)` do copy). Or keep
     a host-side value in a CPU metric (see TSL205 for DDP).
 
+    When the number was read from a device tensor (`metric.update(loss.item())`, or
+    `float(loss)`), pass the tensor itself: `metric.update(loss.detach())`. That removes the
+    read (a TSL101 sync) as well as the copy back.
+
     ## Fix safety
     Safe: the tensor has the metric's own dtype and device, which is exactly what
     torchmetrics' `torch.as_tensor(value, dtype=self.dtype, device=self.device)` builds, minus
     the blocking copy. Offered only when the argument is plainly a Python number and the metric
     expression can be repeated (`m`, `self.m`, `metrics["name"]`) and is one metric (a
     `MetricCollection` has no `.dtype` or `.device`).
+
+    `X.item()` / `float(X)` of a device tensor becomes `X.detach()`, for a collection too:
+    torchmetrics casts a tensor to the metric's dtype (`x.to(self.dtype)`) as it casts the
+    number, and a one-element tensor aggregates as the number does (`int(X)` truncates, so it
+    keeps the `torch.full` fix). Unsafe when a metric's `nan_strategy` is a float (or set from a
+    variable): torchmetrics then writes the replacement into the given tensor in place, and
+    with `X.detach()` that is X's own storage.
     """
 
     code = "TSL202"
@@ -306,7 +328,15 @@ class MetricScalarUpdate(_MetricRule):
             "step_time.update(",
         ),
         bad(metric_case('metrics = {"lr": MeanMetric()}\nmetrics = {k: m.to(device) for k, m in metrics.items()}', 'metrics["lr"].update(0.1)'), 'metrics["lr"].update(0.1)'),
-        bad(metric_case("total = SumMetric().cuda()", "total.update(loss.item())"), "total.update(loss.item())"),
+        bad(
+            metric_case("total = SumMetric().cuda()", "total.update(loss.item())"), "total.update(loss.item())",
+            expected_fix=metric_case("total = SumMetric().cuda()", "total.update(loss.detach())"),
+        ),
+        bad(
+            metric_case("avg = MeanMetric(nan_strategy=0.0).to(device)", "avg.update(value=float(loss))"), "avg.update(value=float(loss))",
+            expected_fix=metric_case("avg = MeanMetric(nan_strategy=0.0).to(device)", "avg.update(value=loss.detach())"),
+            applicability=Applicability.UNSAFE,  # the float strategy writes into loss's storage
+        ),
         bad(metric_case("avg = MeanMetric().to(device)", "avg.update(loss, weight=32)"), "avg.update(loss, weight=32)"),
         bad(metric_case(RECORD + "import time\nstep_time = MeanMetric().to(device)", "t0 = time.perf_counter()\nrecord(step_time, time.perf_counter() - t0)"), "metric.update(value)"),
     ]
@@ -324,13 +354,47 @@ class MetricScalarUpdate(_MetricRule):
         hot = self.hot(node)
         if hot is None:
             return
-        fix = None
+        message = _TENSOR_READ if all(self._device_item(a.value) is not None for a in scalars) else None
+        self.report(node, message, expr=self.snippet(node), fix=self._fix(node, use, scalars, sites), hot=hot)
+
+    def _fix(self, node: cst.Call, use: MetricUse, scalars: list[cst.Arg], sites: list) -> Fix | None:
+        """`X.item()` of a device tensor: pass `X.detach()` (the read the finding is about goes
+        too, where `torch.full((), X.item(), ...)` would keep TSL101's sync); another Python
+        number: `torch.full` on the metric's device."""
+        read = {id(a): self._device_item(a.value) for a in scalars}
+        edits, needs_torch = [], False
         single = all(site.cls.family != "collection" for site in use.sites)  # a MetricCollection has no `.dtype`
-        if single and _is_simple(use.receiver) and all(self._is_plain_scalar(a.value) for a in scalars) and not shadowed(self.analysis, node, "torch"):
-            recv = self.code_for(use.receiver)
-            edits = [self.edit(a.value, f"torch.full((), {self.code_for(a.value)}, dtype={recv}.dtype, device={recv}.device)") for a in scalars]
-            fix = self.make_fix(*edits, applicability=Applicability.SAFE, imports=("torch",))
-        self.report(node, expr=self.snippet(node), fix=fix, hot=hot)
+        for a in scalars:
+            tensor = read[id(a)]
+            if tensor is not None:
+                edits.append(self.edit(a.value, f"{self.code_for(tensor)}.detach()"))
+            elif single and _is_simple(use.receiver) and self._is_plain_scalar(a.value):
+                recv = self.code_for(use.receiver)
+                edits.append(self.edit(a.value, f"torch.full((), {self.code_for(a.value)}, dtype={recv}.dtype, device={recv}.device)"))
+                needs_torch = True
+            else:
+                return None  # a fix that leaves one of the copies would not end the finding
+        if needs_torch and shadowed(self.analysis, node, "torch"):
+            return None
+        # A float `nan_strategy` writes its replacement into the tensor it is given, in place:
+        # with `X.detach()` that is X's own storage (a NaN loss would change). Unknown: unsafe too.
+        in_place = any(read.values()) and not all(isinstance(site.setting("nan_strategy"), str) for site in sites)
+        safety = Applicability.UNSAFE if in_place else Applicability.SAFE
+        return self.make_fix(*edits, applicability=safety, imports=("torch",) if needs_torch else ())
+
+    def _device_item(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``X`` of `X.item()` or `float(X)` when X is a tensor on the device (`int(X)` would
+        truncate: not the same value)."""
+        if not isinstance(expr, cst.Call):
+            return None
+        tensor = None
+        if not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "item":
+            tensor = expr.func.value
+        elif isinstance(expr.func, cst.Name) and expr.func.value == "float" and len(expr.args) == 1 and not expr.args[0].keyword and not expr.args[0].star and not shadowed(self.analysis, expr, "float"):
+            tensor = expr.args[0].value
+        if tensor is not None and self.analysis.is_device(tensor) and _is_simple_value(tensor):
+            return tensor
+        return None
 
     def _is_number(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp)):
@@ -429,6 +493,12 @@ class MetricDefaultWeight(_MetricRule):
         bad(metric_case("from torchmetrics import RunningMean\nrun = RunningMean(window=10).cuda()", "run(loss)"), "run(loss)", config={"torchmetrics-version": "1.0.3"}),
         bad(epoch_case('metrics["loss"].update(loss)', 'metrics = {"loss": MeanMetric(nan_strategy="disable").to(device)}'), 'metrics["loss"].update(loss)', config=_OLD),
     ]
+
+    def inert(self) -> bool:
+        # Without a configured version the answer is the installed torchmetrics': another
+        # machine may report here, so this machine does not call a `# noqa: TSL203` unused.
+        version, source = target_torchmetrics_version(self.context.settings)
+        return version is None or source != "configured"
 
     def visit_Call(self, node: cst.Call) -> None:
         use = self._use(node, ("update", "forward"))
