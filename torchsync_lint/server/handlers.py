@@ -17,7 +17,8 @@ import sys
 from lsprotocol import types as lsp
 
 from torchsync_lint.gitignore import IGNORE_FILES
-from torchsync_lint.server import actions, text
+from torchsync_lint.server import actions, stdio, text
+from torchsync_lint.server.framing import DEFAULT_MAX_MESSAGE_BYTES
 from torchsync_lint.server.protocol import SOURCE, LspLinesWorkspace, TorchsyncServer, path_of
 
 logger = logging.getLogger(__name__)
@@ -287,8 +288,8 @@ def build(*, debounce: float, use_cache: bool) -> TorchsyncServer:
     return ls
 
 
-def serve(*, debounce: float, use_cache: bool) -> int:
+def serve(*, debounce: float, use_cache: bool, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> int:
+    """Serve LSP on stdin/stdout; the exit status (`exit` after `shutdown`: 0, without: 1)."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout carries the protocol: a stray print must not corrupt it
-    build(debounce=debounce, use_cache=use_cache).start_io(stdin, stdout)
-    return 0
+    return stdio.serve(build(debounce=debounce, use_cache=use_cache), stdin, stdout, max_message_bytes)

@@ -1,0 +1,165 @@
+"""`torchsync-lint server` against input a well-behaved client never sends, over real stdio
+(tests/_lsp_wire.py writes the raw bytes): frames with a wrong Content-Length or none, a huge
+one, requests out of order or with params that do not fit, a storm of changes with no
+debounce, and a buffer that stops parsing. After each bad input the server must keep
+answering."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("pygls")
+
+from tests._lsp_wire import Wire, frame  # noqa: E402
+from tests._server_project import make_project  # noqa: E402
+
+HOVER = {"textDocument": {"uri": "file:///nowhere/x.py"}, "position": {"line": 0, "character": 0}}
+
+
+@pytest.fixture()
+def project(tmp_path):
+    return make_project(tmp_path / "demo")
+
+
+@pytest.fixture()
+def wires():
+    started: list[Wire] = []
+    yield started
+    for wire in started:
+        wire.kill()
+
+
+def start(wires, project, *args, initialize=True, **init) -> Wire:
+    wire = Wire(project, *args)
+    wires.append(wire)
+    if initialize:
+        assert wire.initialize(project, **init) is not None, wire.stderr()
+    return wire
+
+
+def hover_request(msg_id: int, **extra) -> bytes:
+    return frame({"jsonrpc": "2.0", "id": msg_id, "method": "textDocument/hover", "params": HOVER, **extra})
+
+
+# -- 1. framing: a bad frame costs itself, not the session ------------------------------------
+
+INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}).encode()
+BAD_FRAMES = {
+    "ten bytes short": frame(raw=INITIALIZED, length=len(INITIALIZED) - 10),
+    "forty bytes long": frame(raw=INITIALIZED, length=len(INITIALIZED) + 40),
+    "no Content-Length": b"Content-Type: application/vscode-jsonrpc\r\n\r\n{}",
+    "a length that is not a number": b"Content-Length: twelve\r\n\r\n{}",
+    "garbage before a header": b"this is not LSP\r\n" + frame(raw=INITIALIZED),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_FRAMES), ids=list(BAD_FRAMES))
+def test_a_bad_frame_is_skipped_and_later_requests_are_answered(wires, project, bad):
+    wire = start(wires, project)
+    wire.write(BAD_FRAMES[bad])
+    answered = [wire.alive(20) for _ in range(3)]
+    assert answered == [True, True, True], wire.stderr()
+    assert wire.p.poll() is None
+    assert "skipping to the next Content-Length header" in wire.stderr()
+
+
+def test_frames_with_more_headers_or_back_to_back_are_read_as_they_are(wires, project):
+    """Near misses that are valid: a Content-Type header, lowercase header names, several
+    frames in one write, a blank line between frames. Nothing is skipped."""
+    wire = start(wires, project)
+    body = json.dumps({"jsonrpc": "2.0", "id": 50, "method": "textDocument/hover", "params": HOVER}).encode()
+    wire.write(b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" % len(body) + body
+               + b"content-length: %d\r\n\r\n" % len(body.replace(b"50", b"51")) + body.replace(b"50", b"51")
+               + b"\r\n" + hover_request(52))
+    assert all(wire.answer(n, 20) is not None for n in (50, 51, 52))
+    assert "skipping" not in wire.stderr()
+
+
+def test_a_body_that_is_not_json_gets_a_parse_error_and_the_server_goes_on(wires, project):
+    wire = start(wires, project)
+    wire.write(frame(raw=b'{"jsonrpc": "2.0", "id": 9, "method": '))  # the right length, cut JSON
+    error = wire.wait(lambda m: m.get("error", {}).get("code") == -32700, 20)
+    assert error is not None and error["id"] is None
+    assert wire.alive(20)
+
+
+# -- 2. a message size cap --------------------------------------------------------------------
+
+def test_a_huge_content_length_is_refused_without_allocating_it(wires, project):
+    wire = start(wires, project)
+    wire.write(b"Content-Length: 99999999999999\r\n\r\n{}")
+    assert [wire.alive(20) for _ in range(2)] == [True, True], wire.stderr()
+    assert wire.p.poll() is None
+    assert "99999999999999 bytes is over the limit" in wire.stderr()
+
+
+def test_max_message_bytes_discards_a_larger_message_exactly_and_keeps_a_smaller(wires, project):
+    """A real message over the cap (a valid JSON body) is discarded byte for byte: the
+    request after it is read in step. One at the cap is served."""
+    limit = 4096
+    wire = start(wires, project, "--max-message-bytes", str(limit))
+
+    def padded(msg_id: int, size: int) -> bytes:
+        message = {"jsonrpc": "2.0", "id": msg_id, "method": "textDocument/hover", "params": {**HOVER, "pad": ""}}
+        message["params"]["pad"] = "x" * (size - len(json.dumps(message)))
+        body = json.dumps(message).encode()
+        assert len(body) == size
+        return frame(raw=body)
+
+    wire.write(padded(7, limit + 1) + hover_request(8) + padded(9, limit))
+    assert wire.answer(8, 20) is not None and wire.answer(9, 20) is not None
+    assert wire.answer(7, 1) is None  # refused: no answer, never read
+    assert f"{limit + 1} bytes is over the limit ({limit}" in wire.stderr()
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_max_message_bytes_below_one_is_a_usage_error(wires, project, value):
+    wire = start(wires, project, "--max-message-bytes", value, initialize=False)
+    assert wire.exit_status(30) == 2
+    assert "--max-message-bytes must be 1 or more" in wire.stderr()
+
+
+# -- 4. every request is answered -------------------------------------------------------------
+
+def error_code(answer: dict | None) -> int | None:
+    return (answer or {}).get("error", {}).get("code")
+
+
+def test_params_that_do_not_fit_get_invalid_params(wires, project):
+    wire = start(wires, project)
+    wire.write(frame(raw=b'{"jsonrpc":"2.0","id":100,"method":"textDocument/hover","params":"x"}'))
+    wire.write(frame({"jsonrpc": "2.0", "id": 101, "method": "textDocument/hover", "params": {**HOVER, "position": {"line": -1, "character": 0}}}))
+    wire.write(hover_request(102))  # the near miss: valid params, a null result
+    assert error_code(wire.answer(100, 20)) == -32602
+    assert error_code(wire.answer(101, 20)) == -32602
+    valid = wire.answer(102, 20)
+    assert valid is not None and "error" not in valid and valid["result"] is None
+    assert wire.alive(20)
+
+
+def test_a_request_before_initialize_gets_server_not_initialized(wires, project):
+    wire = start(wires, project, initialize=False)
+    assert error_code(wire.request("textDocument/hover", HOVER, 20)) == -32002
+    assert wire.initialize(project) is not None  # then the session starts as usual
+    assert wire.alive(20)
+    assert error_code(wire.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}}, 20)) == -32600
+    assert wire.alive(20)
+    assert "Traceback" not in wire.stderr()
+
+
+def test_after_shutdown_requests_get_invalid_request_and_exit_is_0(wires, project):
+    wire = start(wires, project)
+    answer = wire.request("shutdown", None, 20)
+    assert answer is not None and "error" not in answer
+    assert error_code(wire.request("textDocument/hover", HOVER, 20)) == -32600
+    wire.notify("exit", None)
+    assert wire.exit_status(30) == 0
+
+
+def test_exit_without_shutdown_is_status_1(wires, project):
+    wire = start(wires, project)
+    assert wire.alive(20)
+    wire.notify("exit", None)
+    assert wire.exit_status(30) == 1
