@@ -7,13 +7,16 @@ answering."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 pytest.importorskip("pygls")
 
+from pygls.uris import from_fs_path  # noqa: E402
+
 from tests._lsp_wire import Wire, frame  # noqa: E402
-from tests._server_project import make_project  # noqa: E402
+from tests._server_project import TRAIN, line_of, make_project  # noqa: E402
 
 HOVER = {"textDocument": {"uri": "file:///nowhere/x.py"}, "position": {"line": 0, "character": 0}}
 
@@ -119,6 +122,39 @@ def test_max_message_bytes_below_one_is_a_usage_error(wires, project, value):
     wire = start(wires, project, "--max-message-bytes", value, initialize=False)
     assert wire.exit_status(30) == 2
     assert "--max-message-bytes must be 1 or more" in wire.stderr()
+
+
+# -- 3. a change storm with no debounce -------------------------------------------------------
+
+def test_a_change_storm_without_debounce_lints_the_last_version_not_each(wires, project):
+    """1 + N versions: the last is published, and the lints of versions superseded before
+    their lint started are dropped ($/logTrace says which ran), not all run in turn."""
+    n = 300
+    wire = start(wires, project, "--debounce-ms", "0", trace="verbose")
+    target = from_fs_path(str(project / "train.py"))
+    wire.notify("textDocument/didOpen", {"textDocument": {"uri": target, "languageId": "python", "version": 1, "text": TRAIN}})
+    assert wire.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics", 60) is not None
+    insert = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "#\n"}
+    wire.write(b"".join(frame({"jsonrpc": "2.0", "method": "textDocument/didChange",
+                               "params": {"textDocument": {"uri": target, "version": v}, "contentChanges": [insert]}})
+                        for v in range(2, n + 2)))
+    last = wire.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"].get("version") == n + 1, 120)
+    assert last is not None, wire.stderr()
+    assert any(d["code"] == "TSL301" and d["range"]["start"]["line"] == line_of(TRAIN, "x = x.to") - 1 + n for d in last["params"]["diagnostics"])
+    assert wire.alive(30)
+    traces = [m["params"]["message"] for m in list(wire.messages) if m.get("method") == "$/logTrace"]
+    linted = [int(re.search(r"linted version (\d+)", t).group(1)) for t in traces if "linted version" in t]
+    assert linted[0] == 1 and linted[-1] == n + 1
+    assert len(linted) < n // 4, f"{len(linted)} of {n + 1} versions linted"
+
+
+def test_no_trace_is_sent_unless_the_client_asks(wires, project):
+    wire = start(wires, project, "--debounce-ms", "0")
+    target = from_fs_path(str(project / "train.py"))
+    wire.notify("textDocument/didOpen", {"textDocument": {"uri": target, "languageId": "python", "version": 1, "text": TRAIN}})
+    assert wire.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics", 60) is not None
+    assert wire.alive(30)
+    assert not [m for m in wire.messages if m.get("method") == "$/logTrace"]
 
 
 # -- 4. every request is answered -------------------------------------------------------------

@@ -33,6 +33,8 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
     def initialize(ls: TorchsyncServer, params: lsp.InitializeParams) -> None:
         # pygls made its workspace just before calling this, and holds no document yet
         ls.workspace.__class__ = LspLinesWorkspace
+        if params.trace is not None:  # pygls reads only `$/setTrace`
+            ls.protocol.trace = params.trace
         options = params.initialization_options
         if isinstance(options, dict) and isinstance(options.get("debounce"), (int, float)) and options["debounce"] >= 0:
             ls.debounce = options["debounce"] / 1000
@@ -172,6 +174,7 @@ async def _files_changed(ls: TorchsyncServer) -> None:
 
 async def _close(ls: TorchsyncServer, path: str) -> None:
     ls.uris.pop(path, None)
+    ls.supersede(path)  # a lint already queued for it is dropped, not run on a closed buffer
     waiting = ls.waiting.pop(path, None)
     if waiting is not None:
         waiting.cancel()
