@@ -199,3 +199,62 @@ def test_exit_without_shutdown_is_status_1(wires, project):
     assert wire.alive(20)
     wire.notify("exit", None)
     assert wire.exit_status(30) == 1
+
+
+# -- 5. a buffer that does not parse keeps its last diagnostics --------------------------------
+
+def test_a_buffer_that_stops_parsing_keeps_its_last_diagnostics_plus_the_syntax_error(wires, project):
+    wire = start(wires, project, "--debounce-ms", "0")
+    target = from_fs_path(str(project / "train.py"))
+    broken = TRAIN + "x = (\n"
+    wire.notify("textDocument/didOpen", {"textDocument": {"uri": target, "languageId": "python", "version": 1, "text": broken}})
+    first = wire.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["version"] == 1, 60)
+    assert [d["code"] for d in first["params"]["diagnostics"]] == ["TSL900"]  # nothing parsed yet: the error alone
+
+    def publish(version: int, text: str) -> list[dict]:
+        wire.notify("textDocument/didChange", {"textDocument": {"uri": target, "version": version}, "contentChanges": [{"text": text}]})
+        found = wire.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["version"] == version, 60)
+        assert found is not None, wire.stderr()
+        return found["params"]["diagnostics"]
+
+    good = publish(2, TRAIN)
+    assert "TSL301" in {d["code"] for d in good} and "TSL900" not in {d["code"] for d in good}
+    *kept, syntax = publish(3, broken)
+    assert kept == good  # unchanged, as the editor showed them
+    assert syntax["code"] == "TSL900" and syntax["severity"] == 1 and syntax["range"]["start"]["line"] == TRAIN.count("\n")
+    *kept, syntax = publish(4, broken + "y = [\n")  # still broken: still the last good ones
+    assert kept == good and syntax["code"] == "TSL900"
+    assert publish(5, TRAIN.replace("x = x.to(device)", "x = x.to(device, non_blocking=True)")) != good  # parses: linted afresh
+    assert wire.alive(20)
+
+
+def test_a_notebook_cell_that_stops_parsing_keeps_the_cells_last_diagnostics(wires, tmp_path):
+    """The broken cell keeps its findings plus the TSL900; the other cells keep theirs."""
+    wire = start(wires, tmp_path, "--debounce-ms", "0")
+    notebook = from_fs_path(str(tmp_path / "train.ipynb"))
+    cells = [f"vscode-notebook-cell:{tmp_path / 'train.ipynb'}#cell{n}" for n in range(2)]
+    texts = ["import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\nloader = DataLoader(ds, batch_size=8)\n",
+             "for x, y in loader:\n    x = x.to(device)\n"]
+    wire.notify("notebookDocument/didOpen", {
+        "notebookDocument": {"uri": notebook, "notebookType": "jupyter-notebook", "version": 1, "cells": [{"kind": 2, "document": c} for c in cells]},
+        "cellTextDocuments": [{"uri": c, "languageId": "python", "version": 1, "text": t} for c, t in zip(cells, texts)]})
+
+    def latest(cell: str, want) -> list[dict]:
+        found = wire.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == cell and want(m["params"]["diagnostics"]), 60)
+        assert found is not None, wire.stderr()
+        return found["params"]["diagnostics"]
+
+    def codes_of(diagnostics) -> list[str]:
+        return sorted(d["code"] for d in diagnostics)
+
+    good = [latest(cells[0], lambda d: "TSL302" in codes_of(d)), latest(cells[1], lambda d: "TSL301" in codes_of(d))]
+    count = len(wire.messages)
+    wire.notify("notebookDocument/didChange", {
+        "notebookDocument": {"uri": notebook, "version": 2},
+        "change": {"cells": {"textContent": [{"document": {"uri": cells[0], "version": 2}, "changes": [{"text": texts[0] + "x = (\n"}]}]}}})
+    assert wire.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == cells[0] and "TSL900" in codes_of(m["params"]["diagnostics"]), 60) is not None
+    assert wire.alive(20)
+    after = {c: [m["params"]["diagnostics"] for m in wire.messages[count:] if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == c] for c in cells}
+    *kept, syntax = after[cells[0]][-1]
+    assert kept == good[0] and syntax["code"] == "TSL900" and syntax["range"]["start"]["line"] == 4
+    assert all(d == good[1] for d in after[cells[1]])  # republished unchanged, if at all

@@ -174,6 +174,7 @@ async def _files_changed(ls: TorchsyncServer) -> None:
 
 async def _close(ls: TorchsyncServer, path: str) -> None:
     ls.uris.pop(path, None)
+    ls.last_good.pop(path, None)
     ls.supersede(path)  # a lint already queued for it is dropped, not run on a closed buffer
     waiting = ls.waiting.pop(path, None)
     if waiting is not None:

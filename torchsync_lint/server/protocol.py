@@ -9,6 +9,9 @@ of the newer text is queued behind it): a burst of changes with no debounce queu
 per keystroke. A lint about to start also waits (QUIET_WAIT at most) while input the client
 already sent is still to be handled, since a change in it would supersede the lint.
 Diagnostics for a text already changed are not published either.
+
+While a buffer does not parse, its last diagnostics are published again, unchanged, plus one
+for the syntax error (as Pylance and ruff do): typing `x = (` does not blank them out.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ class TorchsyncServer(LanguageServer):
         # path -> how many lints were asked for: a lint about to start that is not the latest
         # is for a text already superseded (read on the worker thread; an int swap is atomic)
         self.generation: dict[str, int] = {}
+        # path -> the diagnostics of its last text that parsed (a notebook's: by cell URI)
+        self.last_good: dict[str, object] = {}
         self.uris: dict[str, str] = {}  # path -> the URI of the open document or notebook
         self.cell_diagnostics: dict[str, set[str]] = {}  # notebook path -> cells with diagnostics
         # pyproject.toml URI ("" when the error names no file) -> the error shown for it, once
@@ -189,22 +194,31 @@ class TorchsyncServer(LanguageServer):
             snap = self.snapshot(outcome.path)
             if snap is None or snap[0] != outcome.text:
                 continue  # closed, or edited since: the newer lint publishes
-            if outcome.syntax_error is not None:
-                self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Log, f"{outcome.path}: no findings while it does not parse ({outcome.syntax_error.message})"))
             notebook = snap[2]
             if notebook is None:
                 rows = text.lines(outcome.text)
-                diagnostics = [self.diagnostic(f, rows, outcome.root) for f in outcome.findings]
+                if outcome.syntax_error is None:
+                    diagnostics = self.last_good[outcome.path] = [self.diagnostic(f, rows, outcome.root) for f in outcome.findings]
+                else:  # half-typed: what it said last, and why it says nothing new
+                    diagnostics = [*self.last_good.get(outcome.path, []), self.syntax_diagnostic(outcome.syntax_error, rows)]
                 self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(self.uris[outcome.path], diagnostics, snap[1]))
             else:
                 self._publish_cells(outcome, notebook)
 
     def _publish_cells(self, outcome: LintOutcome, notebook: NotebookBuffer) -> None:
         by_cell: dict[str, list[lsp.Diagnostic]] = {}
-        for finding in outcome.findings:
-            uri = notebook.uris.get(finding.cell or 1)
+        if outcome.syntax_error is None:
+            for finding in outcome.findings:
+                uri = notebook.uris.get(finding.cell or 1)
+                if uri is not None:
+                    by_cell.setdefault(uri, []).append(self.diagnostic(finding, text.lines(notebook.text_of(uri)), outcome.root))
+            self.last_good[outcome.path] = {uri: list(found) for uri, found in by_cell.items()}
+        else:  # the cells still there keep what they said last; the broken one says why
+            cells = set(notebook.uris.values())
+            by_cell = {uri: list(found) for uri, found in self.last_good.get(outcome.path, {}).items() if uri in cells}
+            uri = notebook.uris.get(outcome.syntax_error.cell or 1)
             if uri is not None:
-                by_cell.setdefault(uri, []).append(self.diagnostic(finding, text.lines(notebook.text_of(uri)), outcome.root))
+                by_cell.setdefault(uri, []).append(self.syntax_diagnostic(outcome.syntax_error, text.lines(notebook.text_of(uri))))
         before = self.cell_diagnostics.get(outcome.path, set())
         for uri in sorted(before | set(by_cell)):
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, by_cell.get(uri, [])))
@@ -232,6 +246,14 @@ class TorchsyncServer(LanguageServer):
             source=SOURCE,
             related_information=related,
         )
+
+    def syntax_diagnostic(self, finding, rows: list[str]) -> lsp.Diagnostic:
+        """TSL900 where the parser stopped, one character wide (a zero-width range is easy to
+        miss in an editor)."""
+        start = text.to_client(rows, finding.line, finding.column, self.encoding)
+        end = text.to_client(rows, finding.line, finding.column + 1, self.encoding)
+        return lsp.Diagnostic(lsp.Range(lsp.Position(*start), lsp.Position(*end)), finding.message,
+                              lsp.DiagnosticSeverity.Error, code=finding.code, source=SOURCE)
 
     def _config_report(self, outcome: LintOutcome) -> None:
         """A pyproject.toml that cannot be read is a message (once) and a diagnostic on the
