@@ -66,7 +66,7 @@ async def _loop(server, framer: Framer) -> int:
                 item = None
             try:
                 asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
-            except RuntimeError:  # the loop is gone: the server is exiting
+            except Exception:  # noqa: BLE001 - the loop closed or cancelled the put: the server is exiting
                 return
             if item is None:
                 return
