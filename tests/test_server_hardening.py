@@ -88,6 +88,20 @@ def test_a_body_that_is_not_json_gets_a_parse_error_and_the_server_goes_on(wires
     assert wire.alive(20)
 
 
+NOT_MESSAGES = {"null": (b"null", -32600), "an array": (b"[]", -32600), "a string": (b'"str"', -32600),
+                "a number": (b"5", -32600), "not UTF-8": (b"\xff\xfe\x00garbage", -32700),
+                "a method that is not a string": (b'{"jsonrpc": "2.0", "id": 99, "method": 5}', -32600)}
+
+
+@pytest.mark.parametrize("body", list(NOT_MESSAGES), ids=list(NOT_MESSAGES))
+def test_json_that_is_not_a_message_gets_an_error_and_the_server_goes_on(wires, project, body):
+    wire = start(wires, project)
+    raw, code = NOT_MESSAGES[body]
+    wire.write(frame(raw=raw))
+    assert wire.wait(lambda m: m.get("error", {}).get("code") == code, 20) is not None, wire.stderr()
+    assert [wire.alive(20) for _ in range(2)] == [True, True]
+
+
 # -- 2. a message size cap --------------------------------------------------------------------
 
 def test_a_huge_content_length_is_refused_without_allocating_it(wires, project):

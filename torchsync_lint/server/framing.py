@@ -29,6 +29,9 @@ _HEADER = re.compile(rb"Content-Length[ \t]*:[ \t]*\d+[ \t]*\r\n", re.IGNORECASE
 _LENGTH = re.compile(rb"[ \t]*(\d+)[ \t]*")
 
 
+END = object()  # the end of the stream (a message may be JSON's null: None is a message)
+
+
 class Unreadable:
     """A frame that arrived whole but whose body is not JSON (answered with a parse error)."""
 
@@ -38,7 +41,7 @@ class Unreadable:
 
 class Framer:
     """Messages from ``read`` (``read(n)`` -> at most n bytes, b"" at the end of the stream):
-    ``next()`` gives each one's JSON value, an Unreadable, or None at the end. Not
+    ``next()`` gives each one's JSON value, an Unreadable, or END at the end. Not
     thread-safe: one reader thread calls it."""
 
     def __init__(self, read: Callable[[int], bytes], max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
@@ -55,17 +58,17 @@ class Framer:
     def next(self):
         while True:
             if self._skip and not self._discard():
-                return None
+                return END
             if self._resync:
                 if not self._find_header():
-                    return None
+                    return END
                 continue
             block_end = self._buf.find(b"\r\n\r\n")
             if block_end < 0:
                 if len(self._buf) > MAX_HEADER_BYTES:
                     self._lost(f"no end of header in {len(self._buf)} bytes")
                 elif not self._fill():
-                    return None
+                    return END
                 continue
             if self._buf.startswith(b"\r\n"):  # blank lines between messages: harmless
                 del self._buf[:2]
@@ -80,7 +83,7 @@ class Framer:
                 continue
             while len(self._buf) < length:
                 if not self._fill():
-                    return None
+                    return END
             body = bytes(self._buf[:length])
             del self._buf[:length]
             try:

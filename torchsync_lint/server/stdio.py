@@ -31,7 +31,7 @@ from pygls.exceptions import (
 from pygls.io_ import StdoutWriter
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
-from torchsync_lint.server.framing import Framer, Unreadable
+from torchsync_lint.server.framing import END, Framer, Unreadable
 
 logger = logging.getLogger(__name__)
 _QUEUED = 16  # messages read ahead of the loop; the reader waits beyond that
@@ -63,12 +63,12 @@ async def _loop(server, framer: Framer) -> int:
                 item = framer.next()
             except Exception:  # noqa: BLE001 - a reader bug ends the input, not silently the thread
                 logger.exception("torchsync-lint: reading stdin failed")
-                item = None
+                item = END
             try:
                 asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
             except Exception:  # noqa: BLE001 - the loop closed or cancelled the put: the server is exiting
                 return
-            if item is None:
+            if item is END:
                 return
 
     threading.Thread(target=pump, name="torchsync-lint-stdin", daemon=True).start()
@@ -76,8 +76,8 @@ async def _loop(server, framer: Framer) -> int:
     gate = Gate(server.protocol)
     while not server._stop_event.is_set():
         item = await queue.get()
-        if item is None:
-            break  # end of input
+        if item is END:
+            break
         try:
             gate.handle(item)
         except SystemExit as exc:  # pygls's `exit`
