@@ -17,7 +17,8 @@ import sys
 from lsprotocol import types as lsp
 
 from torchsync_lint.gitignore import IGNORE_FILES
-from torchsync_lint.server import actions, text
+from torchsync_lint.server import actions, stdio, text
+from torchsync_lint.server.framing import DEFAULT_MAX_MESSAGE_BYTES
 from torchsync_lint.server.protocol import SOURCE, LspLinesWorkspace, TorchsyncServer, path_of
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,8 @@ def register(server: TorchsyncServer) -> None:  # noqa: C901 - one short closure
     def initialize(ls: TorchsyncServer, params: lsp.InitializeParams) -> None:
         # pygls made its workspace just before calling this, and holds no document yet
         ls.workspace.__class__ = LspLinesWorkspace
+        if params.trace is not None:  # pygls reads only `$/setTrace`
+            ls.protocol.trace = params.trace
         options = params.initialization_options
         if isinstance(options, dict) and isinstance(options.get("debounce"), (int, float)) and options["debounce"] >= 0:
             ls.debounce = options["debounce"] / 1000
@@ -171,6 +174,8 @@ async def _files_changed(ls: TorchsyncServer) -> None:
 
 async def _close(ls: TorchsyncServer, path: str) -> None:
     ls.uris.pop(path, None)
+    ls.last_good.pop(path, None)
+    ls.supersede(path)  # a lint already queued for it is dropped, not run on a closed buffer
     waiting = ls.waiting.pop(path, None)
     if waiting is not None:
         waiting.cancel()
@@ -287,8 +292,8 @@ def build(*, debounce: float, use_cache: bool) -> TorchsyncServer:
     return ls
 
 
-def serve(*, debounce: float, use_cache: bool) -> int:
+def serve(*, debounce: float, use_cache: bool, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> int:
+    """Serve LSP on stdin/stdout; the exit status (`exit` after `shutdown`: 0, without: 1)."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout carries the protocol: a stray print must not corrupt it
-    build(debounce=debounce, use_cache=use_cache).start_io(stdin, stdout)
-    return 0
+    return stdio.serve(build(debounce=debounce, use_cache=use_cache), stdin, stdout, max_message_bytes)

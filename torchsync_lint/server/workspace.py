@@ -11,8 +11,9 @@ text. ``set_source`` says which files' results an edit may change: the file itse
 its summary or its imports changed, the connected modules around it; the open documents
 among those are linted again, and only those.
 
-A buffer that does not parse is not given to the Session: it has no findings while the
-user types, and the rest of the project keeps seeing its last version that parsed.
+A buffer that does not parse is not given to the Session: its outcome has no findings but
+the syntax error (the server shows its last findings beside it while the user types), and
+the rest of the project keeps seeing its last version that parsed.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class LintOutcome:
     path: str
     text: str  # the document text the findings are for (a notebook: as notebooks.py writes it)
     findings: list[Finding] = field(default_factory=list)  # rule findings and TSL901-903, in the file's terms (a notebook's: cell and line there)
-    syntax_error: Finding | None = None  # TSL900: not shown while the user is typing
+    syntax_error: Finding | None = None  # TSL900: the server shows it beside the last findings that parsed
     config_error: str | None = None  # the settings could not be read: nothing was linted
     config_file: str | None = None  # the pyproject.toml at fault, when known
     config_line: int = 1  # where in it (1-based), when the TOML parser says
