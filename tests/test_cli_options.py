@@ -81,7 +81,7 @@ def test_quiet_prints_the_findings_only_and_silent_nothing(project, capsys):
     assert code == 2 and out == "" and "missing.py:1:1: TSL902" in err
     code, out, err = run(capsys, "--no-cache", "--silent", "--fix", "missing.py")
     assert code == 2 and out == "" and "missing.py" in err
-    code, out, err = run(capsys, "--no-cache", "--silent", "--select", "TSL9", "probe.py")
+    code, out, err = run(capsys, "--no-cache", "--silent", "--select", "TSL8", "probe.py")
     assert code == 2 and "unknown rule selector" in err
 
 

@@ -58,7 +58,7 @@ def test_fix_rewrites_the_target_when_it_is_named_itself(layout, capsys):
     _, target = layout
     code = main(["check", *ARGS, "--fix", str(target)])
     err = capsys.readouterr().err
-    assert "non_blocking=True" in target.read_text() and "pin_memory=True" in target.read_text()
+    assert "non_blocking=True" in target.read_text() and "pin_memory=torch.cuda.is_available()" in target.read_text()
     assert code == 0 and "not written" not in err
 
 

@@ -125,7 +125,8 @@ def test_statistics_suggestions_diff_and_fix_agree_with_check(project, reference
     fixed = capsys.readouterr().out
     assert expected_line.replace("Would fix", "Fixed") in fixed
     after = check(capsys, "--no-cache", "src/")
-    assert sum(len(v) for v in after.values()) == sum(len(v) for v in reference.values()) - sum(safe.values())
+    # a safe fix may also remove another finding on its line (TSL202's `.detach()` takes the TSL101 of the `.item()` with it)
+    assert sum(len(v) for v in after.values()) <= sum(len(v) for v in reference.values()) - sum(safe.values())
 
 
 def test_add_noqa_silences_every_finding_check_reports(project, reference, capsys):

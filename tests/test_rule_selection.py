@@ -67,8 +67,8 @@ def test_the_later_source_wins_over_the_earlier_whatever_the_specificity():
 
 
 def test_an_unknown_selector_names_the_file(tmp_path):
-    config = Config(ignore=["TSL9"], source=tmp_path / "pyproject.toml")
-    with pytest.raises(ConfigError, match=r"pyproject.toml: unknown rule selector 'TSL9'"):
+    config = Config(ignore=["TSL8"], source=tmp_path / "pyproject.toml")
+    with pytest.raises(ConfigError, match=r"pyproject.toml: unknown rule selector 'TSL8'"):
         config.enabled_codes(RULES)
 
 

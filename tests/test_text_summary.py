@@ -17,7 +17,7 @@ def _finding(line: int, applicability: Applicability | None, code: str = "TSL301
 
 
 def _summary(results, **options) -> str:
-    return TEXT(results, {"quiet": True, **options}).splitlines()[-1]
+    return TEXT(results, {"quiet": False, **options}).splitlines()[-1]
 
 
 def test_unsafe_fixes_are_counted_beside_the_safe_ones():
