@@ -217,7 +217,7 @@ def test_the_text_report_explains_its_marks_and_json_keeps_its_shape():
         assert f"\n  {mark} " in legend, mark
     assert "unconfirmed" not in legend and "cost" not in legend  # only the marks the table shows
     assert text.strip().splitlines()[-1].startswith("verify: 1 script(s)")
-    keys = {"path", "line", "code", "name", "status", "backend", "evidence", "cost_ms_per_step", "cost_pct", "static", "marker", "failed", "detail"}
+    keys = {"path", "line", "code", "name", "status", "backend", "evidence", "cost_ms_per_step", "cost_pct", "static", "marker", "failed", "detail", "script", "observed_at"}
     assert all(set(item) == keys for item in json.loads(render_json(entries)))
 
 
