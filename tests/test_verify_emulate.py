@@ -525,6 +525,29 @@ def test_device_queries_and_memory_counters_answer_as_one_virtual_gpu(tmp_path):
     assert run.events == []  # queries are host-side: nothing to record
 
 
+def test_the_device_generic_accelerator_api_answers_with_the_virtual_gpu(tmp_path):
+    # accelerate >= 1.16 picks its device from torch.accelerator: on the CPU wheel it said
+    # "no accelerator", the script ran on the CPU and no finding could be confirmed.
+    run = emulate(
+        tmp_path,
+        """
+        assert torch.accelerator.is_available() and torch.accelerator.device_count() == 1
+        chosen = torch.accelerator.current_accelerator()
+        assert chosen.type == "cuda" and torch.accelerator.current_device_index() == 0
+        assert not torch.accelerator.current_stream().is_capturing()
+        model = torch.nn.Linear(4, 2).to(chosen)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)  # step() asks the stream for capture state
+        loss = model(torch.randn(3, 4, device=chosen)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        value = loss.item()  # <-
+        torch.accelerator.synchronize()  # <-
+        """,
+    )
+    assert run.at(0) == Counter({(ev.SCALAR_READ, "aten::_local_scalar_dense"): 1})
+    assert [kind for kind, _ in run.at(1)] == [ev.EXPLICIT_SYNC]
+
+
 def test_event_timing_measures_host_time_and_its_synchronize_is_a_sync(tmp_path):
     run = emulate(
         tmp_path,

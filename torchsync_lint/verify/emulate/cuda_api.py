@@ -92,6 +92,9 @@ class VirtualStream:
     def query(self) -> bool:
         return True
 
+    def is_capturing(self) -> bool:
+        return False  # no CUDA graph is ever captured (the optimizers' step() asks)
+
     def wait_stream(self, stream: Any) -> None:
         pass
 
@@ -241,6 +244,25 @@ def install(patcher: Patcher, state: VirtualCudaState) -> None:
     }
     for name, value in {**queries, **memory}.items():
         patcher.set(torch.cuda, name, value)
+    # torch's device-generic API: libraries ask it first (accelerate >= 1.16 picks its device from
+    # `torch.accelerator.current_accelerator()`), and on a CUDA machine it answers with the GPU.
+    generic: dict[str, Any] = {
+        "current_accelerator": lambda check_available=False: torch.device("cuda"),
+        "is_available": lambda: True,
+        "device_count": lambda: 1,
+        "current_device_index": lambda: 0,
+        "current_device_idx": lambda: 0,
+        "set_device_index": lambda device: None,
+        "set_device_idx": lambda device: None,
+        "synchronize": synchronize,
+        "current_stream": lambda device=None: current[-1],
+        "set_stream": set_stream,
+        **{name: value for name, value in memory.items() if name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "reset_accumulated_memory_stats", "empty_cache")},
+    }
+    accelerator = getattr(torch, "accelerator", None)
+    for name, value in generic.items():
+        if accelerator is not None and hasattr(accelerator, name):
+            patcher.set(accelerator, name, value)
     for name, value in memory.items():  # `from torch.cuda.memory import mem_get_info` too
         if hasattr(torch.cuda.memory, name):
             patcher.set(torch.cuda.memory, name, value)
