@@ -68,8 +68,9 @@ def test_a_per_file_ignore_value_of_the_wrong_type_names_its_pattern(project, ca
         (b"[tool.torchsync-lint]\nselect = ['TSL1']\nselect = ['TSL2']\n", "cannot parse: Cannot overwrite a value"),
         (b"\xef\xbb\xbf[tool.torchsync-lint]\nselect = ['TSL1']\n", "cannot parse: the file starts with a UTF-8 byte-order mark"),
         (b"[tool.torchsync-lint]\n# caf\xe9\nselect = ['TSL1']\n", "cannot parse: not valid UTF-8"),
+        (b"[tool.torchsync-lint]\nselect = " + b"[" * 100_000 + b"]" * 100_000 + b"\n", "cannot parse: arrays or tables nested too deeply"),
     ],
-    ids=["bad-toml", "duplicate-key", "bom", "latin-1"],
+    ids=["bad-toml", "duplicate-key", "bom", "latin-1", "nested-too-deeply"],
 )
 def test_a_malformed_pyproject_is_an_error_not_skipped(project, capsys, content, problem):
     (project / "pyproject.toml").write_bytes(content)

@@ -269,6 +269,8 @@ def read_toml(path: Path) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: cannot parse: {exc}") from exc
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ConfigError(f"{path}: cannot parse: arrays or tables nested too deeply") from None
 
 
 def find_pyproject(start: Path) -> Path | None:
