@@ -71,7 +71,7 @@ class Source:
     remove: list[str] = field(default_factory=list)
 
 
-def parse_sources(slug: str, text: str) -> Source:
+def parse_sources(slug: str, text: str, table: dict = TABLE) -> Source:
     rows = {k.lower(): v for k, v in ROW.findall(text)}
     repo = REPO.search(rows.get("repo", "").replace("`", " "))
     commit = SHA.search(rows.get("commit", ""))
@@ -79,7 +79,7 @@ def parse_sources(slug: str, text: str) -> Source:
         raise ValueError(f"{slug}: SOURCES.md has no repo/commit row")
     counts = COUNTS.search(rows.get("python files / lines", ""))
     files, lines = (int(counts[1].replace(",", "")), int(counts[2].replace(",", ""))) if counts else (None, None)
-    entry = TABLE.get(slug, {})
+    entry = table.get(slug, {})
     return Source(slug, repo[1], commit[0], files, lines, list(entry.get("extra", [])), list(entry.get("remove", [])))
 
 
