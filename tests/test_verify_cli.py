@@ -174,9 +174,13 @@ def test_unparsable_script_is_a_crash_not_an_internal_error(tmp_path):
     assert "SyntaxError" in statuses["crashed"]["detail"] and not statuses["lint-error"]["failed"]
 
 
-def test_measure_needs_the_cuda_backend(tmp_path, capsys):
-    assert main(["verify", str(DATA / "clean.py"), "--backend", "emulate", "--measure"]) == 2
-    assert "--measure needs the cuda backend" in capsys.readouterr().err
+def test_measure_runs_under_emulate_and_says_when_there_is_nothing_to_measure(tmp_path, capsys):
+    """--measure is not refused without a GPU (its CPU times are labelled as such,
+    tests/test_verify_measure.py); a script with nothing to fix has no fixed version to time."""
+    out = tmp_path / "r.json"
+    assert main(["verify", str(DATA / "clean.py"), "--backend", "emulate", "--measure", "--format", "json", "--output-file", str(out)]) == 0
+    (entry,) = [e for e in json.loads(out.read_text()) if e["status"] == "not-measured"]
+    assert "no .fixed.py beside it and no fixer output" in entry["detail"] and not entry["failed"]
 
 
 def test_lint_path_never_imports_torch():

@@ -394,19 +394,22 @@ def test_ab_compare_reports_cost_and_significance():
 def test_ab_runs_alternate_original_and_fixed(monkeypatch):
     import argparse
 
-    from torchsync_lint.verify.cuda import backend
+    from torchsync_lint.verify import measure
 
     calls = []
 
-    def fake_run(path, script_args, extra, script, args):
-        calls.append(path)
-        return None if len(calls) == 3 else [float(len(calls))]  # the second original run fails
+    def fake_run(variant, script, script_args, args, launcher):
+        calls.append(variant.path)
+        if len(calls) == 3:  # the second original run fails
+            return None, "", "a.py crashed"
+        return [float(len(calls))], "cuda-events", ""
 
-    monkeypatch.setattr(backend, "_timed_run", fake_run)
-    script = types.SimpleNamespace(path="a.py")
-    original, fixed = backend._interleaved_runs(script, [], "a.fixed.py", [], argparse.Namespace(repeats=3))
-    assert calls == ["a.py", "a.fixed.py"] * 3
-    assert original == [[1.0], [5.0]] and fixed == [[2.0], [4.0], [6.0]]
+    monkeypatch.setattr(measure, "timed_run", fake_run)
+    original, fixed = measure.Variant("original", "a.py", []), measure.Variant("whole fix", "a.fixed.py", [])
+    timer = measure.run_rounds([original, fixed], types.SimpleNamespace(path="a.py"), [], argparse.Namespace(repeats=3), "cuda")
+    assert calls == ["a.py", "a.fixed.py"] * 3 and timer == "cuda-events"
+    assert original.runs == [[1.0], [5.0]] and fixed.runs == [[2.0], [4.0], [6.0]]
+    assert original.failures == ["a.py crashed"]
 
 
 # -- cuda backend: labelling a real sync --------------------------------------------------

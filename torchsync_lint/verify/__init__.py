@@ -20,7 +20,7 @@ BUDGET_ONLY_FORMATS = ("github", "sarif")  # annotations at the lines whose sync
 # Where torch comes from, said in one line when it is missing (as `server` does for pygls).
 INSTALL_HINT = "pip install 'torchsync-lint[verify]'"
 
-SCALES = ("small", "medium")
+SCALES = ("small", "medium", "large")
 SCALE_ENV = "TORCHSYNC_FIXTURE_SCALE"  # how the bundled fixtures read --scale
 
 
@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scale", choices=SCALES, default=None,
         help=f"model and batch size of the bundled fixtures (they read ${SCALE_ENV}); default small (fast, for CI); "
-        "medium for step-time costs of a realistic size on a GPU",
+        "medium for step-time costs of a realistic size on a GPU; large: fixtures/scale/ at ResNet size (the others read it as small)",
     )
     parser.add_argument(
         "--jobs", type=int, default=_default_jobs(), help="emulate: scripts replayed in parallel (default: up to 4, one per core); cuda runs one at a time"
@@ -69,14 +69,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write the JSON report here (with --format markdown: the table and its raw data from one run)",
     )
     parser.add_argument(
-        "--measure", action="store_true", help="cuda only: A/B step time of the script vs its fixed version"
+        "--measure", action="store_true",
+        help="step time of the script vs its fixed version, and of each fix applied alone (the cost of each finding); "
+        "under emulate these are CPU times of a CPU run, which do not predict the GPU cost",
     )
     parser.add_argument(
         "--compare-fixed",
         action="store_true",
         help="also replay each script's fixed version (<name>.fixed.py or the fixer's output) and compare syncs per step",
     )
-    parser.add_argument("--repeats", type=int, default=3, help="--measure: runs per variant (median is reported)")
+    parser.add_argument(
+        "--repeats", type=int, default=5, help="--measure: fresh runs per variant, the variants alternating (median and spread are reported)"
+    )
     parser.add_argument(
         "--trace-dir", default=None, help="cuda only: where to write profiler traces (default: a temp dir, kept)"
     )

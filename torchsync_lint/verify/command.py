@@ -170,8 +170,9 @@ def verify_script(script: script_files.Script, context: RunContext) -> list[Entr
     # The fixed version (a *.fixed.py, else the fixer's output in a temporary folder, gone
     # after this block), made once for --compare-fixed and --measure alike.
     compare = getattr(args, "compare_fixed", False)
-    measure = backend == "cuda" and getattr(args, "measure", False)
+    measure = getattr(args, "measure", False)
     with fixed_variant(script) if compare or measure else contextlib.nullcontext() as variant:
+        fixed_run = None
         if compare and variant is not None:
             fixed_path, extra_path = variant
             fixed_run = _replay(context, script, fixed_path, extra_path)
@@ -181,7 +182,25 @@ def verify_script(script: script_files.Script, context: RunContext) -> list[Entr
             from torchsync_lint.verify.cuda import backend as cuda_backend
 
             entries += cuda_backend.profile_and_measure(script, script.args, args, entries, run, window, variant)
+        elif measure:
+            entries.append(_emulated_measure(context, script, entries, run, window, variant, fixed_run))
     return entries
+
+
+def _emulated_measure(context, script, entries, run, window, variant, fixed_run) -> Entry:
+    """--measure under emulate: CPU step times (measure.py says so in the entry), with the
+    emulated syncs per step of the original and the fixed version beside them."""
+    from torchsync_lint.verify import measure
+    from torchsync_lint.verify.fixed_variant import format_rate
+    from torchsync_lint.verify.matching import syncs_per_step
+
+    syncs = ""
+    if variant is not None:
+        if fixed_run is None:
+            fixed_run = _replay(context, script, variant[0], variant[1])
+        after = syncs_per_step(fixed_run.events, fixed_run.window(script.warmup)) if fixed_run.status == runner.OK else None
+        syncs = f"emulated syncs/step {format_rate(syncs_per_step(run.events, window))} -> {format_rate(after)}"
+    return measure.measure_script(script, script.args, context.args, context.backend, entries, variant, syncs)
 
 
 def _outcome(entries: list[Entry]) -> str:
@@ -214,9 +233,6 @@ def run_verify(args: argparse.Namespace) -> int:
         backend = resolve_backend(args.backend)
     except BackendUnavailable as exc:
         print(f"torchsync-lint verify: {exc}", file=sys.stderr)
-        return 2
-    if args.measure and backend != "cuda":
-        print("torchsync-lint verify: --measure needs the cuda backend (a GPU)", file=sys.stderr)
         return 2
     found, missing, empty = script_files.discover(paths)
     if missing:

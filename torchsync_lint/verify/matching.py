@@ -91,6 +91,7 @@ class Entry:
     cost_pct: float | None = None
     script: str | None = None  # the script whose run this is, when ``path`` is another module of its project
     observed_at: list[str] = field(default_factory=list)  # "train.py:40": the script lines where it happened
+    measurement: dict | None = None  # --measure: the timings behind a ``measured`` entry (measure.py)
 
     @property
     def run_script(self) -> str:
@@ -113,7 +114,7 @@ class Entry:
             "detail": self.detail or None,
             "script": self.run_script,
             "observed_at": list(self.observed_at),
-        }
+        } | ({"measurement": self.measurement} if self.measurement is not None else {})
 
     @classmethod
     def from_json(cls, data: dict) -> "Entry":
@@ -125,6 +126,7 @@ class Entry:
             static=data["static"], marker=data["marker"], failed=data["failed"], detail=data.get("detail") or "",
             cost_ms_per_step=data.get("cost_ms_per_step"), cost_pct=data.get("cost_pct"),
             script=data.get("script") if data.get("script") != data["path"] else None, observed_at=list(data.get("observed_at") or []),
+            measurement=data.get("measurement"),
         )
 
 

@@ -32,7 +32,9 @@ LEGEND = (
     ("fixed-compared", "syncs per steady step of the script before -> after its fixed version"),
     ("xN", "events at the line over the whole run (setup and warm-up included)"),
     ("N/step", "events per steady-state step: after the warm-up, not counting the last step and epoch starts"),
-    ("cost", "--measure: step time saved by the fixed version, in ms and % of the step"),
+    ("measured", "--measure: step times of the original, the whole fix and each fix applied alone (median of --repeats alternating fresh runs, spread = max - min)"),
+    ("not-measured", "--measure found no fixed version, or no step times"),
+    ("cost", "--measure: step time saved by the whole fix (on a script) or by the finding's fix applied alone, in ms and % of the step"),
 )
 
 

@@ -50,7 +50,7 @@ class Comparison:
     fixed: VariantTiming
     cost_ms_per_step: float  # original - fixed
     cost_pct: float  # of the original step time
-    significant: bool  # the difference exceeds the run-to-run spread of both variants
+    significant: bool  # the difference exceeds the run-to-run spread of both variants (2 runs each at least)
 
     def to_json(self) -> dict:
         return {
@@ -83,5 +83,7 @@ def compare(original_runs: list[list[float]], fixed_runs: list[list[float]]) -> 
         fixed,
         round(cost, 4),
         round(100.0 * cost / original.median_ms, 2),
-        abs(cost) > max(original.spread_ms, fixed.spread_ms),
+        # One run per variant has no spread to compare with: a difference of single runs is
+        # never called a cost.
+        min(original.runs, fixed.runs) >= 2 and abs(cost) > max(original.spread_ms, fixed.spread_ms),
     )
