@@ -59,4 +59,6 @@ TRAINER_BASES = _ACCELERATED_TRAINERS
 BATCH_FUNCTION_RUNNERS: dict[str, tuple[int, int]] = {
     "ignite.engine.Engine": (0, 1),
     "ignite.engine.engine.Engine": (0, 1),
+    "ignite.engine.DeterministicEngine": (0, 1),
+    "ignite.engine.deterministic.DeterministicEngine": (0, 1),
 }

@@ -27,10 +27,10 @@ import libcst as cst
 from torchsync_lint.analysis.images import host_float_sites
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
-from torchsync_lint.analysis.loaders import loaders
+from torchsync_lint.analysis.loaders import argument, loaders
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.kinds import Kind
-from torchsync_lint.knowledge import libraries
+from torchsync_lint.knowledge import ignite, libraries
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval, deferred
 from torchsync_lint.project.abstract import AbstractValues
@@ -362,6 +362,11 @@ class Summarizer:
                 if value["k"] not in ("unknown", "host", "host-tensor", "device"):
                     out.append({"iter": value})
         for call in self.index.calls:
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == ignite.RUN_METHOD and self.loaders.engine_feeds_accelerator(call.func.value):
+                data = argument(call, *ignite.RUN_DATA)  # `trainer.run(loader)` of an ignite engine that moves each batch
+                value = self.abs_of(data) if data is not None else absval.UNKNOWN
+                if value["k"] in ("param", "call", "sym", "loader"):
+                    out.append({"iter": value})
             if isinstance(call.func, cst.Attribute) and call.func.attr.value in _HANDOFF_METHODS:
                 for arg in call.args:
                     value = self.abs_of(arg.value)

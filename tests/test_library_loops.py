@@ -1,0 +1,180 @@
+"""Loops a library builds (issue 38, misses 1): pytorch-ignite's engines run the loader handed
+to `engine.run(loader)` a step per batch and the handlers of per-step events every iteration;
+HF `Trainer` builds its loaders from `TrainingArguments` (knowledge/ignite.py,
+knowledge/transformers.py). Each with near-misses that stay silent."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.test_objects import RULES, at, findings, project
+from torchsync_lint.engine import lint_source
+
+# -- ignite: loaders handed to `engine.run` -------------------------------------------------------
+FACTORY = """\
+    import torch
+    from torch.utils.data import DataLoader
+    {imports}
+
+
+    def main(model, opt, loss_fn, dataset):
+        loader = DataLoader(dataset, batch_size=64, shuffle=True{settings})
+        trainer = {factory}
+        trainer.run(loader, max_epochs=10)
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "factory"),
+    [
+        ("from ignite.engine import create_supervised_trainer", 'create_supervised_trainer(model, opt, loss_fn, device="cuda")'),
+        ("import ignite.engine as E", 'E.create_supervised_trainer(model, opt, loss_fn, torch.device("cuda"))'),
+        ("import ignite", 'ignite.engine.create_supervised_evaluator(model, metrics={}, device="cuda:0")'),
+    ],
+)
+def test_a_loader_run_by_an_engine_that_moves_batches_to_the_gpu_is_checked(imports, factory):
+    """`create_supervised_trainer(..., device="cuda")` copies every batch of the loader given
+    to `trainer.run(loader)` to the GPU: the loader's settings are per step (TSL302, TSL303)."""
+    source = FACTORY.format(imports=imports, factory=factory, settings="")
+    line = at(source, "DataLoader(dataset")
+    assert findings(source) == [(line, "TSL302"), (line, "TSL303")]
+
+
+@pytest.mark.parametrize(
+    ("factory", "settings"),
+    [
+        ('create_supervised_trainer(model, opt, loss_fn, device="cuda")', ", num_workers=4, pin_memory=True"),  # set
+        ("create_supervised_trainer(model, opt, loss_fn)", ""),  # device=None: ignite moves nothing
+        ('create_supervised_trainer(model, opt, loss_fn, device="cpu")', ""),  # a CPU run
+        ("create_supervised_trainer(model, opt, loss_fn, device=args.device)", ", num_workers=args.workers, pin_memory=args.pin"),  # configured
+    ],
+)
+def test_a_loader_run_by_an_engine_stays_silent_when_set_or_on_the_cpu(factory, settings):
+    source = FACTORY.format(imports="from ignite.engine import create_supervised_trainer", factory=factory, settings=settings)
+    assert findings(source) == []
+
+
+def test_a_loader_run_by_another_librarys_engine_is_not_known_to_feed_the_gpu():
+    source = FACTORY.format(imports="from mylib.engine import create_supervised_trainer", factory='create_supervised_trainer(model, opt, loss_fn, device="cuda")', settings="")
+    assert findings(source) == []
+
+
+PROCESS = """\
+    import torch
+    from torch.utils.data import DataLoader
+    from ignite.engine import Engine, Events
+
+
+    def loaders(ds):
+        return DataLoader(ds, batch_size=8, shuffle=True), DataLoader(ds, batch_size=8)
+
+
+    def train(args, model, optimizer, ds):
+        model.to({device})
+        train_loader, val_loader = loaders(ds)
+
+        def update(engine, batch):
+            batch = tuple(t.to({device}, non_blocking=True) for t in batch)
+            loss = model(*batch)
+            loss.backward()
+            optimizer.step()
+
+        def inference(engine, batch):
+            with torch.no_grad():
+                return model(*tuple(t.to({device}, non_blocking=True) for t in batch))
+
+        trainer, evaluator = Engine(update), Engine(inference)
+        trainer.add_event_handler(Events.EPOCH_COMPLETED, lambda _: evaluator.run(val_loader))
+        trainer.run(train_loader, max_epochs=args.n_epochs)
+"""
+
+
+@pytest.mark.parametrize(("device", "flagged"), [('"cuda"', True), ('"cpu"', False)])
+def test_loaders_run_by_an_engine_whose_process_function_copies_to_the_gpu(device, flagged):
+    """`Engine(update)` with `update` copying each batch to the GPU: both loaders it (and the
+    evaluator, run from a handler) iterate feed the GPU. Copies to the CPU feed nothing."""
+    source = PROCESS.format(device=device)
+    line = at(source, "return DataLoader")
+    assert findings(source) == ([(line, "TSL302"), (line, "TSL302"), (line, "TSL303"), (line, "TSL303")] if flagged else [])
+
+
+def test_a_loader_of_another_module_run_by_an_engine_is_checked_there(tmp_path, capsys):
+    files = {
+        "data.py": "from torch.utils.data import DataLoader\n\n\ndef make_loader(ds):\n    return DataLoader(ds, batch_size=32, shuffle=True)\n",
+        "train.py": (
+            "from ignite.engine import create_supervised_trainer\nfrom data import make_loader\n\n\n"
+            "def main(model, opt, loss_fn, ds, device):\n"
+            "    trainer = create_supervised_trainer(model, opt, loss_fn, device={device})\n"
+            "    trainer.run(make_loader(ds), max_epochs=2)\n"
+        ),
+    }
+    found = project(tmp_path, {**files, "train.py": files["train.py"].format(device='"cuda"')}, capsys)
+    assert found == {("data.py", 5, "TSL302"): 1, ("data.py", 5, "TSL303"): 1}
+    assert project(tmp_path, {**files, "train.py": files["train.py"].format(device="None")}, capsys) == {}
+
+
+# -- ignite: handlers of per-step events ----------------------------------------------------------
+HANDLERS = """\
+    import torch
+    {imports}
+
+
+    def main(model, loader, opt, loss_fn):
+        trainer = create_supervised_trainer(model, opt, loss_fn, device="cuda")
+        scale = torch.ones(3, device="cuda")
+
+        {register}
+        def handler(engine):
+            print(scale.sum().item())
+
+        {after}
+        trainer.run(loader, max_epochs=3)
+"""
+_FROM = "from ignite.engine import Events, create_supervised_trainer"
+_MODULE = "import ignite.engine as E\ncreate_supervised_trainer = E.create_supervised_trainer\nEvents = E.Events"
+
+
+@pytest.mark.parametrize(
+    ("imports", "register", "after", "gated"),
+    [
+        (_FROM, "@trainer.on(Events.ITERATION_COMPLETED)", "", False),
+        (_FROM, "", "trainer.add_event_handler(Events.ITERATION_STARTED, handler)", False),
+        (_FROM, "", "trainer.add_event_handler(Events.GET_BATCH_COMPLETED | Events.COMPLETED, handler)", False),
+        (_FROM, "@trainer.on(Events.ITERATION_COMPLETED(every=50))", "", True),
+        (_MODULE, "", "trainer.add_event_handler(E.Events.ITERATION_COMPLETED(every=10), handler)", True),
+        ("import ignite\nfrom ignite.engine import create_supervised_trainer", "@trainer.on(ignite.engine.Events.ITERATION_COMPLETED)", "", False),
+    ],
+)
+def test_a_handler_of_a_per_step_event_runs_every_iteration(imports, register, after, gated):
+    """`@trainer.on(Events.ITERATION_COMPLETED)` / `add_event_handler(...)`: the handler runs
+    every step, so its `.item()` is a per-step sync; `every=N` gates it (the message says so)."""
+    source = textwrap.dedent(HANDLERS).format(imports=imports, register=register, after=after)
+    line = at(source, "scale.sum().item()")
+    found = [f for f in _lint(source) if f.code < "TSL9"]
+    assert [(f.line, f.code) for f in found] == [(line, "TSL101")]
+    assert ("gated by `" in found[0].message) == gated
+    if gated:
+        assert "every=" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("imports", "register", "after"),
+    [
+        (_FROM, "@trainer.on(Events.EPOCH_COMPLETED)", ""),  # once per epoch
+        (_FROM, "", "trainer.add_event_handler(Events.COMPLETED, handler)"),
+        (_FROM, "@trainer.on(Events.ITERATION_COMPLETED(once=100))", ""),  # once in the run
+        (_FROM, "@trainer.on(Events.ITERATION_COMPLETED(before=5))", ""),  # the first 5 steps
+        (_FROM, "@trainer.on(Events.ITERATION_COMPLETED(event_filter=lambda e, i: i in marks))", ""),  # the user says
+        ("from mylib import Events\nfrom ignite.engine import create_supervised_trainer", "@trainer.on(Events.ITERATION_COMPLETED)", ""),  # another library's events
+        (_FROM, "", "trainer.add_event_handler(Events.EPOCH_STARTED, handler)"),
+    ],
+)
+def test_a_handler_of_an_epoch_or_bounded_event_is_not_per_step(imports, register, after):
+    source = textwrap.dedent(HANDLERS).format(imports=imports, register=register, after=after)
+    assert findings(source) == []
+
+
+def _lint(source: str):
+    return lint_source(textwrap.dedent(source), "t.py", RULES)
