@@ -9,7 +9,9 @@ import textwrap
 
 import pytest
 
+from tests._apply_fixes import apply_fixes
 from tests.test_objects import RULES, at, findings, project
+from torchsync_lint.types import Applicability
 from torchsync_lint.engine import lint_source
 
 # -- ignite: loaders handed to `engine.run` -------------------------------------------------------
@@ -178,3 +180,107 @@ def test_a_handler_of_an_epoch_or_bounded_event_is_not_per_step(imports, registe
 
 def _lint(source: str):
     return lint_source(textwrap.dedent(source), "t.py", RULES)
+
+
+# -- HF Trainer: the loaders it builds from TrainingArguments -------------------------------------
+TRAINER = """\
+    {imports}
+
+
+    def main(model, ds, cfg):
+        {build}
+        trainer.train()
+"""
+_HF = "from transformers import Trainer, TrainingArguments"
+
+
+@pytest.mark.parametrize(
+    ("imports", "build", "codes"),
+    [
+        (_HF, 'args = TrainingArguments(output_dir="out", per_device_train_batch_size=16)\n    trainer = Trainer(model=model, args=args, train_dataset=ds)', ["TSL303"]),
+        ("import transformers", 'trainer = transformers.Trainer(model, transformers.TrainingArguments("out"), None, ds)', ["TSL303"]),
+        (_HF, 'settings = dict(output_dir="out", dataloader_pin_memory=False)\n    trainer = Trainer(model=model, args=TrainingArguments(**settings), eval_dataset=ds)', ["TSL302", "TSL303"]),
+        (_HF, 'settings = {"output_dir": "out", "dataloader_num_workers": 0}\n    trainer = Trainer(model=model, args=TrainingArguments(**settings), train_dataset=ds)', ["TSL303"]),
+        ("from transformers.trainer_seq2seq import Seq2SeqTrainer as S2S\nfrom transformers import Seq2SeqTrainingArguments", 'trainer = S2S(model=model, args=Seq2SeqTrainingArguments("o", dataloader_num_workers=0), train_dataset=ds)', ["TSL303"]),
+    ],
+)
+def test_a_trainer_builds_a_main_process_loader_from_default_arguments(imports, build, codes):
+    """transformers 5.23's `TrainingArguments` default `dataloader_num_workers` to 0 (and
+    `dataloader_pin_memory` to True): a `Trainer` given a dataset and arguments that leave the
+    workers unset loads every batch in the training process. Reported where the arguments are
+    built, the fix writing the Trainer's keyword."""
+    source = textwrap.dedent(TRAINER).format(imports=imports, build=build)
+    line = at(source, "TrainingArguments(")
+    found = [f for f in lint_source(source, "t.py", RULES) if f.code < "TSL9"]
+    assert [(f.line, f.code) for f in found] == [(line, c) for c in codes]
+    assert all("`dataloader_" in f.message and "Trainer" in f.message for f in found)
+    fixed = apply_fixes(source, found, Applicability.UNSAFE)
+    assert findings(fixed) == []  # the fix writes the Trainer's own keywords (or the dict's values)
+    assert "min(8, os.cpu_count() or 1)" in fixed and "dataloader_num_workers" in fixed
+
+
+def test_a_trainer_given_no_arguments_runs_with_the_defaults():
+    source = textwrap.dedent(TRAINER).format(imports=_HF, build="trainer = Trainer(model=model, train_dataset=ds)")
+    found = [f for f in lint_source(source, "t.py", RULES) if f.code < "TSL9"]
+    assert [(f.line, f.code) for f in found] == [(at(source, "Trainer(model"), "TSL303")]
+    assert found[0].fix is None and "TrainingArguments(...)" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("imports", "build"),
+    [
+        (_HF, 'trainer = Trainer(model=model, args=TrainingArguments("out", dataloader_num_workers=4), train_dataset=ds)'),  # set
+        (_HF + "\nfrom transformers import HfArgumentParser", "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n    trainer = Trainer(model=model, args=args, train_dataset=ds)"),  # the command line
+        (_HF, "trainer = Trainer(model=model, args=TrainingArguments(**cfg), train_dataset=ds)"),  # unknown contents
+        (_HF, 'settings = dict(output_dir="o")\n    settings.update(cfg)\n    trainer = Trainer(model=model, args=TrainingArguments(**settings), train_dataset=ds)'),  # changed
+        (_HF, 'args = TrainingArguments("o")\n    args.dataloader_num_workers = cfg.workers\n    trainer = Trainer(model=model, args=args, train_dataset=ds)'),  # set later
+        (_HF, 'trainer = Trainer(model=model, args=TrainingArguments("o", use_cpu=True), train_dataset=ds)'),  # a CPU run
+        (_HF, 'trainer = Trainer(model=model, args=TrainingArguments("o"))'),  # no dataset here
+        (_HF + "\nfrom torch.utils.data import TensorDataset", 'trainer = Trainer(model=model, args=TrainingArguments("o"), train_dataset=TensorDataset(ds, ds))'),  # in memory
+        ("from mylib import Trainer, TrainingArguments", 'trainer = Trainer(model=model, args=TrainingArguments("o"), train_dataset=ds)'),  # another library
+        (_HF + "\n\n\nclass Own(Trainer):\n    def get_train_dataloader(self):\n        return self.loader", 'trainer = Own(model=model, args=TrainingArguments("o"), train_dataset=ds)'),  # its own loaders
+    ],
+)
+def test_a_trainer_whose_workers_are_set_configured_or_unknown_is_silent(imports, build):
+    source = textwrap.dedent(TRAINER).format(imports=imports, build=build)
+    assert findings(source) == []
+
+
+# -- HF Trainer: the methods it calls per batch ---------------------------------------------------
+HOOK = """\
+    {imports}
+
+
+    class CLTrainer({base}):
+        def {method}(self, model, inputs, *rest):
+            {body}
+            return model(**inputs).loss
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "base", "method", "body", "code"),
+    [
+        ("from transformers import Trainer", "Trainer", "compute_loss", 'print(inputs["labels"].sum().item())', "TSL101"),
+        ("import transformers", "transformers.Trainer", "compute_loss", 'if inputs["mask"].any():\n                pass', "TSL102"),
+        ("from transformers.trainer import Trainer as HFTrainer", "HFTrainer", "training_step", "scale = torch.ones(2, device='cuda').max().item()", "TSL101"),
+    ],
+)
+def test_a_trainer_subclass_hook_runs_every_step(imports, base, method, body, code):
+    """The Trainer calls `training_step` every step and `compute_loss` with the batch already on
+    the device: their reads are per-step syncs."""
+    source = textwrap.dedent(HOOK).format(imports="import torch\n" + imports, base=base, method=method, body=body)
+    assert [c for _, c in findings(source)] == [code]
+
+
+@pytest.mark.parametrize(
+    ("imports", "base", "method"),
+    [
+        ("from transformers import Trainer", "Trainer", "evaluate_once"),  # not a hook
+        ("from mylib import Trainer", "Trainer", "compute_loss"),  # another library's trainer
+        ("import torch", "object", "compute_loss"),
+    ],
+)
+def test_a_method_the_trainer_does_not_call_per_step_is_silent(imports, base, method):
+    source = textwrap.dedent(HOOK).format(imports="import torch\n" + imports, base=base, method=method, body='print(inputs["labels"].sum().item())')
+    assert findings(source) == []

@@ -24,10 +24,11 @@ from torchsync_lint.analysis.hotloops import ITER_WRAPPERS
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import literal_element
 from torchsync_lint.analysis.kinds import Kind, join
+from torchsync_lint.analysis.framework_loaders import trainer_loaders
 from torchsync_lint.analysis.loader_datasets import DatasetQueries
 from torchsync_lint.analysis.loader_info import DATALOADER, POSITIONS, ArgValue, LoaderInfo, literal_value
 from torchsync_lint.analysis.values import HOST_RESULT_METHODS
-from torchsync_lint.knowledge import ignite, lightning
+from torchsync_lint.knowledge import ignite, lightning, transformers
 
 # Calls that hand a loader to something that moves its batches to the accelerator itself.
 _PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
@@ -55,10 +56,15 @@ class LoaderTracker(DatasetQueries):
         if self.loaders:
             self._link_loops()
             self._link_trainers()
+        # Loaders a library builds from its settings (HF Trainer): the rules read them like
+        # constructor calls, at the call that writes the settings.
+        self.framework_loaders = trainer_loaders(self)
+        self._by_settings = {info.call: info for info in self.framework_loaders}
 
     # -- constructor arguments --------------------------------------------------------------
     def info(self, call: cst.Call) -> LoaderInfo | None:
-        return self._by_call.get(call)
+        """The loader ``call`` builds, or whose settings it writes (`TrainingArguments(...)`)."""
+        return self._by_call.get(call) or self._by_settings.get(call)
 
     def _dataset_arg(self, call: cst.Call) -> cst.BaseExpression | None:
         for a in call.args:
@@ -339,6 +345,8 @@ class LoaderTracker(DatasetQueries):
                 return True
             if qn in _RUNNERS and not self._explicit_cpu(call):
                 return True
+            if qn in transformers.TRAINERS:
+                return True  # HF Trainer: on the accelerator unless its arguments say `use_cpu=True`
             if qn in ignite.ENGINE_FACTORIES:
                 if self._to_accelerator(argument(call, *ignite.ENGINE_FACTORIES[qn][0])):  # `create_supervised_trainer(..., device="cuda")`
                     return True

@@ -82,10 +82,26 @@ class _Loader(Rule):
         return loaders(self.analysis)
 
     def set_argument(self, info: LoaderInfo, arg: ArgValue, keyword: str, value: str):
-        """An edit that sets ``keyword`` to ``value`` on the constructor (replace or append)."""
+        """An edit that sets ``keyword`` to ``value`` on the constructor (replace or append);
+        None when the call that builds the loader cannot take it (a `Trainer` given no
+        `TrainingArguments`)."""
         if arg.arg is not None:
             return self.edit(arg.arg.value, value)
-        return _append_keyword(self, info.call, keyword, value)
+        if not info.settable:
+            return None
+        return _append_keyword(self, info.call, info.keywords.get(keyword, keyword), value)
+
+    def about(self, info: LoaderInfo, message: str) -> str:
+        """The message for a loader a library builds from settings written here (HF Trainer):
+        it names the library's keywords."""
+        if info.owner is None:
+            return message
+        message = message.replace("this `DataLoader`", f"the `DataLoader` that {info.owner} builds from these arguments")
+        for torch_name, keyword in info.keywords.items():
+            message = message.replace(f"`{torch_name}", f"`{keyword}")
+        if not info.settable:
+            message += "; pass it `TrainingArguments(...)` that set them"
+        return message
 
 
 # -- TSL301 --------------------------------------------------------------------------------------
@@ -397,8 +413,9 @@ class DataLoaderUnpinnedMemory(_Loader):
         if self._non_blocking_copies(info):
             message += "; its `non_blocking=True` copies are synchronous until the memory is pinned"
         value, imports = pin_value(self, tracker, info)
-        fix = self.make_fix(self.set_argument(info, info.pin_memory, "pin_memory", value), imports=imports)
-        self.report(node, message, fix=fix)
+        edit = self.set_argument(info, info.pin_memory, "pin_memory", value)
+        fix = self.make_fix(edit, imports=imports) if edit is not None else None
+        self.report(node, self.about(info, message), fix=fix)
 
     def _non_blocking_copies(self, info: LoaderInfo) -> bool:
         """Does a loop over the loader pass `non_blocking=True` anywhere in its body?"""
@@ -527,8 +544,10 @@ class DataLoaderMainProcessLoading(_Loader):
         if iterable is not None:
             message += f"; `{iterable}` is an `IterableDataset` that does not shard by `torch.utils.data.get_worker_info()`: every worker would yield every sample, so shard it first"
         elif not shadowed(self.analysis, node, "os"):
-            fix = self.make_fix(self.set_argument(info, info.num_workers, "num_workers", WORKERS), applicability=Applicability.UNSAFE, imports=("os",))
-        self.report(node, message, fix=fix, workers=f"num_workers={WORKERS}")
+            edit = self.set_argument(info, info.num_workers, "num_workers", WORKERS)
+            fix = self.make_fix(edit, applicability=Applicability.UNSAFE, imports=("os",)) if edit is not None else None
+        keyword = info.keywords.get("num_workers", "num_workers")
+        self.report(node, self.about(info, message), fix=fix, workers=f"{keyword}={WORKERS}")
 
 
 # -- TSL304 --------------------------------------------------------------------------------------
