@@ -284,3 +284,37 @@ def test_a_trainer_subclass_hook_runs_every_step(imports, base, method, body, co
 def test_a_method_the_trainer_does_not_call_per_step_is_silent(imports, base, method):
     source = textwrap.dedent(HOOK).format(imports="import torch\n" + imports, base=base, method=method, body='print(inputs["labels"].sum().item())')
     assert findings(source) == []
+
+
+ENGINE_FACTORY = """\
+    import torch
+    from ignite.engine import Engine
+
+
+    def create_trainer(model, optimizer, loss_fn, device=None):
+        def _update(engine, batch):
+            img, target = batch
+            img = img.to({where}, non_blocking=True)
+            loss = loss_fn(model(img), target.to({where}, non_blocking=True))
+            loss.backward()
+            optimizer.step()
+        return Engine(_update)
+
+
+    def do_train(model, train_loader, optimizer, loss_fn, device):
+        trainer = create_trainer(model, optimizer, loss_fn, device=device)
+        trainer.run(train_loader, max_epochs=10)
+"""
+
+
+@pytest.mark.parametrize(("where", "flagged"), [("device", True), ('"cpu"', False)])
+def test_an_engine_a_project_factory_returns_feeds_the_loaders_of_its_callers(tmp_path, capsys, where, flagged):
+    """`create_trainer(...)` of the project returns `Engine(_update)`, whose process function
+    copies each batch to the device: the loader that another module builds and hands to
+    `do_train` feeds the GPU (reid-strong-baseline's layout)."""
+    files = {
+        "engine.py": ENGINE_FACTORY.format(where=where),
+        "data.py": "from torch.utils.data import DataLoader\n\n\ndef make_loader(ds):\n    return DataLoader(ds, batch_size=32, num_workers=4)\n",
+        "main.py": "from data import make_loader\nfrom engine import do_train\n\n\ndef main(model, ds, opt, loss_fn):\n    do_train(model.cuda(), make_loader(ds), opt, loss_fn, 'cuda')\n",
+    }
+    assert project(tmp_path, files, capsys) == ({("data.py", 5, "TSL302"): 1} if flagged else {})

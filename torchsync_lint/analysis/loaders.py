@@ -274,15 +274,19 @@ class LoaderTracker(DatasetQueries):
                     for loader in self.loaders_of(r):
                         loader.handed_to_trainer = True
 
-    def engine_feeds_accelerator(self, engine: cst.BaseExpression) -> bool:
+    def engine_feeds_accelerator(self, engine: cst.BaseExpression, depth: int = 0) -> bool:
         """An ignite engine whose steps put each batch on an accelerator: one built by
         `create_supervised_trainer(..., device=<accelerator>)`, or an `Engine(fn)` whose
-        process function copies its batch there or runs a device model. Not known: False."""
-        qn = self.values.origin_qualname(engine) or ""
-        if qn not in ignite.ENGINE_FACTORIES and qn not in ignite.ENGINES:
-            return False
+        process function copies its batch there or runs a device model, directly or returned
+        by a factory function of this module. Not known: False."""
         made = self._constructed_by(engine)
-        if made is None:
+        if made is None or depth > 3:
+            return False
+        factory = self.index.target_of(made)
+        if factory is not None:  # `trainer = create_trainer(model, opt, device=device)` of this module
+            return any(self.engine_feeds_accelerator(r, depth + 1) for r in self.index.returns.get(factory, []))
+        qn = self.values.qualname(made.func) or ""
+        if qn not in ignite.ENGINE_FACTORIES and qn not in ignite.ENGINES:
             return False
         if qn in ignite.ENGINE_FACTORIES:
             return self._to_accelerator(argument(made, *ignite.ENGINE_FACTORIES[qn][0]))

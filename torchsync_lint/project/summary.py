@@ -45,7 +45,7 @@ def unknown_field(field: str, kind: str = "fn"):
     if field.startswith(("args.", "kwargs.")):
         return {"k": "unknown"}
     # (silent: not per step, a whole pass where that keeps a call from counting as per step)
-    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None}
+    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None, "literals": []}
     return {"returns": {"k": "unknown"}, "yielded": None, "forwards": [], "line": 0, "args": [], "kwargs": {}, **silent}[field]
 
 
@@ -310,6 +310,8 @@ class Summarizer:
         seq = self.index.seq(call)
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
         named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        if field == "literals":
+            return self._literals(positional, named)
         if field == "args":
             if self._defer is None:
                 return [self.abs_of(v) for v in positional]
@@ -320,6 +322,16 @@ class Summarizer:
             return deferred.DeferredDict({}, tuple(named), lambda name, compute=self._defer("call", seq): compute(f"kwargs.{name}"))
         part, _, which = field.partition(".")
         return self.abs_of(positional[int(which)] if part == "args" else named[which])
+
+    def _literals(self, positional: list, named: dict) -> list:
+        """[position or keyword, value] for each argument that is a literal (or a name bound
+        only to one): what a callee's parameter is fixed to (analysis/fixed_params.py)."""
+        out = []
+        for slot, value in [*enumerate(positional), *named.items()]:
+            ok, literal = self.loaders.known_value(value)
+            if ok and (literal is None or isinstance(literal, (bool, int, float, str))):
+                out.append([slot, literal])
+        return out
 
     def _per_step(self, call: cst.Call) -> dict:
         """Whether ``call`` runs per step in this module: "hot" is "yes" (a per-step loop or

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchsync_lint.analysis.fixed_params import caller_fixed
 from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker, literal_value, loaders
 from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.rule import Rule
@@ -228,13 +229,17 @@ class BlockingHostToDeviceCopy(Rule):
         if sources and all(tracker.dataset_on_device(info) for info in sources):
             return  # `DataLoader(TensorDataset(x.cuda()))` yields device tensors: `.to` is a no-op
         fix = None
-        if custom_batch(self.analysis, receiver) or written_in_place(self.analysis, node) or uses_streams(self.analysis):
+        message = self.message
+        if state == "callers":
+            # `non_blocking=non_blocking` of a helper every caller calls with False: the fix is
+            # the callers' (or the default's) to make, not this line's
+            message += f"; `{self.snippet(arg.value, 40)}` is False from every caller in the project"
+        elif custom_batch(self.analysis, receiver) or written_in_place(self.analysis, node) or uses_streams(self.analysis):
             pass  # a user batch's `.to()` may not take `non_blocking`; a reused buffer or another stream would race
         elif arg is not None:
             fix = self.make_fix(self.edit(arg.value, "True"))
         else:
             fix = self.make_fix(_append_keyword(self, node, "non_blocking", "True"))
-        message = self.message
         unpinned = [info for info in sources if info.pin_memory.known and info.effective("pin_memory") is False]
         if unpinned:
             line = self.analysis.index.line(unpinned[0].call)
@@ -242,7 +247,8 @@ class BlockingHostToDeviceCopy(Rule):
         self.report(node, message, fix=fix, hot=hot, expr=self.snippet(node))
 
     def _non_blocking(self, call: cst.Call) -> tuple[str, cst.Arg | None]:
-        """("true" | "false" | "absent" | "unknown", the keyword argument when written)."""
+        """("true" | "false" | "absent" | "unknown" | "callers": a parameter its callers leave
+        False, the keyword argument when written)."""
         if any(a.star for a in call.args):
             return "unknown", None
         for a in call.args:
@@ -250,7 +256,11 @@ class BlockingHostToDeviceCopy(Rule):
                 # a literal, or a name every path binds to the same literal (`flag = False`)
                 ok, value = loaders(self.analysis).known_value(a.value)
                 if not ok:
-                    return "unknown", None
+                    # a parameter (or `self.attr` set from one) every caller leaves False
+                    ok, value = caller_fixed(self.analysis, a.value)
+                    if not ok:
+                        return "unknown", None
+                    return ("true", a) if value else ("callers", a)
                 return ("true", a) if value else ("false", a)
         positional = [a for a in call.args if a.keyword is None]
         method = call.func.attr.value  # type: ignore[union-attr]
