@@ -154,6 +154,13 @@ class BlockingHostToDeviceCopy(Rule):
     `torch.cuda.Stream()`), where a kernel on another stream could read the copy before it
     lands unless that stream waits for this one.
 
+    A `non_blocking=` value that is a parameter counts when every call in the project fixes
+    it to `False` (`def to_device(x, device, non_blocking=False)` that no caller passes `True`
+    to, or a constructor default stored as `self.non_blocking` that no construction
+    overrides). The message says so and offers no fix: the callers' value is the one to
+    change. A caller passing `True` or a value of its own (`args.non_blocking`), a call
+    through `**kwargs`, or the function handed around as a value keeps it silent.
+
     ## Known problems
     A batch read on the host right after an asynchronous copy to the device is fine, but a
     tensor *written* on the host after being queued for copy (an in-place edit of the pinned
@@ -176,6 +183,10 @@ class BlockingHostToDeviceCopy(Rule):
         Valid(pipeline(copy="model.to(device)\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),  # a model, not a batch
         Valid(pipeline(copy="x, y = x.to(device), y.to(device)", device='torch.device("cpu")')),  # a CPU-only script
         Valid(pipeline(copy="x = x.to(torch.float16).cuda(non_blocking=True)\n    y = y.cuda(0, True)")),  # dtype cast; positional non_blocking
+        Valid(  # a parameter a caller sets True
+            "from torch.utils.data import DataLoader\n\n\ndef to_device(x, non_blocking=False):\n    return x.to('cuda', non_blocking=non_blocking)\n\n\n"
+            "for x in DataLoader(ds, num_workers=2, pin_memory=True):\n    model(to_device(x, non_blocking=True)).sum().backward()\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -202,6 +213,13 @@ class BlockingHostToDeviceCopy(Rule):
             "dl = torch.utils.data.DataLoader(ds, num_workers=2, pin_memory=True)\n"
             "train(torch.nn.Linear(2, 2).cuda(), dl, None, 'cuda')\n",
             line=6,
+            expected_fix=None,
+        ),
+        Invalid(  # a parameter every caller leaves False
+            "from torch.utils.data import DataLoader\n\n\ndef to_device(x, non_blocking=False):\n    return x.to('cuda', non_blocking=non_blocking)\n\n\n"
+            "for x in DataLoader(ds, num_workers=2, pin_memory=True):\n    model(to_device(x)).sum().backward()\n",
+            line=5,
+            message_contains="False from every caller",
             expected_fix=None,
         ),
     ]
@@ -314,9 +332,17 @@ class DataLoaderUnpinnedMemory(_Loader):
     A loader feeds an accelerator when the module uses one (`.cuda()`, `.to("cuda")`,
     `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, HF Accelerate, Lightning)
     and a loop over the loader copies its batches to the device or runs a training step, or
-    the loader is handed to `accelerator.prepare`, `fabric.setup_dataloaders` or a Lightning
-    `Trainer`. A CPU-only script is never flagged; neither is a configured value
-    (`pin_memory=args.pin_mem`, `**loader_kwargs`) or a `TensorDataset` of device tensors.
+    the loader is handed to `accelerator.prepare`, `fabric.setup_dataloaders`, a Lightning
+    `Trainer`, or run by a pytorch-ignite engine that moves its batches to the device
+    (`create_supervised_trainer(..., device="cuda")`, or `Engine(update)` whose `update`
+    copies them) with `trainer.run(loader)`. A CPU-only script is never flagged; neither is a
+    configured value (`pin_memory=args.pin_mem`, `**loader_kwargs`) or a `TensorDataset` of
+    device tensors.
+
+    HF `Trainer` builds its loaders from `TrainingArguments`: `dataloader_pin_memory` defaults
+    to `True` there (transformers 5.23), so only `dataloader_pin_memory=False` is flagged, at
+    the `TrainingArguments(...)` call (arguments parsed by `HfArgumentParser`, passed in, or
+    built from `**cfg` of unknown contents are configured and never flagged).
 
     ## Why is this bad?
     CUDA can only copy asynchronously from page-locked (pinned) host memory. From ordinary
@@ -451,6 +477,15 @@ class DataLoaderMainProcessLoading(_Loader):
     `num_workers` may be a keyword or the 6th positional argument, including a name bound
     only to `0` and the `torch.utils.data.dataloader.DataLoader` import path. Configured
     values (`num_workers=args.workers`, `**loader_kwargs`, `*args`) are never flagged.
+    Loaders run by a pytorch-ignite engine (`trainer.run(loader)`) count as TSL302 says.
+
+    HF `Trainer` builds its loaders from `TrainingArguments`, whose `dataloader_num_workers`
+    defaults to 0 (transformers 5.23): a `Trainer` given a dataset and arguments that leave it
+    unset (or 0) is flagged at the `TrainingArguments(...)` call (at the `Trainer(...)` call
+    when it is given none), and the fix sets `dataloader_num_workers`. Arguments parsed by
+    `HfArgumentParser`, passed in, built by a project subclass, from `**cfg` of unknown
+    contents or changed later (`args.dataloader_num_workers = n`) are configured: never
+    flagged; `use_cpu=True` is a CPU run.
 
     CPU-only scripts are not flagged: the cost of main-process loading is GPU idle time, and
     on a CPU-only run the training step already uses every core through intra-op threads, so
@@ -515,8 +550,20 @@ class DataLoaderMainProcessLoading(_Loader):
         Valid(pipeline(loader="DataLoader(TensorDataset(xs, ys), batch_size=32, pin_memory=True)", imports="from torch.utils.data import DataLoader, TensorDataset")),
         Valid(pipeline(loader="DataLoader(dataset, num_workers=WORKERS, pin_memory=True)", imports="from torch.utils.data import DataLoader\nWORKERS = 2")),
         Valid(DEVICE_DATASET),  # device tensors: a worker process cannot use them
+        Valid(  # HF Trainer arguments from the command line: configured
+            "from transformers import HfArgumentParser, Trainer, TrainingArguments\n\n"
+            "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\nTrainer(model=model, args=args, train_dataset=ds).train()\n"
+        ),
     ]
     INVALID = [
+        Invalid(  # HF Trainer: `dataloader_num_workers` defaults to 0
+            "from transformers import Trainer, TrainingArguments\n\nargs = TrainingArguments(output_dir='out')\nTrainer(model=model, args=args, train_dataset=ds).train()\n",
+            line=3,
+            message_contains="dataloader_num_workers",
+            expected_fix="from transformers import Trainer, TrainingArguments\nimport os\n\n"
+            "args = TrainingArguments(output_dir='out', dataloader_num_workers=min(8, os.cpu_count() or 1))\nTrainer(model=model, args=args, train_dataset=ds).train()\n",
+            applicability=Applicability.UNSAFE,
+        ),
         Invalid(
             pipeline(loader="DataLoader(dataset, batch_size=32, pin_memory=True)"),
             line=LOADER_LINE,
