@@ -318,3 +318,43 @@ def test_an_engine_a_project_factory_returns_feeds_the_loaders_of_its_callers(tm
         "main.py": "from data import make_loader\nfrom engine import do_train\n\n\ndef main(model, ds, opt, loss_fn):\n    do_train(model.cuda(), make_loader(ds), opt, loss_fn, 'cuda')\n",
     }
     assert project(tmp_path, files, capsys) == ({("data.py", 5, "TSL302"): 1} if flagged else {})
+
+
+# -- HF Trainer: the model it runs every step -----------------------------------------------------
+MODELS = """\
+    import torch
+    from transformers import BertPreTrainedModel
+
+
+    class ForCL(BertPreTrainedModel):
+        def forward(self, input_ids=None, labels=None):
+            scores = self.score(input_ids)
+            target = torch.arange(scores.size(0)).long().to(self.device)
+            return self.loss(scores, target)
+"""
+TRAINERS = """\
+    from transformers import Trainer
+
+
+    class CLTrainer(Trainer):
+        pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "build", "flagged"),
+    [
+        ("from transformers import Trainer", "Trainer(model=model, args=args, train_dataset=ds).train()", True),
+        ("from trainers import CLTrainer", "CLTrainer(model=model, args=args, train_dataset=ds).train()", True),
+        ("from trainers import CLTrainer", "CLTrainer(model, args, None, ds).train()", True),
+        ("from trainers import CLTrainer", "model.save_pretrained('out')", False),  # not trained by a Trainer here
+        ("from mylib import Trainer", "Trainer(model=model, args=args, train_dataset=ds).train()", False),  # another library's
+    ],
+)
+def test_a_model_handed_to_an_hf_trainer_runs_its_forward_every_step(tmp_path, capsys, imports, build, flagged):
+    """The Trainer's `training_step` calls the model it was given once per batch: the forward of
+    that project class is per-step code (simcse's `BertForCL`: its contrastive labels are built
+    on the host and copied every step)."""
+    train = f"from models import ForCL\n{imports}\n\n\ndef main(path, args, ds):\n    model = ForCL.from_pretrained(path)\n    {build}\n"
+    found = project(tmp_path, {"models.py": MODELS, "trainers.py": TRAINERS, "train.py": train}, capsys)
+    assert found == ({("models.py", 8, "TSL305"): 1} if flagged else {})

@@ -30,7 +30,7 @@ from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.loaders import argument, loaders
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.kinds import Kind
-from torchsync_lint.knowledge import ignite, libraries
+from torchsync_lint.knowledge import ignite, libraries, transformers
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval, deferred
 from torchsync_lint.project.abstract import AbstractValues
@@ -100,6 +100,7 @@ class Summarizer:
             "feeds": self._feeds(),
             "loaders": [self.site(info.call) for info in self.loaders.loaders],
             "datasets": self._datasets(),
+            "trainer_models": self._trainer_models(),
         }
 
     # -- functions and classes ----------------------------------------------------------------
@@ -384,6 +385,17 @@ class Summarizer:
                     value = self.abs_of(arg.value)
                     if value["k"] in ("param", "call", "sym", "loader"):
                         out.append({"iter": value})
+        return out
+
+    def _trainer_models(self) -> list[dict]:
+        """The models handed to a library trainer that runs their forward every step (HF
+        `Trainer(model=...)`), with the line of the construction (project/trainer_models.py)."""
+        out = []
+        for call in self.index.calls:
+            if (self.values.qualname(call.func) or "") in transformers.TRAINERS:
+                model = argument(call, 0, "model")
+                if model is not None:
+                    out.append({"line": self.index.line(call), "model": self.abs_of(model)})
         return out
 
     # -- datasets -------------------------------------------------------------------------------
