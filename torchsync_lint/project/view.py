@@ -296,6 +296,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
         self._flags = CycleMemo(_MAX_DEPTH, self._log)  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
+        self._trainer_models = None  # (project/trainer_models.py: resolves models through the table)
 
     def settle(self) -> ProjectView:
         """Compute, in a fixed order, what every file's lint shares."""
