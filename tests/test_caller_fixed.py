@@ -147,3 +147,33 @@ def test_a_helper_of_another_module_whose_callers_fix_non_blocking(tmp_path, cap
     """The callers are in another module: their call records say what they pass."""
     found = project(tmp_path, {"utils.py": UTILS, "train.py": TRAIN.format(passed=passed)}, capsys)
     assert found == ({("utils.py", 2, "TSL301"): 1} if flagged else {})
+
+
+MOVER_MODULE = """\
+    class Mover:
+        def __init__(self, device, non_blocking=False):
+            self.device = device
+            self.non_blocking = non_blocking
+
+        def move(self, x):
+            return x.to(self.device, non_blocking=self.non_blocking)
+"""
+MOVER_TRAIN = """\
+    from torch.utils.data import DataLoader
+    from mover import Mover
+
+
+    def train(model, ds, opt):
+        loader = DataLoader(ds, num_workers=4, pin_memory=True)
+        mover = Mover("cuda"{extra})
+        for x in loader:
+            loss = model(mover.move(x))
+            loss.backward()
+            opt.step()
+"""
+
+
+@pytest.mark.parametrize(("extra", "flagged"), [("", True), (", non_blocking=False", True), (", True", False), (", cfg.nb", False)])
+def test_a_stored_flag_of_a_class_another_module_constructs(tmp_path, capsys, extra, flagged):
+    found = project(tmp_path, {"mover.py": MOVER_MODULE, "train.py": MOVER_TRAIN.format(extra=extra)}, capsys)
+    assert found == ({("mover.py", 7, "TSL301"): 1} if flagged else {})
