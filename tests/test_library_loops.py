@@ -219,10 +219,18 @@ def test_a_trainer_builds_a_main_process_loader_from_default_arguments(imports, 
     assert "min(8, os.cpu_count() or 1)" in fixed and "dataloader_num_workers" in fixed
 
 
-def test_a_trainer_given_no_arguments_runs_with_the_defaults():
-    source = textwrap.dedent(TRAINER).format(imports=_HF, build="trainer = Trainer(model=model, train_dataset=ds)")
+@pytest.mark.parametrize(
+    "build",
+    [
+        "trainer = Trainer(model=model, train_dataset=ds)",
+        'kwargs = {"model": model, "train_dataset": ds}\n    trainer = Trainer(**kwargs)',  # a dict of the Trainer's arguments
+        "trainer = Trainer(model, None, None, ds)",
+    ],
+)
+def test_a_trainer_given_no_arguments_runs_with_the_defaults(build):
+    source = textwrap.dedent(TRAINER).format(imports=_HF, build=build)
     found = [f for f in lint_source(source, "t.py", RULES) if f.code < "TSL9"]
-    assert [(f.line, f.code) for f in found] == [(at(source, "Trainer(model"), "TSL303")]
+    assert [(f.line, f.code) for f in found] == [(at(source, "trainer = Trainer("), "TSL303")]
     assert found[0].fix is None and "TrainingArguments(...)" in found[0].message
 
 
@@ -236,6 +244,7 @@ def test_a_trainer_given_no_arguments_runs_with_the_defaults():
         (_HF, 'args = TrainingArguments("o")\n    args.dataloader_num_workers = cfg.workers\n    trainer = Trainer(model=model, args=args, train_dataset=ds)'),  # set later
         (_HF, 'trainer = Trainer(model=model, args=TrainingArguments("o", use_cpu=True), train_dataset=ds)'),  # a CPU run
         (_HF, 'trainer = Trainer(model=model, args=TrainingArguments("o"))'),  # no dataset here
+        (_HF, "trainer = Trainer(**cfg)"),  # the Trainer's arguments are configured
         (_HF + "\nfrom torch.utils.data import TensorDataset", 'trainer = Trainer(model=model, args=TrainingArguments("o"), train_dataset=TensorDataset(ds, ds))'),  # in memory
         ("from mylib import Trainer, TrainingArguments", 'trainer = Trainer(model=model, args=TrainingArguments("o"), train_dataset=ds)'),  # another library
         (_HF + "\n\n\nclass Own(Trainer):\n    def get_train_dataloader(self):\n        return self.loader", 'trainer = Own(model=model, args=TrainingArguments("o"), train_dataset=ds)'),  # its own loaders
