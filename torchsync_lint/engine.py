@@ -17,7 +17,7 @@ from torchsync_lint.rule import PositionError, Rule, RuleContext, load_rules
 from torchsync_lint.types import Finding
 
 # Files without any of these words cannot hold a finding; skipping them keeps pre-commit fast.
-_TRIGGERS = ("torch", "lightning", "Lightning", "cuda", "backward", "DataLoader", "metric", "device")
+_TRIGGERS = ("torch", "lightning", "Lightning", "cuda", "backward", "DataLoader", "metric", "device", "Trainer", "ignite")
 
 
 def lint_source(

@@ -80,6 +80,15 @@ class ClassQueries:
             self._batch_functions = found
         return self._batch_functions.get(func)
 
+    def batch_function_of(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The function of this module an engine construction (`Engine(_update)`) runs per batch."""
+        runner = trainer_frameworks.BATCH_FUNCTION_RUNNERS.get(self.qualname(call.func) or "")
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if runner is None or runner[0] >= len(positional) or not isinstance(positional[runner[0]], cst.Name):
+            return None
+        found = {d.stmt for d in self.reaching_defs(positional[runner[0]]) if isinstance(d.stmt, cst.FunctionDef)}
+        return found.pop() if len(found) == 1 else None
+
     def is_framework_trainer(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, self.names_framework_trainer)
 

@@ -21,12 +21,20 @@ _ACCELERATOR_SOURCE = re.compile(r"cuda|device|accelerat|\bxla\b|\bmps\b|lightni
 _ACCELERATOR_NAMES = re.compile(r"cuda|accelerat|\bxla\b|\bmps\b|\bxpu\b|\bnpu\b|\bhpu\b|lightning|Lightning|Fabric")
 
 
+# HF `Trainer` (a module importing it, or subclassing it): it picks the accelerator itself.
+_HF_TRAINER = (re.compile(r"\btransformers\b"), re.compile(r"Trainer\b"))
+
+
+def _names_hf_trainer(source: str) -> bool:
+    return all(p.search(source) for p in _HF_TRAINER)
+
+
 def source_uses_accelerator(source: str) -> bool:
-    return bool(_ACCELERATOR_SOURCE.search(source))
+    return bool(_ACCELERATOR_SOURCE.search(source)) or _names_hf_trainer(source)
 
 
 def source_names_accelerator(source: str) -> bool:
-    return bool(_ACCELERATOR_NAMES.search(source))
+    return bool(_ACCELERATOR_NAMES.search(source)) or _names_hf_trainer(source)
 
 
 class DeviceArguments:

@@ -54,6 +54,12 @@ class Env:
         (or there is none), None when that is not known."""
         return False
 
+    def param_literals(self, func: cst.FunctionDef, param: cst.Param) -> list | None:
+        """What each call site in another module passes for ``param``: a literal, or
+        analysis/fixed_params.DEFAULT when it leaves the default; None when one passes
+        something else (or may, through `*args`/`**kwargs`)."""
+        return []
+
     def has_callers(self, func: cst.FunctionDef) -> bool:
         """Does another module of the project call ``func``?"""
         return False

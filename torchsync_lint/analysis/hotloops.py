@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchsync_lint.analysis.engine_handlers import step_handlers
 from torchsync_lint.analysis.gates import default_test, fills_cache, is_step_interval, rebound_elsewhere
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
@@ -108,6 +109,9 @@ class HotLoopAnalysis:
         for func in self.index.returns:
             if self.values.batch_function(func) is not None and func not in self.hot_functions:
                 self.hot_functions[func] = HotContext(f"`{func.name.value}` runs every batch (the engine it is handed calls it)")
+        for func, gate in step_handlers(self.values, self.index).items():
+            if func not in self.hot_functions:  # `@trainer.on(Events.ITERATION_COMPLETED)`
+                self.hot_functions[func] = HotContext(f"`{func.name.value}` runs every iteration (an ignite handler of a per-step event)", gate)
         # Functions another module calls every step.
         for func in self.index.returns:
             remote = self.env.hot_caller(func)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.framework_loaders import trainer_calls
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.analysis.loader_info import LoaderInfo
 from torchsync_lint.knowledge import trainer_frameworks
@@ -67,6 +68,8 @@ class DatasetQueries:
                 if a.keyword is not None and a.keyword.value in consumes:
                     out.append(a.value)
             out += [positional[i] for i in consumes.values() if i < len(positional)]
+        for _call, _keywords, datasets in trainer_calls(self):  # `Trainer(train_dataset=ds)` of HF
+            out += datasets
         return out
 
     def _is_framework_trainer(self, expr: cst.BaseExpression) -> bool:

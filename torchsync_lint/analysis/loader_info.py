@@ -40,12 +40,19 @@ class LoaderInfo:
     loops: list[cst.For] = field(default_factory=list)
     handed_to_trainer: bool = False  # accelerate / Fabric / Lightning move its batches
     feeds: bool | None = None  # memo for LoaderTracker.feeds_accelerator
+    # A loader a library builds from its own settings (analysis/framework_loaders.py): its
+    # defaults, the keyword each setting has, whether ``call`` takes them (a `Trainer` given no
+    # `TrainingArguments` does not), and who builds it, for the message.
+    defaults: dict = field(default_factory=lambda: DEFAULTS)
+    keywords: dict[str, str] = field(default_factory=lambda: {k: k for k in DEFAULTS})
+    settable: bool = True
+    owner: str | None = None
 
     def effective(self, name: str) -> object:
         """The value the loader runs with, when known (else None)."""
         arg = getattr(self, name)
         if arg.state == "absent":
-            return DEFAULTS[name]
+            return self.defaults[name]
         return arg.value if arg.state == "known" else None
 
 

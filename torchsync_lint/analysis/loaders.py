@@ -22,11 +22,13 @@ import libcst as cst
 
 from torchsync_lint.analysis.hotloops import ITER_WRAPPERS
 from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.index import literal_element
 from torchsync_lint.analysis.kinds import Kind, join
+from torchsync_lint.analysis.framework_loaders import trainer_loaders
 from torchsync_lint.analysis.loader_datasets import DatasetQueries
 from torchsync_lint.analysis.loader_info import DATALOADER, POSITIONS, ArgValue, LoaderInfo, literal_value
 from torchsync_lint.analysis.values import HOST_RESULT_METHODS
-from torchsync_lint.knowledge import lightning
+from torchsync_lint.knowledge import ignite, lightning, transformers
 
 # Calls that hand a loader to something that moves its batches to the accelerator itself.
 _PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
@@ -50,14 +52,19 @@ class LoaderTracker(DatasetQueries):
                 info = LoaderInfo(call, self._dataset_arg(call), self.argument(call, "num_workers"), self.argument(call, "pin_memory"))
                 self.loaders.append(info)
                 self._by_call[call] = info
+        self.module_feeds_accelerator = self._module_feeds_accelerator()  # (before the links: an engine's steps ask it)
         if self.loaders:
             self._link_loops()
             self._link_trainers()
-        self.module_feeds_accelerator = self._module_feeds_accelerator()
+        # Loaders a library builds from its settings (HF Trainer): the rules read them like
+        # constructor calls, at the call that writes the settings.
+        self.framework_loaders = trainer_loaders(self)
+        self._by_settings = {info.call: info for info in self.framework_loaders}
 
     # -- constructor arguments --------------------------------------------------------------
     def info(self, call: cst.Call) -> LoaderInfo | None:
-        return self._by_call.get(call)
+        """The loader ``call`` builds, or whose settings it writes (`TrainingArguments(...)`)."""
+        return self._by_call.get(call) or self._by_settings.get(call)
 
     def _dataset_arg(self, call: cst.Call) -> cst.BaseExpression | None:
         for a in call.args:
@@ -248,6 +255,13 @@ class LoaderTracker(DatasetQueries):
                 continue
             method = func.attr.value
             handed = method in _PREPARE_METHODS or (method in _TRAINER_METHODS and self._is_lightning_trainer(func.value))
+            if not handed and method == ignite.RUN_METHOD and self.engine_feeds_accelerator(func.value):
+                # `trainer.run(loader)`: ignite iterates the loader, a step per batch, and the
+                # engine moves each batch to the device
+                data = argument(call, *ignite.RUN_DATA)
+                for info in self.loaders_of(data) if data is not None else ():
+                    info.handed_to_trainer = True
+                continue
             if not handed:
                 continue
             for a in call.args:
@@ -259,6 +273,48 @@ class LoaderTracker(DatasetQueries):
                 for r in self.index.returns.get(func, []):
                     for loader in self.loaders_of(r):
                         loader.handed_to_trainer = True
+
+    def engine_feeds_accelerator(self, engine: cst.BaseExpression, depth: int = 0) -> bool:
+        """An ignite engine whose steps put each batch on an accelerator: one built by
+        `create_supervised_trainer(..., device=<accelerator>)`, or an `Engine(fn)` whose
+        process function copies its batch there or runs a device model, directly or returned
+        by a factory function of this module. Not known: False."""
+        made = self._constructed_by(engine)
+        if made is None or depth > 3:
+            return False
+        factory = self.index.target_of(made)
+        if factory is not None:  # `trainer = create_trainer(model, opt, device=device)` of this module
+            return any(self.engine_feeds_accelerator(r, depth + 1) for r in self.index.returns.get(factory, []))
+        qn = self.values.qualname(made.func) or ""
+        if qn not in ignite.ENGINE_FACTORIES and qn not in ignite.ENGINES:
+            return False
+        if qn in ignite.ENGINE_FACTORIES:
+            return self._to_accelerator(argument(made, *ignite.ENGINE_FACTORIES[qn][0]))
+        process = self.values.batch_function_of(made)
+        return process is not None and self.function_feeds_accelerator(process)
+
+    def _to_accelerator(self, device: cst.BaseExpression | None) -> bool:
+        """A library's `device=` argument naming an accelerator (`None`: it moves nothing)."""
+        return device is not None and not (isinstance(device, cst.Name) and device.value == "None") and self.values.device_of(device) == "accelerator"
+
+    def _constructed_by(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """The one call that made ``expr`` (itself, or what every binding of a name or
+        `self.x` assigns or unpacks from a tuple display: `trainer, evaluator = Engine(a), Engine(b)`)."""
+        if isinstance(expr, cst.Call):
+            return expr
+        if isinstance(expr, cst.Name):
+            defs = self.values.reaching_defs(expr)
+            made = {d.value if d.how == "assign" else literal_element(d) if d.how == "unpack" else None for d in defs}
+            return made.pop() if len(made) == 1 and isinstance(next(iter(made)), cst.Call) else None
+        return self._dataset_call(expr)  # `self.trainer`
+
+    def function_feeds_accelerator(self, func: cst.FunctionDef) -> bool:
+        """Does ``func``'s body copy something to the accelerator, or run a model that is
+        not provably on the CPU?"""
+        return self.module_feeds_accelerator and any(
+            isinstance(node, cst.Call) and (self.is_h2d_call(node, any_receiver=True) or self._runs_device_model(node))
+            for node in self.analysis.tree.walk_subtree(func.body)
+        )
 
     def _is_lightning_trainer(self, expr: cst.BaseExpression) -> bool:
         return (self.values.origin_qualname(expr) or "") in ("lightning.Trainer", "lightning.pytorch.Trainer")
@@ -293,6 +349,11 @@ class LoaderTracker(DatasetQueries):
                 return True
             if qn in _RUNNERS and not self._explicit_cpu(call):
                 return True
+            if qn in transformers.TRAINERS:
+                return True  # HF Trainer: on the accelerator unless its arguments say `use_cpu=True`
+            if qn in ignite.ENGINE_FACTORIES:
+                if self._to_accelerator(argument(call, *ignite.ENGINE_FACTORIES[qn][0])):  # `create_supervised_trainer(..., device="cuda")`
+                    return True
             for a in call.args:
                 if a.keyword is not None and a.keyword.value == "device" and self.values.device_of(a.value) == "accelerator":
                     if qn.startswith("torch."):
@@ -412,6 +473,20 @@ class LoaderTracker(DatasetQueries):
             return False  # says nothing about where the model runs
         receiver = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
         return self.values.kind(receiver) is not Kind.CPU_MODEL
+
+
+def argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    """What ``call`` passes by ``keyword`` or at ``position`` (None: not passed, or `*args`)."""
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == keyword:
+            return a.value
+    plain = []
+    for a in call.args:
+        if a.star == "*":
+            return None
+        if a.keyword is None and not a.star:
+            plain.append(a.value)
+    return plain[position] if position < len(plain) else None
 
 
 def loaders(analysis) -> LoaderTracker:

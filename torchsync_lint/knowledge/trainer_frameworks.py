@@ -15,10 +15,14 @@ parameters that hold device values}.
 
 from __future__ import annotations
 
+from torchsync_lint.knowledge import transformers
+
 _ACCELERATED_TRAINERS = frozenset({"pytorch_accelerated.Trainer", "pytorch_accelerated.trainer.Trainer"})
 _ACCELERATED_CALLBACKS = frozenset({"pytorch_accelerated.callbacks.TrainerCallback", "pytorch_accelerated.TrainerCallback"})
 
 HOOKS: tuple[tuple[frozenset[str], dict[str, tuple[int, ...]]], ...] = (
+    (transformers.TRAINERS, transformers.TRAINER_HOOKS),  # HF Trainer (knowledge/transformers.py)
+    (transformers.CALLBACKS, transformers.CALLBACK_HOOKS),
     (
         _ACCELERATED_TRAINERS,
         {
@@ -59,4 +63,6 @@ TRAINER_BASES = _ACCELERATED_TRAINERS
 BATCH_FUNCTION_RUNNERS: dict[str, tuple[int, int]] = {
     "ignite.engine.Engine": (0, 1),
     "ignite.engine.engine.Engine": (0, 1),
+    "ignite.engine.DeterministicEngine": (0, 1),
+    "ignite.engine.deterministic.DeterministicEngine": (0, 1),
 }

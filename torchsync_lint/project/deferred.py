@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 
 # The fields of a function's record and of a call's record that are computed on first read.
 FUNCTION_FIELDS = ("returns", "yielded", "step", "epoch", "forwards", "line")
-CALL_FIELDS = ("args", "kwargs", "line", "hot", "gated", "loop", "needs")
+CALL_FIELDS = ("args", "kwargs", "line", "hot", "gated", "loop", "needs", "literals")
 
 
 class DeferredRecord(dict):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.env import Env
+from torchsync_lint.analysis.fixed_params import DEFAULT
 from torchsync_lint.analysis.hotloops import Reason
 from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.kinds import Kind, join
@@ -136,6 +137,31 @@ class ModuleEnv(Env):
             if name in call["kwargs"] or (index is not None and 0 <= index - shift < len(call["args"])):
                 return True
         return False
+
+    def param_literals(self, func: cst.FunctionDef, param: cst.Param):
+        ref = self._ref(func)
+        if ref is None:
+            return None
+        index = param_index(func, param)
+        name = param.name.value
+        out = []
+        for caller_path, call, shift in self.view.callers(ref):
+            if caller_path == self.path:
+                continue  # this module's own call sites are the analysis's to read
+            if call["star"]:
+                return None
+            if index is not None and 0 <= index - shift < len(call["args"]):
+                slot = index - shift
+            elif name in call["kwargs"]:
+                slot = name
+            else:
+                out.append(DEFAULT)
+                continue
+            found = [value for where, value in call["literals"] if where == slot]
+            if not found:
+                return None  # not a literal
+            out.append(found[0])
+        return out
 
     def has_callers(self, func: cst.FunctionDef) -> bool:
         ref = self._ref(func)

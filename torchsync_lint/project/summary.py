@@ -27,10 +27,10 @@ import libcst as cst
 from torchsync_lint.analysis.images import host_float_sites
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
-from torchsync_lint.analysis.loaders import loaders
+from torchsync_lint.analysis.loaders import argument, loaders
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.kinds import Kind
-from torchsync_lint.knowledge import libraries
+from torchsync_lint.knowledge import ignite, libraries, transformers
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval, deferred
 from torchsync_lint.project.abstract import AbstractValues
@@ -45,7 +45,7 @@ def unknown_field(field: str, kind: str = "fn"):
     if field.startswith(("args.", "kwargs.")):
         return {"k": "unknown"}
     # (silent: not per step, a whole pass where that keeps a call from counting as per step)
-    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None}
+    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None, "literals": []}
     return {"returns": {"k": "unknown"}, "yielded": None, "forwards": [], "line": 0, "args": [], "kwargs": {}, **silent}[field]
 
 
@@ -100,6 +100,7 @@ class Summarizer:
             "feeds": self._feeds(),
             "loaders": [self.site(info.call) for info in self.loaders.loaders],
             "datasets": self._datasets(),
+            "trainer_models": self._trainer_models(),
         }
 
     # -- functions and classes ----------------------------------------------------------------
@@ -310,6 +311,8 @@ class Summarizer:
         seq = self.index.seq(call)
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
         named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        if field == "literals":
+            return self._literals(positional, named)
         if field == "args":
             if self._defer is None:
                 return [self.abs_of(v) for v in positional]
@@ -320,6 +323,16 @@ class Summarizer:
             return deferred.DeferredDict({}, tuple(named), lambda name, compute=self._defer("call", seq): compute(f"kwargs.{name}"))
         part, _, which = field.partition(".")
         return self.abs_of(positional[int(which)] if part == "args" else named[which])
+
+    def _literals(self, positional: list, named: dict) -> list:
+        """[position or keyword, value] for each argument that is a literal (or a name bound
+        only to one): what a callee's parameter is fixed to (analysis/fixed_params.py)."""
+        out = []
+        for slot, value in [*enumerate(positional), *named.items()]:
+            ok, literal = self.loaders.known_value(value)
+            if ok and (literal is None or isinstance(literal, (bool, int, float, str))):
+                out.append([slot, literal])
+        return out
 
     def _per_step(self, call: cst.Call) -> dict:
         """Whether ``call`` runs per step in this module: "hot" is "yes" (a per-step loop or
@@ -362,11 +375,27 @@ class Summarizer:
                 if value["k"] not in ("unknown", "host", "host-tensor", "device"):
                     out.append({"iter": value})
         for call in self.index.calls:
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == ignite.RUN_METHOD and self.loaders.engine_feeds_accelerator(call.func.value):
+                data = argument(call, *ignite.RUN_DATA)  # `trainer.run(loader)` of an ignite engine that moves each batch
+                value = self.abs_of(data) if data is not None else absval.UNKNOWN
+                if value["k"] in ("param", "call", "sym", "loader"):
+                    out.append({"iter": value})
             if isinstance(call.func, cst.Attribute) and call.func.attr.value in _HANDOFF_METHODS:
                 for arg in call.args:
                     value = self.abs_of(arg.value)
                     if value["k"] in ("param", "call", "sym", "loader"):
                         out.append({"iter": value})
+        return out
+
+    def _trainer_models(self) -> list[dict]:
+        """The models handed to a library trainer that runs their forward every step (HF
+        `Trainer(model=...)`), with the line of the construction (project/trainer_models.py)."""
+        out = []
+        for call in self.index.calls:
+            if (self.values.qualname(call.func) or "") in transformers.TRAINERS:
+                model = argument(call, 0, "model")
+                if model is not None:
+                    out.append({"line": self.index.line(call), "model": self.abs_of(model)})
         return out
 
     # -- datasets -------------------------------------------------------------------------------

@@ -31,11 +31,12 @@ from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
 from torchsync_lint.project.memo import EVERY_ENTRY, CycleMemo, ReadLog
 from torchsync_lint.project.objects import ObjectAnswers
+from torchsync_lint.project.trainer_models import TrainerModels
 from torchsync_lint.project.values import MAX_RESOLVE_DEPTH, ValueAnswers, passed_slot
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 11
+SUMMARY_VERSION = 14
 
 _MAX_DEPTH = 12
 _MAX_NAME_DEPTH = 6  # re-exports and inherited methods followed
@@ -56,7 +57,7 @@ class CallSite:
         return f"{self.path}:{self.call['line']}"
 
 
-class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
+class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
     def __init__(self, layout: Layout, summaries: dict[str, dict]) -> None:
         self.layout = layout
         self.summaries = summaries  # relpath -> summary
@@ -295,6 +296,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         self._flags = CycleMemo(_MAX_DEPTH, self._log)  # (ref, "step"/"epoch") / ("path@loop", "loop") -> bool
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
+        self._trainer_models = None  # (project/trainer_models.py: resolves models through the table)
 
     def settle(self) -> ProjectView:
         """Compute, in a fixed order, what every file's lint shares."""
@@ -386,6 +388,9 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers):
         return self._hot.solve(ref, lambda: self._find_hot(ref), None)  # (a call cycle: not per step through itself)
 
     def _find_hot(self, ref: str) -> tuple[CallSite, bool] | None:
+        run = self.trainer_run_site(ref)
+        if run is not None:
+            return CallSite(*run), False  # a model's forward that a library trainer runs every step
         found = None
         for caller_path, call, _ in self.callers(ref):
             if call.get("needs") and self._never_passed(*call["needs"]):

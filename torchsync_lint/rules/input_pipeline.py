@@ -1,6 +1,7 @@
-"""TSL3xx: input-pipeline stalls. This module: blocking copies (TSL301) and the DataLoader rules
-(TSL302, TSL303); `input_pipeline_tensors.py` has host normalisation (TSL304) and host tensors
-built every step (TSL305).
+"""TSL3xx: input-pipeline stalls. This module: the DataLoader rules (TSL302, TSL303) and the
+helpers the family shares; `input_pipeline_copies.py` has blocking copies (TSL301),
+`input_pipeline_tensors.py` host normalisation (TSL304) and host tensors built every step
+(TSL305).
 
 The seed measurements: DataLoader workers plus pinned memory gave 2.5x on an MNIST toy, and a
 profile-driven pass on a CIFAR-like ResNet-18 (workers, pinning, uint8 transfer normalised on
@@ -16,9 +17,9 @@ import libcst as cst
 from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker, literal_value, loaders
 from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.rule import Rule
-from torchsync_lint.rules._fix_guards import custom_batch, serves_device_tensors, shadowed, uses_streams, written_in_place, yields_per_worker
+from torchsync_lint.rules._fix_guards import serves_device_tensors, shadowed, yields_per_worker
 from torchsync_lint.rules._pin_value import pin_value
-from torchsync_lint.rules._pipeline_cases import _GPU_STRING, _ON_CUDA, COPY_LINE, DEVICE_DATASET, LOADER_LINE, pipeline
+from torchsync_lint.rules._pipeline_cases import _GPU_STRING, _ON_CUDA, DEVICE_DATASET, LOADER_LINE, pipeline
 from torchsync_lint.types import Applicability, Edit, Invalid, Valid
 
 def _render(rule: Rule, node: cst.BaseExpression) -> str:
@@ -82,197 +83,26 @@ class _Loader(Rule):
         return loaders(self.analysis)
 
     def set_argument(self, info: LoaderInfo, arg: ArgValue, keyword: str, value: str):
-        """An edit that sets ``keyword`` to ``value`` on the constructor (replace or append)."""
+        """An edit that sets ``keyword`` to ``value`` on the constructor (replace or append);
+        None when the call that builds the loader cannot take it (a `Trainer` given no
+        `TrainingArguments`)."""
         if arg.arg is not None:
             return self.edit(arg.arg.value, value)
-        return _append_keyword(self, info.call, keyword, value)
+        if not info.settable:
+            return None
+        return _append_keyword(self, info.call, info.keywords.get(keyword, keyword), value)
 
-
-# -- TSL301 --------------------------------------------------------------------------------------
-class BlockingHostToDeviceCopy(Rule):
-    """
-    ## What it does
-    Flags `.to(device)` and `.cuda()` of a host tensor (a batch from a `DataLoader`, a tensor
-    built on the CPU) inside a loop that runs every training step, when the copy does not pass
-    `non_blocking=True`.
-
-    ## Why is this bad?
-    A blocking host-to-device copy makes the host wait until the copy has finished, which
-    means until every kernel queued before it on the stream has run too: the GPU drains its
-    queue and idles while Python fetches and collates the next batch. With
-    `non_blocking=True` from pinned memory (`DataLoader(pin_memory=True)`, TSL302) the copy is
-    queued like a kernel and the host moves on. Workers plus pinned memory gave 2.5x on an
-    MNIST toy in a public write-up. `model.to(device)` is not a batch copy and is not flagged;
-    neither is any copy towards the CPU (`.to("cpu")`), where `non_blocking=True` would let the
-    host read memory that is still being written.
-
-    ## Example
-    ```python
-    loader = DataLoader(train_set, batch_size=128, num_workers=8, pin_memory=True)
-    for x, y in loader:
-        x, y = x.to(device), y.to(device)
-        loss = criterion(model(x), y)
-    ```
-
-    ## Use instead
-    ```python
-    loader = DataLoader(train_set, batch_size=128, num_workers=8, pin_memory=True)
-    for x, y in loader:
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        loss = criterion(model(x), y)
-    ```
-
-    ## Fix safety
-    Adding `non_blocking=True` to a host-to-device copy is safe: later kernels on the same
-    stream are ordered after the copy, and PyTorch keeps a pinned source alive until the copy
-    is done (from pageable memory the copy simply stays synchronous). The fix is never offered
-    for a copy to the CPU. It only pays off once the loader pins its memory (TSL302).
-
-    Withheld where it could change results or fail: when the source is written in place after
-    the copy, or is a buffer reused across steps and written in the loop (`staging.copy_(x)`
-    then `staging.to(device)`: the next write could land before the asynchronous copy has read
-    it); and when the receiver is the whole batch of a loader with its own `collate_fn` (a
-    user batch class or an older `BatchEncoding` whose `.to()` takes no `non_blocking`); and
-    in a module that works with CUDA streams of its own (`torch.cuda.stream(s)`,
-    `torch.cuda.Stream()`), where a kernel on another stream could read the copy before it
-    lands unless that stream waits for this one.
-
-    ## Known problems
-    A batch read on the host right after an asynchronous copy to the device is fine, but a
-    tensor *written* on the host after being queued for copy (an in-place edit of the pinned
-    batch) would race; data loaders hand out a fresh batch each step, so this does not arise
-    for loader batches.
-    """
-
-    code = "TSL301"
-    name = "blocking-host-to-device-copy"
-    message = "`{expr}` is a blocking host-to-device copy in a per-step loop: the host waits for the GPU queue to drain; pass `non_blocking=True` (with `pin_memory=True` on the loader)"
-    fix_title = "Add `non_blocking=True`"
-    runtime_observable = True  # verifier: a blocking H2D copy (a stream sync)
-
-    VALID = [
-        Valid(pipeline()),  # already non_blocking
-        Valid(pipeline(copy="pass", after="x0 = x.to(device)\n")),  # a one-off copy after the loop
-        Valid(pipeline(copy="x_cpu = x.to('cpu')\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),  # towards the CPU
-        Valid(pipeline(copy="x, y = x.to(device, non_blocking=args.non_blocking), y.to(device, non_blocking=args.non_blocking)")),  # configured
-        Valid(pipeline(copy="nb = step > 0 or False\n    x, y = x.to(device, non_blocking=nb), y.to(device, non_blocking=True)")),  # computed
-        Valid(pipeline(copy="model.to(device)\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),  # a model, not a batch
-        Valid(pipeline(copy="x, y = x.to(device), y.to(device)", device='torch.device("cpu")')),  # a CPU-only script
-        Valid(pipeline(copy="x = x.to(torch.float16).cuda(non_blocking=True)\n    y = y.cuda(0, True)")),  # dtype cast; positional non_blocking
-    ]
-    INVALID = [
-        Invalid(
-            pipeline(copy="x, y = x.to(device), y.to(device)"),
-            line=COPY_LINE,
-            message_contains="non_blocking=True",
-            expected_fix=pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"),
-        ),
-        Invalid(pipeline(copy="flag = False\n    x, y = x.to(device, non_blocking=flag), y.to(device, non_blocking=True)"), line=COPY_LINE + 1),  # False on every path
-        Invalid(pipeline(copy="x, y = x.cuda(), y.cuda()"), line=COPY_LINE, expected_fix=pipeline(copy="x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)")),
-        Invalid(
-            pipeline(copy="x, y = x.to(device, non_blocking=False), y.to(device, non_blocking=True)"),
-            line=COPY_LINE,
-            expected_fix=pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"),
-        ),
-        Invalid(
-            pipeline(copy="x, y = x.to(device), y.to(device)", loader="DL(dataset, batch_size=32)", imports="from torch.utils.data.dataloader import DataLoader as DL"),
-            line=COPY_LINE,
-            message_contains="pin_memory=True",
-        ),
-        Invalid(
-            "import torch\n\n\ndef train(model, loader, opt, device):\n    for batch in loader:\n"
-            "        images = batch['image'].to(device, dtype=torch.float32)\n        model(images).sum().backward()\n        opt.step()\n\n\n"
-            "dl = torch.utils.data.DataLoader(ds, num_workers=2, pin_memory=True)\n"
-            "train(torch.nn.Linear(2, 2).cuda(), dl, None, 'cuda')\n",
-            line=6,
-            expected_fix=None,
-        ),
-    ]
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in ("to", "cuda", "type"):
-            return  # cheap, before the module's loader analysis is built
-        tracker = loaders(self.analysis)
-        # A host tensor copied to an accelerator (not a module attribute like `torch.cuda`, a
-        # dtype cast, a model or a tensor already on the device).
-        if not tracker.is_h2d_call(node):
-            return
-        if not tracker.module_feeds_accelerator:
-            return  # `Trainer(accelerator="cpu")`: the copy never reaches a GPU
-        receiver = node.func.value
-        if fresh_host_fill(self.analysis, receiver) is not None or (isinstance(receiver, cst.Call) and self.analysis.qualname(receiver.func) in _FRESH_HOST_TENSOR):
-            return  # `torch.tensor(v).to(device)`, `torch.randn(n).to(device)`, `z = torch.zeros(n); z.cuda()`: TSL305's findings
-        state, arg = self._non_blocking(node)
-        if state in ("true", "unknown"):
-            return
-        hot = self.hot(node)
-        if hot is None:
-            return  # a one-off copy outside the per-step path
-        sources = self._source_loaders(receiver)
-        if sources and all(tracker.dataset_on_device(info) for info in sources):
-            return  # `DataLoader(TensorDataset(x.cuda()))` yields device tensors: `.to` is a no-op
-        fix = None
-        if custom_batch(self.analysis, receiver) or written_in_place(self.analysis, node) or uses_streams(self.analysis):
-            pass  # a user batch's `.to()` may not take `non_blocking`; a reused buffer or another stream would race
-        elif arg is not None:
-            fix = self.make_fix(self.edit(arg.value, "True"))
-        else:
-            fix = self.make_fix(_append_keyword(self, node, "non_blocking", "True"))
-        message = self.message
-        unpinned = [info for info in sources if info.pin_memory.known and info.effective("pin_memory") is False]
-        if unpinned:
-            line = self.analysis.index.line(unpinned[0].call)
-            message += f"; the loader on line {line} does not pin its memory yet (TSL302)"
-        self.report(node, message, fix=fix, hot=hot, expr=self.snippet(node))
-
-    def _non_blocking(self, call: cst.Call) -> tuple[str, cst.Arg | None]:
-        """("true" | "false" | "absent" | "unknown", the keyword argument when written)."""
-        if any(a.star for a in call.args):
-            return "unknown", None
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == "non_blocking":
-                # a literal, or a name every path binds to the same literal (`flag = False`)
-                ok, value = loaders(self.analysis).known_value(a.value)
-                if not ok:
-                    return "unknown", None
-                return ("true", a) if value else ("false", a)
-        positional = [a for a in call.args if a.keyword is None]
-        method = call.func.attr.value  # type: ignore[union-attr]
-        extra = positional[1:]  # `.cuda(device, non_blocking)`, `.to(device, dtype, non_blocking)`
-        for a in extra:
-            ok, value = literal_value(a.value)
-            if ok and value is True:
-                return "true", None
-            qn = self.analysis.qualname(a.value) or ""
-            is_dtype = qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in _DTYPE_WORDS
-            if method == "to" and (is_dtype or (isinstance(a.value, cst.Name) and "dtype" in a.value.value.lower())):
-                continue
-            return "unknown", None
-        return "absent", None
-
-    def _source_loaders(self, expr: cst.BaseExpression, depth: int = 0) -> list[LoaderInfo]:
-        """The loaders whose loop produced ``expr`` (through subscripts, unpacking, names)."""
-        while True:  # `batch["image"]`, `batch.items()`, `x.float()` -> the underlying name
-            if isinstance(expr, (cst.Subscript, cst.Attribute)):
-                expr = expr.value
-            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-                expr = expr.func.value
-            else:
-                break
-        if not isinstance(expr, cst.Name) or depth > 4:
-            return []
-        tracker = loaders(self.analysis)
-        out: list[LoaderInfo] = []
-        for d in self.analysis.values.reaching_defs(expr):
-            if d.how == "for" and d.value is not None:
-                direct = tracker.loaders_of(d.value)
-                out += direct if direct else self._source_loaders(d.value, depth + 1)  # `for t in batch`
-            elif d.how in ("assign", "unpack") and d.value is not None:
-                value = d.value
-                if d.how == "unpack" and isinstance(value, (cst.Tuple, cst.List)) and d.path and 0 <= d.path[0] < len(value.elements):
-                    value = value.elements[d.path[0]].value
-                out += self._source_loaders(value, depth + 1)
-        return out
+    def about(self, info: LoaderInfo, message: str) -> str:
+        """The message for a loader a library builds from settings written here (HF Trainer):
+        it names the library's keywords."""
+        if info.owner is None:
+            return message
+        message = message.replace("this `DataLoader`", f"the `DataLoader` that {info.owner} builds from these arguments")
+        for torch_name, keyword in info.keywords.items():
+            message = message.replace(f"`{torch_name}", f"`{keyword}")
+        if not info.settable:
+            message += "; pass it `TrainingArguments(...)` that set them"
+        return message
 
 
 # -- TSL302 --------------------------------------------------------------------------------------
@@ -288,9 +118,17 @@ class DataLoaderUnpinnedMemory(_Loader):
     A loader feeds an accelerator when the module uses one (`.cuda()`, `.to("cuda")`,
     `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, HF Accelerate, Lightning)
     and a loop over the loader copies its batches to the device or runs a training step, or
-    the loader is handed to `accelerator.prepare`, `fabric.setup_dataloaders` or a Lightning
-    `Trainer`. A CPU-only script is never flagged; neither is a configured value
-    (`pin_memory=args.pin_mem`, `**loader_kwargs`) or a `TensorDataset` of device tensors.
+    the loader is handed to `accelerator.prepare`, `fabric.setup_dataloaders`, a Lightning
+    `Trainer`, or run by a pytorch-ignite engine that moves its batches to the device
+    (`create_supervised_trainer(..., device="cuda")`, or `Engine(update)` whose `update`
+    copies them) with `trainer.run(loader)`. A CPU-only script is never flagged; neither is a
+    configured value (`pin_memory=args.pin_mem`, `**loader_kwargs`) or a `TensorDataset` of
+    device tensors.
+
+    HF `Trainer` builds its loaders from `TrainingArguments`: `dataloader_pin_memory` defaults
+    to `True` there (transformers 5.23), so only `dataloader_pin_memory=False` is flagged, at
+    the `TrainingArguments(...)` call (arguments parsed by `HfArgumentParser`, passed in, or
+    built from `**cfg` of unknown contents are configured and never flagged).
 
     ## Why is this bad?
     CUDA can only copy asynchronously from page-locked (pinned) host memory. From ordinary
@@ -397,8 +235,9 @@ class DataLoaderUnpinnedMemory(_Loader):
         if self._non_blocking_copies(info):
             message += "; its `non_blocking=True` copies are synchronous until the memory is pinned"
         value, imports = pin_value(self, tracker, info)
-        fix = self.make_fix(self.set_argument(info, info.pin_memory, "pin_memory", value), imports=imports)
-        self.report(node, message, fix=fix)
+        edit = self.set_argument(info, info.pin_memory, "pin_memory", value)
+        fix = self.make_fix(edit, imports=imports) if edit is not None else None
+        self.report(node, self.about(info, message), fix=fix)
 
     def _non_blocking_copies(self, info: LoaderInfo) -> bool:
         """Does a loop over the loader pass `non_blocking=True` anywhere in its body?"""
@@ -424,6 +263,15 @@ class DataLoaderMainProcessLoading(_Loader):
     `num_workers` may be a keyword or the 6th positional argument, including a name bound
     only to `0` and the `torch.utils.data.dataloader.DataLoader` import path. Configured
     values (`num_workers=args.workers`, `**loader_kwargs`, `*args`) are never flagged.
+    Loaders run by a pytorch-ignite engine (`trainer.run(loader)`) count as TSL302 says.
+
+    HF `Trainer` builds its loaders from `TrainingArguments`, whose `dataloader_num_workers`
+    defaults to 0 (transformers 5.23): a `Trainer` given a dataset and arguments that leave it
+    unset (or 0) is flagged at the `TrainingArguments(...)` call (at the `Trainer(...)` call
+    when it is given none), and the fix sets `dataloader_num_workers`. Arguments parsed by
+    `HfArgumentParser`, passed in, built by a project subclass, from `**cfg` of unknown
+    contents or changed later (`args.dataloader_num_workers = n`) are configured: never
+    flagged; `use_cpu=True` is a CPU run.
 
     CPU-only scripts are not flagged: the cost of main-process loading is GPU idle time, and
     on a CPU-only run the training step already uses every core through intra-op threads, so
@@ -488,8 +336,20 @@ class DataLoaderMainProcessLoading(_Loader):
         Valid(pipeline(loader="DataLoader(TensorDataset(xs, ys), batch_size=32, pin_memory=True)", imports="from torch.utils.data import DataLoader, TensorDataset")),
         Valid(pipeline(loader="DataLoader(dataset, num_workers=WORKERS, pin_memory=True)", imports="from torch.utils.data import DataLoader\nWORKERS = 2")),
         Valid(DEVICE_DATASET),  # device tensors: a worker process cannot use them
+        Valid(  # HF Trainer arguments from the command line: configured
+            "from transformers import HfArgumentParser, Trainer, TrainingArguments\n\n"
+            "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\nTrainer(model=model, args=args, train_dataset=ds).train()\n"
+        ),
     ]
     INVALID = [
+        Invalid(  # HF Trainer: `dataloader_num_workers` defaults to 0
+            "from transformers import Trainer, TrainingArguments\n\nargs = TrainingArguments(output_dir='out')\nTrainer(model=model, args=args, train_dataset=ds).train()\n",
+            line=3,
+            message_contains="dataloader_num_workers",
+            expected_fix="from transformers import Trainer, TrainingArguments\nimport os\n\n"
+            "args = TrainingArguments(output_dir='out', dataloader_num_workers=min(8, os.cpu_count() or 1))\nTrainer(model=model, args=args, train_dataset=ds).train()\n",
+            applicability=Applicability.UNSAFE,
+        ),
         Invalid(
             pipeline(loader="DataLoader(dataset, batch_size=32, pin_memory=True)"),
             line=LOADER_LINE,
@@ -527,8 +387,10 @@ class DataLoaderMainProcessLoading(_Loader):
         if iterable is not None:
             message += f"; `{iterable}` is an `IterableDataset` that does not shard by `torch.utils.data.get_worker_info()`: every worker would yield every sample, so shard it first"
         elif not shadowed(self.analysis, node, "os"):
-            fix = self.make_fix(self.set_argument(info, info.num_workers, "num_workers", WORKERS), applicability=Applicability.UNSAFE, imports=("os",))
-        self.report(node, message, fix=fix, workers=f"num_workers={WORKERS}")
+            edit = self.set_argument(info, info.num_workers, "num_workers", WORKERS)
+            fix = self.make_fix(edit, applicability=Applicability.UNSAFE, imports=("os",)) if edit is not None else None
+        keyword = info.keywords.get("num_workers", "num_workers")
+        self.report(node, self.about(info, message), fix=fix, workers=f"{keyword}={WORKERS}")
 
 
 # -- TSL304 --------------------------------------------------------------------------------------
