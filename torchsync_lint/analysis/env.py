@@ -32,6 +32,11 @@ class Env:
         """Kind of the result of calling a project function or class imported here."""
         return None
 
+    def call_mask(self, qualname: str, call: cst.Call):
+        """"bool"/"uint8" when the project function ``qualname`` imported here returns a mask
+        (analysis/masks.py)."""
+        return None
+
     def call_element(self, qualname: str, call: cst.Call, position: int, values):
         """Kind of element ``position`` of a project function's (tuple) result."""
         return None

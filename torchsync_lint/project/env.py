@@ -88,6 +88,13 @@ class ModuleEnv(Env):
         name = record["params"][index] if index < len(record["params"]) else None
         return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
+    def call_mask(self, qualname: str, call: cst.Call):
+        found = self.view.resolve_name(qualname, self.path)
+        if found is None or found[0] != "function":
+            return None
+        record = self.view.function(found[1], found[2])
+        return record.get("mask") if record else None
+
     def call_element(self, qualname: str, call: cst.Call, position: int, values):
         found = self.view.resolve_name(qualname, self.path)
         if found is None or found[0] != "function":

@@ -28,6 +28,7 @@ from torchsync_lint.analysis.images import host_float_sites
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.loaders import loaders
+from torchsync_lint.analysis.masks import mask_evidence
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import libraries
@@ -45,7 +46,7 @@ def unknown_field(field: str, kind: str = "fn"):
     if field.startswith(("args.", "kwargs.")):
         return {"k": "unknown"}
     # (silent: not per step, a whole pass where that keeps a call from counting as per step)
-    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None}
+    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None, "mask": None}
     return {"returns": {"k": "unknown"}, "yielded": None, "forwards": [], "line": 0, "args": [], "kwargs": {}, **silent}[field]
 
 
@@ -136,6 +137,8 @@ class Summarizer:
             return self._runs_epoch(func)
         if field == "line":
             return self.index.line(func)
+        if field == "mask":  # returns a bool/uint8 tensor (TSL105's evidence for `x[f(...)]`)
+            return mask_evidence(self.a).function_returns(func)
         return self._called_params(func)  # "forwards"
 
     def _record(self, fields: dict, kind: str, key, names: tuple[str, ...]) -> dict:

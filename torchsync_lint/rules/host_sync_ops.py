@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis import Kind, dotted_parts
+from torchsync_lint.analysis.masks import mask_evidence
 from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._cases import LOOP_BODY_LINE as L
@@ -269,6 +270,7 @@ class DynamicShapeInLoop(Rule):
     code = "TSL105"
     name = "dynamic-shape-in-loop"
     message = "`{expr}` has a data-dependent output shape, so the host must read a count from the GPU every step; use masked arithmetic or a static-size variant"
+    host_mask_message = "`{expr}` indexes a device tensor with a host mask: the indices are computed on the CPU and copied to the device with a blocking copy every step; use masked arithmetic, or integer indices kept on the device"
 
     VALID = [
         Valid(in_loop("idx = logits.argmax(1)\npicked = logits[torch.arange(32), idx]")),  # integer indexing
@@ -295,12 +297,6 @@ class DynamicShapeInLoop(Rule):
          "torchvision.ops.nms", "torchvision.ops.batched_nms", "torchvision.ops.boxes.nms", "torchvision.ops.boxes.batched_nms"}
     )
     _METHODS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere"})
-    _MASK_FUNCTIONS = frozenset(
-        {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf", "torch.logical_and", "torch.logical_or",
-         "torch.logical_not", "torch.logical_xor", "torch.isin", "torch.eq", "torch.ne", "torch.gt", "torch.lt", "torch.ge", "torch.le",
-        }
-    )
-    _MASK_METHODS = frozenset({"bool", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "isin"})
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -345,7 +341,8 @@ class DynamicShapeInLoop(Rule):
             return
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and self._is_bool_mask(index.value):
+            where = self._mask_index(index.value) if isinstance(index, cst.Index) else None
+            if where is not None:
                 stored = self._stored.get(id(node))
                 if stored is not None and not self.analysis.is_device(stored):
                     # `t[mask] = 0.0`: one bool mask and a one-element host value run as
@@ -355,36 +352,17 @@ class DynamicShapeInLoop(Rule):
                     return
                 hot = self.hot(node)
                 if hot is not None:
-                    self.report(node, expr=self.snippet(node, 40), hot=hot)
+                    # A host mask on a device tensor: the indices are found on the CPU and copied
+                    # to the device with a blocking copy (ATen's index of a CUDA tensor).
+                    message = self.host_mask_message if where is Kind.HOST_TENSOR else None
+                    self.report(node, message, expr=self.snippet(node, 40), hot=hot)
                 return
 
-    def _is_bool_mask(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
-        """A device tensor of dtype bool: a comparison, `~m`, `m1 & m2`, `isnan(x)`, `x.bool()`..."""
-        if depth > 8 or not self.analysis.is_device(expr):
-            return False
-        if isinstance(expr, cst.Comparison):
-            return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-            return self._is_bool_mask(expr.expression, depth + 1)
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
-            return self._is_bool_mask(expr.left, depth + 1) or self._is_bool_mask(expr.right, depth + 1)
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-            # `(u > 0) * (l == u)`: a product of masks is a mask (bool * bool stays bool)
-            return self._is_bool_mask(expr.left, depth + 1) and self._is_bool_mask(expr.right, depth + 1)
-        if isinstance(expr, cst.Call):
-            qn = self.analysis.qualname(expr.func)
-            if qn in self._MASK_FUNCTIONS:
-                return True
-            if qn and qn.startswith("torch.") and qn.count(".") == 1 and qn[len("torch.") :] in torch_knowledge.FACTORIES:
-                # `torch.eye(n, dtype=torch.bool, device=d)`: a mask made by a factory
-                return any(a.keyword is not None and a.keyword.value == "dtype" and self.analysis.qualname(a.value) == "torch.bool" for a in expr.args)
-            if qn in ("torch.stack", "torch.cat", "torch.concat", "torch.concatenate") and expr.args:
-                # `torch.stack((m1, m2))`: a mask of masks
-                parts = expr.args[0].value
-                elements = [el.value for el in parts.elements] if isinstance(parts, (cst.Tuple, cst.List)) else []
-                return bool(elements) and all(self._is_bool_mask(el, depth + 1) for el in elements)
-            return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self._MASK_METHODS and qn is None
-        if isinstance(expr, cst.Name):
-            defs = self.analysis.values.reaching_defs(expr)
-            return any(d.how == "assign" and d.value is not None and self._is_bool_mask(d.value, depth + 1) for d in defs)
-        return False
+    def _mask_index(self, expr: cst.BaseExpression) -> Kind | None:
+        """Where a mask index lives (DEVICE or HOST_TENSOR), None when ``expr`` is no mask
+        or not known to be a tensor: a comparison of values of unknown kind may be a Python
+        bool (`x[True]` adds a dimension, no count is read)."""
+        where = self.analysis.kind(expr)
+        if where not in (Kind.DEVICE, Kind.HOST_TENSOR):
+            return None
+        return where if mask_evidence(self.analysis).dtype(expr) is not None else None
