@@ -244,6 +244,15 @@ class DynamicShapeInLoop(Rule):
     with tensor repeats and no `output_size`. `x[mask] = 0.0` (a host scalar) is not flagged:
     ATen runs it as `masked_fill_`, with no count to read back (seen on an H200).
 
+    A mask is a bool (or uint8) tensor known from the code: a comparison, `~`/`&`/`|`, a
+    bool or uint8 dtype (`dtype=torch.bool`, `.bool()`), and what keeps one (`.to(device)`,
+    `.reshape(...)`, `m[0, :]`), through names, `self.mask` set in `__init__`, a helper that
+    returns one (in this module or another) and a parameter every caller passes one for.
+    Integer indices (`argmax`, `arange`) are a gather of static size, and a comparison of
+    values of unknown kind may be a Python bool: neither is flagged. A mask on the host
+    indexing a device tensor is reported too: its indices are found on the CPU and copied to
+    the device with a blocking copy.
+
     ## Why is this bad?
     To allocate the output, the host must first learn how many elements there are: the
     kernel counts on the GPU, copies the count back and waits. Every such op is a hidden
@@ -281,6 +290,7 @@ class DynamicShapeInLoop(Rule):
         Valid(in_loop("m = torch.zeros(4) > 0\nsel = torch.ones(4)[m]")),  # a CPU tensor
         Valid(in_loop("mask = y != 0\nlogits[mask] = 0.0")),  # a host scalar: masked_fill_, no sync
         Valid(in_loop("logits[~(y > 0)] = -1e4")),
+        Valid(in_loop("idx = (y > 0).long()\nsel = logits[idx]")),  # a mask made integer: a gather
     ]
     INVALID = [
         Invalid(in_loop("pos = logits[logits > 0]"), line=L),
@@ -290,6 +300,7 @@ class DynamicShapeInLoop(Rule):
         Invalid(in_loop("classes = y.unique()"), line=L),
         Invalid(in_loop("rows, = torch.where(y > 0)"), line=L),
         Invalid(in_loop("sel = torch.masked_select(logits, logits > 0)"), line=L),
+        Invalid(in_loop("pad = (logits == 0).all(dim=-1)\nsel = logits[~pad]"), line=L + 1),
     ]
 
     _FUNCTIONS = frozenset(
