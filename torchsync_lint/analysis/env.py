@@ -126,6 +126,11 @@ class Env:
         most modules make no such call, and the rule would ask it of every call)?"""
         return False
 
+    def fed_module_values(self) -> list[str]:
+        """This module's module-level names whose values become (part of) a dataset that
+        another module's device-fed loader reads (`TRAIN_TRANSFORMS = Compose([...])`)."""
+        return []
+
     def dataset_class_fed(self, cls: cst.ClassDef) -> bool:
         """Do another module's device-fed loaders read instances of ``cls`` (or a subclass)?"""
         return False

@@ -462,6 +462,8 @@ class AbstractValues:
                     found = self._param_value(d)
                     if found is not None:
                         out.append(found)
+            if not out and self.abs_of(expr).get("k") == "sym":
+                out.append(self.abs_of(expr))  # `transform=TRAIN_TRANSFORMS` imported: the view resolves it
             return out
         if isinstance(expr, cst.Attribute):
             parts = dotted_parts(expr)

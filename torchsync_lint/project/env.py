@@ -269,6 +269,10 @@ class ModuleEnv(Env):
                 out.append(value)
         return out
 
+    def fed_module_values(self) -> list[str]:
+        prefix = f"{self.path}:"
+        return sorted(ref[len(prefix):] for ref in self.view.fed_datasets().values if ref.startswith(prefix))
+
     def dataset_class_fed(self, cls: cst.ClassDef) -> bool:
         qual = local_qualname(self.analysis.index, cls)
         return qual is not None and f"{self.path}:{qual}" in self.view.fed_datasets().classes

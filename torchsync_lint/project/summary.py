@@ -52,6 +52,8 @@ def unknown_field(field: str, kind: str = "fn"):
 
 # A call record's fields that say whether it runs per step (Summarizer._per_step).
 _PER_STEP_FIELDS = frozenset({"hot", "gated", "loop", "needs"})
+# What a fed loader's dataset (or its transform) may come from that another module decides.
+_DATASET_SOURCES = frozenset({"param", "call", "instance", "sym"})
 _HANDOFF_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit", "validate", "test", "predict"})
 
 
@@ -376,12 +378,13 @@ class Summarizer:
     def _datasets(self) -> list[dict]:
         out = []
         for info in self.loaders.loaders:
-            sources = [v for v in self.abstract.sources(info.dataset) if v["k"] in ("param", "call", "instance")]
+            sources = [v for v in self.abstract.sources(info.dataset) if v["k"] in _DATASET_SOURCES]
             for call in self.loaders.dataset_calls(info):
                 for arg in call.args:
-                    # a transform passed in (a parameter), or built by a project class or
-                    # function of another module (`transform=TransformsSimCLR(size)`)
-                    sources += [v for v in self.abstract.sources(arg.value) if v["k"] in ("param", "instance", "call")]
+                    # a transform passed in (a parameter), built by a project class or function
+                    # of another module (`transform=TransformsSimCLR(size)`), or another
+                    # module's module-level pipeline (`transform=TRAIN_TRANSFORMS`)
+                    sources += [v for v in self.abstract.sources(arg.value) if v["k"] in _DATASET_SOURCES]
             if sources:
                 unique = {repr(sorted(v.items())): v for v in sources}
                 out.append({"loader": self.site(info.call), "fed": self.loaders.feeds_accelerator(info), "sources": list(unique.values())})
