@@ -234,3 +234,39 @@ def test_a_module_level_dataset_of_another_module(tmp_path, capsys):
     """
     found = project(tmp_path, {"train.py": TRAIN, "data.py": data, "datasets_defs.py": datasets}, capsys)
     assert found == {("datasets_defs.py", 4): 1}  # TRAIN_SET's pipeline; no loader reads PREVIEW_SET
+
+
+PROJECT_TRANSFORMS = """\
+import torch
+import torchvision.transforms as transforms
+
+class ToTensor:
+    def __call__(self, data):
+        img, boxes = data
+        img = transforms.ToTensor()(img)
+        targets = torch.zeros((len(boxes), 6))
+        targets[:, 1:] = transforms.ToTensor()(boxes)
+        return img, targets
+
+class Flip:
+    def __call__(self, data):
+        return data
+
+DEFAULT_TRANSFORMS = transforms.Compose([Flip(), ToTensor()])
+"""
+
+
+def test_a_project_transform_class_in_a_module_level_pipeline_of_another_module(tmp_path, capsys):
+    """pytorch-yolov3's pipeline: the project's own `ToTensor` step converts the image; what it
+    writes into a slice of a tensor it made (the box targets) is that tensor's dtype, not a
+    conversion of the sample."""
+    data = """\
+    from torch.utils.data import DataLoader
+    from torchvision.datasets import ImageFolder
+    from boxes_transforms import DEFAULT_TRANSFORMS
+
+    def make_loader(cfg):
+        return DataLoader(ImageFolder(cfg.ROOT, transform=DEFAULT_TRANSFORMS), batch_size=32, num_workers=4, pin_memory=True)
+    """
+    found = project(tmp_path, {"train.py": TRAIN, "data.py": data, "boxes_transforms.py": PROJECT_TRANSFORMS}, capsys)
+    assert found == {("boxes_transforms.py", line_of(PROJECT_TRANSFORMS, "img = transforms.ToTensor()(img)")): 1}

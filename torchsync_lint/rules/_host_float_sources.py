@@ -81,15 +81,25 @@ class HostFloatSources:
         """Converters among ``calls`` and the float arithmetic ``sites``; `Normalize` when it is
         the only float step (the floats came from a dataset we cannot see) and
         ``normalize_alone`` says that is worth reporting."""
-        converters = drop_undone(self.analysis, [c for c in calls if is_float_converter(self.analysis, c)], calls)
+        converters = drop_undone(self.analysis, [c for c in calls if is_float_converter(self.analysis, c) and not self._written_into_a_tensor(c)], calls)
         normalize = [c for c in calls if is_normalize(self.analysis, c)]
         for c in converters:
             found.setdefault(c, normalize)
         for n in sites:
-            found.setdefault(n, [])
+            if not (isinstance(n, cst.Call) and self._written_into_a_tensor(n)):
+                found.setdefault(n, [])
         if normalize_alone and not converters and not sites:
             for c in normalize:
                 found.setdefault(c, [c])
+
+    def _written_into_a_tensor(self, converter: cst.Call) -> bool:
+        """`targets[:, 1:] = ToTensor()(boxes)`: the converted values are written into a tensor
+        that exists already, whose dtype (not the conversion's) is what the loader copies."""
+        index = self.analysis.index
+        node, parent = converter, index.parent(converter)
+        if isinstance(parent, cst.Call) and parent.func is node:  # `ToTensor()(x)`: the transform applied
+            node, parent = parent, index.parent(parent)
+        return isinstance(parent, cst.Assign) and parent.value is node and all(isinstance(t.target, cst.Subscript) for t in parent.targets)
 
     def _calls_in(self, expr: cst.BaseExpression, depth: int, seen: set[int]) -> list[cst.Call]:
         """Calls inside an argument expression, following local names (`transform = Compose(...)`)."""

@@ -51,8 +51,9 @@ class HostFloatNormalization(HostFloatSources, Rule):
     instances another module's loader reads (with what its project base classes store on
     `self`), and the project functions its `__getitem__` calls. A pipeline set on the dataset
     after it is built (`ds.transform = Compose([...])`) is the dataset's too. `Normalize` alone is not reported when the dataset class makes the floats itself
-    (that line is), nor is a conversion that a later `to_pil_image` undoes, nor a constant
-    divided by 255.
+    (that line is), nor is a conversion that a later `to_pil_image` undoes, one written into
+    a slice of a tensor that exists already (`targets[:, 1:] = ToTensor()(boxes)`: that
+    tensor's dtype is what is copied), nor a constant divided by 255.
 
     ## Why is this bad?
     A float32 image is 4x the bytes of the uint8 image it came from: four times the
