@@ -283,3 +283,19 @@ def test_a_mask_attribute_of_a_loss_class_of_another_module(tmp_path, capsys):
     found = project(tmp_path, {"main.py": main_py, "nt_xent.py": nt_xent}, capsys)
     assert lines(found, "nt_xent.py") == [line_of(textwrap.dedent(nt_xent), "sim[self.mask]")]
     assert all("host mask" in message for (_, _, message) in found)
+
+
+# -- a library function under another name -----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("helpers", "flagged"),
+    [
+        ("import torchvision\n_nms = torchvision.ops.nms\n", True),  # ssd's alias, set once at import
+        ("if torch.__version__ > '2':\n    _nms = torch.unique\nelse:\n    _nms = torch.unique\n", True),  # the same on every path
+        ("_nms = torch.argmax\n", False),  # a static-size op under another name
+        ("if torch.__version__ > '2':\n    _nms = torch.unique\nelse:\n    _nms = torch.argmax\n", False),  # which one: unknown
+    ],
+    ids=["alias", "same-on-both-paths", "static-op", "one-of-two"],
+)
+def test_a_library_function_assigned_to_a_name(helpers, flagged):
+    src = in_loop("keep = _nms(logits, y)", helpers)
+    assert [line for line, _ in tsl105(src)] == ([line_of(src, "keep = _nms(")] if flagged else [])

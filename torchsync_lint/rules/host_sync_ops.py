@@ -241,7 +241,8 @@ class DynamicShapeInLoop(Rule):
 
     In full: `nonzero`, boolean-mask indexing `x[mask]` and `x[mask] = v` with a device tensor
     `v`, `masked_select`, `unique`, one-argument `torch.where(cond)`, and `repeat_interleave`
-    with tensor repeats and no `output_size`. `x[mask] = 0.0` (a host scalar) is not flagged:
+    with tensor repeats and no `output_size`, also under another name every assignment binds
+    (`_nms = torchvision.ops.nms`). `x[mask] = 0.0` (a host scalar) is not flagged:
     ATen runs it as `masked_fill_`, with no count to read back (seen on an H200).
 
     A mask is a bool (or uint8) tensor known from the code: a comparison, `~`/`&`/`|`, a
@@ -301,6 +302,7 @@ class DynamicShapeInLoop(Rule):
         Invalid(in_loop("rows, = torch.where(y > 0)"), line=L),
         Invalid(in_loop("sel = torch.masked_select(logits, logits > 0)"), line=L),
         Invalid(in_loop("pad = (logits == 0).all(dim=-1)\nsel = logits[~pad]"), line=L + 1),
+        Invalid(in_loop("keep = find(logits)").replace("import torch\n", "import torch\nfind = torch.nonzero\n", 1), line=L + 1),
     ]
 
     _FUNCTIONS = frozenset(
@@ -314,7 +316,7 @@ class DynamicShapeInLoop(Rule):
         self._stored: dict[int, cst.BaseExpression] = {}  # id of an assigned `t[...]` -> the value
 
     def visit_Call(self, node: cst.Call) -> None:
-        qn = self.analysis.qualname(node.func)
+        qn = self.analysis.qualname(node.func) or self._aliased(node.func)
         positional = [a for a in node.args if a.keyword is None]
         if qn in self._FUNCTIONS:
             subject = positional[0].value if positional else None
@@ -339,6 +341,15 @@ class DynamicShapeInLoop(Rule):
         hot = self.hot(node)
         if hot is not None:
             self.report(node, expr=self.snippet(node, 40), hot=hot)
+
+    def _aliased(self, func: cst.BaseExpression) -> str | None:
+        """`_nms = torchvision.ops.nms` (once, at import) then `_nms(boxes, scores, t)`: the
+        library function every assignment of the name binds."""
+        if not isinstance(func, cst.Name):
+            return None
+        defs = self.analysis.values.reaching_defs(func)
+        names = {self.analysis.qualname(d.value) if d.how == "assign" and d.value is not None else None for d in defs}
+        return names.pop() if len(names) == 1 and defs else None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # Only remembered here: the value's kind is asked of a masked store alone (asking it of
