@@ -299,3 +299,54 @@ def test_a_mask_attribute_of_a_loss_class_of_another_module(tmp_path, capsys):
 def test_a_library_function_assigned_to_a_name(helpers, flagged):
     src = in_loop("keep = _nms(logits, y)", helpers)
     assert [line for line, _ in tsl105(src)] == ([line_of(src, "keep = _nms(")] if flagged else [])
+
+
+# -- a mask stored on self by a base class --------------------------------------------------------
+BASE_LOSS = """\
+import torch
+import torch.nn as nn
+
+class PairLoss(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.mask = ~torch.eye(2 * n, dtype=torch.bool)
+        self.order = torch.arange(2 * n)
+"""
+
+SUB_LOSS = """\
+import torch
+{imports}
+
+class Contrastive({base}):
+    def forward(self, z):
+        sim = z @ z.t()
+        negatives = sim[self.mask]
+        ordered = sim[self.order]
+        return negatives.sum() + ordered.sum()
+"""
+
+MAIN = """\
+import torch
+from contrastive import Contrastive
+
+def train(model, loader, opt, device):
+    model = model.to(device)
+    criterion = Contrastive(32)
+    for x in loader:
+        x = x.to(device, non_blocking=True)
+        loss = criterion(model(x))
+        loss.backward()
+        opt.step()
+"""
+
+
+@pytest.mark.parametrize(("imports", "base"), [("from base_loss import PairLoss", "PairLoss"), ("import base_loss", "base_loss.PairLoss")], ids=["from-import", "module-import"])
+def test_a_mask_stored_by_a_base_class_of_another_module(tmp_path, capsys, imports, base):
+    sub = SUB_LOSS.format(imports=imports, base=base)
+    found = project(tmp_path, {"main.py": MAIN, "contrastive.py": sub, "base_loss.py": BASE_LOSS}, capsys)
+    assert lines(found, "contrastive.py") == [line_of(textwrap.dedent(sub), "sim[self.mask]")]  # not `sim[self.order]`
+
+
+def test_a_mask_stored_by_a_base_class_of_the_same_module():
+    src = textwrap.dedent(BASE_LOSS + "\n\n" + SUB_LOSS.format(imports="", base="PairLoss").replace("import torch\n", "", 1) + "\n\n" + MAIN.replace("from contrastive import Contrastive\n", ""))
+    assert [line for line, _ in tsl105(src)] == [line_of(src, "sim[self.mask]")]

@@ -84,6 +84,11 @@ class Env:
         """Kind of `self.attr` set by a project base class of ``cls``."""
         return None
 
+    def inherited_attribute_mask(self, cls: cst.ClassDef, attr: str):
+        """"bool"/"uint8" when a project base class of ``cls`` in another module stores a mask
+        on `self.attr` (analysis/masks.py)."""
+        return None
+
     def is_module_class(self, qualname: str) -> bool:
         """Is the project class ``qualname`` an nn.Module?"""
         return False

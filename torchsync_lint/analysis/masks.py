@@ -227,16 +227,30 @@ class MaskEvidence:
             found.append(self.dtype(arg, depth + 1))
         return mk.BYTE if all(found) and mk.BYTE in found else mk.BOOL if all(found) else None
 
+    def attribute_dtype(self, info, attr: str, depth: int = 0) -> str | None:
+        """What the methods of the class ``info`` store on `self.<attr>` (the summary's
+        "masks" of a class: what a subclass in another module learns)."""
+        return _combine(self.dtype(d.value, depth + 1) for d in info.self_attrs.get(attr, []) if d.how == "assign" and d.value is not None)
+
     def _attribute(self, expr: cst.Attribute, depth: int) -> str | None:
         """`self.mask`: what the class's methods store there (`self.mask = make_mask(n)` in
-        `__init__`)."""
+        `__init__`), or, when they store nothing there, its base classes' (of this module,
+        else of another: env.inherited_attribute_mask)."""
         if not (isinstance(expr.value, cst.Name) and expr.value.value == "self"):
             return None
         info = self.index.class_of(expr)
-        if info is None:
-            return None
-        found = [self.dtype(d.value, depth + 1) for d in info.self_attrs.get(expr.attr.value, []) if d.how == "assign" and d.value is not None]
-        return _combine(found)
+        attr = expr.attr.value
+        for _ in range(6):  # up the same-module bases
+            if info is None:
+                return None
+            if attr in info.self_attrs:
+                return self.attribute_dtype(info, attr, depth)
+            bases = [b.value for b in info.node.bases if isinstance(b.value, cst.Name) and b.value.value in self.index.classes]
+            if not bases:
+                found = self.analysis.env.inherited_attribute_mask(info.node, attr)
+                return found if found in (mk.BOOL, mk.BYTE) else None
+            info = self.index.classes[bases[0].value]
+        return None
 
 
 def _combine(found) -> str | None:

@@ -220,6 +220,16 @@ class ModuleEnv(Env):
                     return Kind.MODEL if absval.kind_of(value) is Kind.CPU_MODEL else absval.kind_of(value)
         return None
 
+    def inherited_attribute_mask(self, cls: cst.ClassDef, attr: str):
+        for base in cls.bases:
+            qualname = self.analysis.values.qualname(base.value)
+            found = self.view.resolve_name(qualname, self.path) if qualname else None
+            if found is not None and found[0] == "class":
+                for _, _, record in self.view.lineage(found[1], found[2]):
+                    if attr in record.get("attr_names", ()):
+                        return record.get("masks", {}).get(attr)  # the nearest class storing it decides
+        return None
+
     def is_module_class(self, qualname: str) -> bool:
         found = self.view.resolve_name(qualname, self.path) if qualname else None
         return bool(found and found[0] == "class" and self.view.class_flag(found[1], found[2], "module"))

@@ -221,8 +221,15 @@ class Summarizer:
                 "attr_names": sorted(info.self_attrs),  # (what a cache entry's "attrs" may lack)
                 "methods": sorted(info.methods),
                 "getitem": self._getitem_converts(info),
+                "masks": self._attr_masks(info),
             }
         return out
+
+    def _attr_masks(self, info) -> dict:
+        """The attributes the class stores a mask on (`self.mask = torch.eye(n, dtype=bool)`):
+        TSL105's evidence for a subclass's `x[self.mask]` in another module."""
+        evidence = mask_evidence(self.a)
+        return {attr: dtype for attr in sorted(info.self_attrs) if (dtype := evidence.attribute_dtype(info, attr)) is not None}
 
     def _attrs(self, name: str, info) -> dict:
         """What the class stores on `self.<attr>`, for each attribute with a value we can name
