@@ -270,3 +270,57 @@ def test_a_project_transform_class_in_a_module_level_pipeline_of_another_module(
     """
     found = project(tmp_path, {"train.py": TRAIN, "data.py": data, "boxes_transforms.py": PROJECT_TRANSFORMS}, capsys)
     assert found == {("boxes_transforms.py", line_of(PROJECT_TRANSFORMS, "img = transforms.ToTensor()(img)")): 1}
+
+
+TRAINER = """\
+import torch
+from torch.utils.data import DataLoader
+
+class Trainer:
+    def __init__(self, model, train_dataset, test_dataset, device):
+        self.model = model.to(device)
+        self.train_dataset = train_dataset
+        self.test_dataset = test_dataset
+        self.device = device
+
+    def run_epoch(self, opt, is_train):
+        data = self.train_dataset if is_train else self.test_dataset
+        loader = DataLoader(data, shuffle=True, pin_memory=True, batch_size=32, num_workers=4)
+        for x, y in loader:
+            x = x.to(self.device, non_blocking=True)
+            loss = self.model(x).sum()
+            loss.backward()
+            opt.step()
+"""
+
+SCRIPT = """\
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+from trainer import Trainer
+
+class FrameDataset(Dataset):
+    def __init__(self, frames):
+        self.frames = frames
+
+    def __len__(self):
+        return len(self.frames)
+
+    def __getitem__(self, idx):
+        states = torch.tensor(np.array(self.frames[idx]), dtype={dtype})
+        states = {scaled}
+        return states, 0
+
+def main(model, frames):
+    trainer = Trainer(model, FrameDataset(frames), None, torch.device("cuda"))
+    return trainer
+"""
+
+
+@pytest.mark.parametrize(("dtype", "scaled", "flagged"), [("torch.float32", "states / 255.", True), ("torch.uint8", "states.flip(0)", False)], ids=["float", "uint8"])
+def test_a_dataset_chosen_by_a_condition_in_another_module(tmp_path, capsys, dtype, scaled, flagged):
+    """decision-transformer's Trainer: the loader reads `self.train_dataset if is_train else
+    self.test_dataset`, each what the constructor was given by the script."""
+    script = SCRIPT.replace("{dtype}", dtype).replace("{scaled}", scaled)
+    found = project(tmp_path, {"trainer.py": TRAINER, "script.py": script}, capsys)
+    assert found == ({("script.py", line_of(script, "states = states / 255.")): 1} if flagged else {})

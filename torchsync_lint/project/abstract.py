@@ -486,4 +486,6 @@ class AbstractValues:
             for wrapped in self.loaders._wrapped_datasets(expr):  # noqa: SLF001 - `Subset(ds, idx)`
                 out += self.sources(wrapped, depth + 1)
             return out
+        if isinstance(expr, cst.IfExp):  # `self.train_dataset if is_train else self.test_dataset`: either
+            return self.sources(expr.body, depth + 1) + self.sources(expr.orelse, depth + 1)
         return [self.abs_of(expr)]

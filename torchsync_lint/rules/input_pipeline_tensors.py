@@ -50,7 +50,8 @@ class HostFloatNormalization(HostFloatSources, Rule):
     imported from another module (`transform=TRAIN_TRANSFORMS`), a dataset class whose
     instances another module's loader reads (with what its project base classes store on
     `self`), and the project functions its `__getitem__` calls. A pipeline set on the dataset
-    after it is built (`ds.transform = Compose([...])`) is the dataset's too. `Normalize` alone is not reported when the dataset class makes the floats itself
+    after it is built (`ds.transform = Compose([...])`) is the dataset's too, and a loader of
+    `train_set if is_train else test_set` reads both. `Normalize` alone is not reported when the dataset class makes the floats itself
     (that line is), nor is a conversion that a later `to_pil_image` undoes, one written into
     a slice of a tensor that exists already (`targets[:, 1:] = ToTensor()(boxes)`: that
     tensor's dtype is what is copied), nor a constant divided by 255.
