@@ -98,9 +98,17 @@ def make_loader(cfg):
 """
 
 
-@pytest.mark.parametrize(("path", "module"), [("transforms_build.py", "transforms_build"), ("augmentations/__init__.py", "augmentations")], ids=["module", "package"])
-def test_a_pipeline_returned_by_a_helper_of_another_module(tmp_path, capsys, path, module):
-    found = project(tmp_path, {"train.py": TRAIN, "data.py": DATA_WITH_HELPER.format(module=module), path: TRANSFORMS}, capsys)
+@pytest.mark.parametrize(
+    ("path", "module", "extra"),
+    [
+        ("transforms_build.py", "transforms_build", {}),
+        ("augmentations/__init__.py", "augmentations", {}),
+        ("augmentations/build.py", "augmentations", {"augmentations/__init__.py": "from .build import build_transforms\n"}),  # re-exported
+    ],
+    ids=["module", "package", "re-exported"],
+)
+def test_a_pipeline_returned_by_a_helper_of_another_module(tmp_path, capsys, path, module, extra):
+    found = project(tmp_path, {"train.py": TRAIN, "data.py": DATA_WITH_HELPER.format(module=module), path: TRANSFORMS, **extra}, capsys)
     assert found == {(path, line_of(TRANSFORMS, "T.RandomCrop(cfg.SIZE), T.ToTensor()")): 1, (path, line_of(TRANSFORMS, "T.Resize(cfg.SIZE), T.ToTensor()")): 1}
 
 
