@@ -40,7 +40,7 @@ class MaskEvidence:
         self.index = analysis.index
         self._memo: dict[int, str | None] = {}
         self._active: set[int] = set()
-        self._returns: dict[int, str | None] = {}
+        self._cut = False  # the answer being computed met a cycle or the depth limit
 
     # -- public -------------------------------------------------------------------------------
     def dtype(self, expr: cst.BaseExpression, depth: int = 0) -> str | None:
@@ -49,24 +49,25 @@ class MaskEvidence:
         if key in self._memo:
             return self._memo[key]
         if key in self._active or depth > _MAX_DEPTH:
-            return None  # a cycle (`m = m & x` in a loop) or a long chain: no evidence from it
+            self._cut = True  # a cycle (`m = m & x` in a loop) or a long chain: no evidence from it
+            return None
+        outer, self._cut = self._cut, False
         self._active.add(key)
         try:
             found = self._dtype(expr, depth)
         finally:
             self._active.discard(key)
-        if depth == 0 or not self._active:
-            self._memo[key] = found  # (an answer computed inside a cycle may be partial)
+        if not self._cut:
+            # Only an answer that met no cut is memoised: it is the same whatever was being
+            # computed when it was asked, so no answer depends on the order of the questions.
+            self._memo[key] = found
+        self._cut = self._cut or outer
         return found
 
     def function_returns(self, func: cst.FunctionDef) -> str | None:
         """The mask dtype every tensor ``func`` returns has, when one of its returns is a mask
         (the summary's "mask" field: what another module learns of a call of ``func``)."""
-        key = id(func)
-        if key not in self._returns:
-            self._returns[key] = None  # (recursion: no evidence from itself)
-            self._returns[key] = _combine(self.dtype(r, 1) for r in self.index.returns.get(func, []))
-        return self._returns[key]
+        return _combine(self.dtype(r) for r in self.index.returns.get(func, []))
 
     # -- the cases ----------------------------------------------------------------------------
     def _dtype(self, expr: cst.BaseExpression, depth: int) -> str | None:
