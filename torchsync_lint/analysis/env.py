@@ -32,6 +32,11 @@ class Env:
         """Kind of the result of calling a project function or class imported here."""
         return None
 
+    def call_mask(self, qualname: str, call: cst.Call):
+        """"bool"/"uint8" when the project function ``qualname`` imported here returns a mask
+        (analysis/masks.py)."""
+        return None
+
     def call_element(self, qualname: str, call: cst.Call, position: int, values):
         """Kind of element ``position`` of a project function's (tuple) result."""
         return None
@@ -85,6 +90,11 @@ class Env:
         """Kind of `self.attr` set by a project base class of ``cls``."""
         return None
 
+    def inherited_attribute_mask(self, cls: cst.ClassDef, attr: str):
+        """"bool"/"uint8" when a project base class of ``cls`` in another module stores a mask
+        on `self.attr` (analysis/masks.py)."""
+        return None
+
     def is_module_class(self, qualname: str) -> bool:
         """Is the project class ``qualname`` an nn.Module?"""
         return False
@@ -126,6 +136,11 @@ class Env:
         """May ``fed_dataset_arguments`` give anything for a call of this module (asked first:
         most modules make no such call, and the rule would ask it of every call)?"""
         return False
+
+    def fed_module_values(self) -> list[str]:
+        """This module's module-level names whose values become (part of) a dataset that
+        another module's device-fed loader reads (`TRAIN_TRANSFORMS = Compose([...])`)."""
+        return []
 
     def dataset_class_fed(self, cls: cst.ClassDef) -> bool:
         """Do another module's device-fed loaders read instances of ``cls`` (or a subclass)?"""

@@ -462,6 +462,8 @@ class AbstractValues:
                     found = self._param_value(d)
                     if found is not None:
                         out.append(found)
+            if not out and self.abs_of(expr).get("k") == "sym":
+                out.append(self.abs_of(expr))  # `transform=TRAIN_TRANSFORMS` imported: the view resolves it
             return out
         if isinstance(expr, cst.Attribute):
             parts = dotted_parts(expr)
@@ -484,4 +486,6 @@ class AbstractValues:
             for wrapped in self.loaders._wrapped_datasets(expr):  # noqa: SLF001 - `Subset(ds, idx)`
                 out += self.sources(wrapped, depth + 1)
             return out
+        if isinstance(expr, cst.IfExp):  # `self.train_dataset if is_train else self.test_dataset`: either
+            return self.sources(expr.body, depth + 1) + self.sources(expr.orelse, depth + 1)
         return [self.abs_of(expr)]

@@ -89,6 +89,13 @@ class ModuleEnv(Env):
         name = record["params"][index] if index < len(record["params"]) else None
         return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
+    def call_mask(self, qualname: str, call: cst.Call):
+        found = self.view.resolve_name(qualname, self.path)
+        if found is None or found[0] != "function":
+            return None
+        record = self.view.function(found[1], found[2])
+        return record.get("mask") if record else None
+
     def call_element(self, qualname: str, call: cst.Call, position: int, values):
         found = self.view.resolve_name(qualname, self.path)
         if found is None or found[0] != "function":
@@ -239,6 +246,16 @@ class ModuleEnv(Env):
                     return Kind.MODEL if absval.kind_of(value) is Kind.CPU_MODEL else absval.kind_of(value)
         return None
 
+    def inherited_attribute_mask(self, cls: cst.ClassDef, attr: str):
+        for base in cls.bases:
+            qualname = self.analysis.values.qualname(base.value)
+            found = self.view.resolve_name(qualname, self.path) if qualname else None
+            if found is not None and found[0] == "class":
+                for _, _, record in self.view.lineage(found[1], found[2]):
+                    if attr in record.get("attr_names", ()):
+                        return record.get("masks", {}).get(attr)  # the nearest class storing it decides
+        return None
+
     def is_module_class(self, qualname: str) -> bool:
         found = self.view.resolve_name(qualname, self.path) if qualname else None
         return bool(found and found[0] == "class" and self.view.class_flag(found[1], found[2], "module"))
@@ -287,6 +304,10 @@ class ModuleEnv(Env):
             if value is not None:
                 out.append(value)
         return out
+
+    def fed_module_values(self) -> list[str]:
+        prefix = f"{self.path}:"
+        return sorted(ref[len(prefix):] for ref in self.view.fed_datasets().values if ref.startswith(prefix))
 
     def dataset_class_fed(self, cls: cst.ClassDef) -> bool:
         qual = local_qualname(self.analysis.index, cls)

@@ -68,6 +68,11 @@ class FeedAnswers:
                 self._mark_source(passed, caller_path, fed, depth + 1)
         elif kind == "instance":
             self._mark_class(*value["cls"].split(":", 1), fed, 0)
+        elif kind == "sym":  # a module-level value of another module (a transform pipeline, a dataset)
+            found = self.resolve_name(value["name"], path)
+            if found is not None and found[0] == "value":
+                fed.values.add(f"{found[1]}:{found[2]}")
+                self._mark_source(self.summaries[found[1]]["values"][found[2]], found[1], fed, depth + 1)
         elif kind == "call":
             found = self.resolve_name(value["fn"], path)
             if found is not None and found[0] == "class":
@@ -117,6 +122,7 @@ class FeedAnswers:
 class FedDatasets:
     classes: set[str] = field(default_factory=set)  # "path:Class"
     functions: set[str] = field(default_factory=set)  # "path:qual"
+    values: set[str] = field(default_factory=set)  # "path:name": module-level values (a pipeline)
     arguments: dict[tuple[str, int], set] = field(default_factory=dict)  # (path, call seq) -> positions / keywords
     seen: set[str] = field(default_factory=set)
 

@@ -28,6 +28,7 @@ from torchsync_lint.analysis.images import host_float_sites
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.loaders import argument, loaders
+from torchsync_lint.analysis.masks import mask_evidence
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import ignite, libraries, transformers
@@ -45,12 +46,14 @@ def unknown_field(field: str, kind: str = "fn"):
     if field.startswith(("args.", "kwargs.")):
         return {"k": "unknown"}
     # (silent: not per step, a whole pass where that keeps a call from counting as per step)
-    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None, "literals": []}
+    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None, "literals": [], "mask": None}
     return {"returns": {"k": "unknown"}, "yielded": None, "forwards": [], "line": 0, "args": [], "kwargs": {}, **silent}[field]
 
 
 # A call record's fields that say whether it runs per step (Summarizer._per_step).
 _PER_STEP_FIELDS = frozenset({"hot", "gated", "loop", "needs"})
+# What a fed loader's dataset (or its transform) may come from that another module decides.
+_DATASET_SOURCES = frozenset({"param", "call", "instance", "sym"})
 _HANDOFF_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit", "validate", "test", "predict"})
 
 
@@ -137,6 +140,8 @@ class Summarizer:
             return self._runs_epoch(func)
         if field == "line":
             return self.index.line(func)
+        if field == "mask":  # returns a bool/uint8 tensor (TSL105's evidence for `x[f(...)]`)
+            return mask_evidence(self.a).function_returns(func)
         return self._called_params(func)  # "forwards"
 
     def _record(self, fields: dict, kind: str, key, names: tuple[str, ...]) -> dict:
@@ -217,8 +222,15 @@ class Summarizer:
                 "attr_names": sorted(info.self_attrs),  # (what a cache entry's "attrs" may lack)
                 "methods": sorted(info.methods),
                 "getitem": self._getitem_converts(info),
+                "masks": self._attr_masks(info),
             }
         return out
+
+    def _attr_masks(self, info) -> dict:
+        """The attributes the class stores a mask on (`self.mask = torch.eye(n, dtype=bool)`):
+        TSL105's evidence for a subclass's `x[self.mask]` in another module."""
+        evidence = mask_evidence(self.a)
+        return {attr: dtype for attr in sorted(info.self_attrs) if (dtype := evidence.attribute_dtype(info, attr)) is not None}
 
     def _attrs(self, name: str, info) -> dict:
         """What the class stores on `self.<attr>`, for each attribute with a value we can name
@@ -402,12 +414,13 @@ class Summarizer:
     def _datasets(self) -> list[dict]:
         out = []
         for info in self.loaders.loaders:
-            sources = [v for v in self.abstract.sources(info.dataset) if v["k"] in ("param", "call", "instance")]
+            sources = [v for v in self.abstract.sources(info.dataset) if v["k"] in _DATASET_SOURCES]
             for call in self.loaders.dataset_calls(info):
                 for arg in call.args:
-                    # a transform passed in (a parameter), or built by a project class or
-                    # function of another module (`transform=TransformsSimCLR(size)`)
-                    sources += [v for v in self.abstract.sources(arg.value) if v["k"] in ("param", "instance", "call")]
+                    # a transform passed in (a parameter), built by a project class or function
+                    # of another module (`transform=TransformsSimCLR(size)`), or another
+                    # module's module-level pipeline (`transform=TRAIN_TRANSFORMS`)
+                    sources += [v for v in self.abstract.sources(arg.value) if v["k"] in _DATASET_SOURCES]
             if sources:
                 unique = {repr(sorted(v.items())): v for v in sources}
                 out.append({"loader": self.site(info.call), "fed": self.loaders.feeds_accelerator(info), "sources": list(unique.values())})

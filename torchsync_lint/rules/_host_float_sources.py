@@ -13,6 +13,7 @@ from torchsync_lint.analysis.images import drop_undone, host_float_sites, is_flo
 
 _MAX_WALK = 6
 _NESTED_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
+_TRANSFORM_ATTRIBUTES = ("transform", "transforms")  # what torchvision's datasets apply in `__getitem__`
 
 
 class HostFloatSources:
@@ -29,6 +30,16 @@ class HostFloatSources:
                     if self._local_class(dataset_call) is not None and id(dataset_call) not in done:
                         done.add(id(dataset_call))
                         self._transforms(dataset_call, found)
+        module_defs = self.analysis.index.defs.get(self.analysis.module, {})
+        for name in env.fed_module_values():  # `TRAIN_TRANSFORMS = Compose([...])`, read elsewhere
+            for d in module_defs.get(name, ()):
+                if d.how == "assign" and d.value is not None:
+                    calls = self._calls_in(d.value, 0, set())
+                    self._pipeline(calls, [], found, normalize_alone=False)
+                    for dataset_call in calls:
+                        if self._local_class(dataset_call) is not None and id(dataset_call) not in done:
+                            done.add(id(dataset_call))
+                            self._transforms(dataset_call, found)
         for info in self.analysis.index.class_infos.values():
             if env.dataset_class_fed(info.node):
                 self._dataset_class(info.node, found, [])
@@ -39,8 +50,8 @@ class HostFloatSources:
     # -- transform pipelines ------------------------------------------------------------------
     def _transforms(self, dataset_call: cst.Call, found: dict) -> None:
         calls: list[cst.Call] = []
-        for a in dataset_call.args:
-            calls += self._calls_in(a.value, 0, set())
+        for value in [a.value for a in dataset_call.args] + self._stored_transforms(dataset_call):
+            calls += self._calls_in(value, 0, set())
         cls = self._local_class(dataset_call)
         if cls is not None:
             self._dataset_class(cls, found, calls)
@@ -48,6 +59,16 @@ class HostFloatSources:
             # a project class whose `__getitem__` makes the floats: reported there, not its Normalize
             inside = self.analysis.env.dataset_class_converts(dataset_call, self.analysis.values)
             self._pipeline(calls, [], found, normalize_alone=not inside)
+
+    def _stored_transforms(self, dataset_call: cst.Call) -> list[cst.BaseExpression]:
+        """`ds.transform = Compose([...])` after `ds = ImageFolder(root)`, in the same scope:
+        the pipeline the dataset's `__getitem__` reads, set after it was built."""
+        index = self.analysis.index
+        stmt = index.parent(dataset_call)
+        if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name)):
+            return []
+        name, scope = stmt.targets[0].target.value, index.scope_of(stmt)
+        return [v for attr in _TRANSFORM_ATTRIBUTES for v in index.attr_stores.get((scope, name, attr), ())]
 
     def _dataset_class(self, cls: cst.ClassDef, found: dict, arg_calls: list[cst.Call]) -> None:
         """A dataset class of this module: converters anywhere in it (a transform built in
@@ -60,15 +81,25 @@ class HostFloatSources:
         """Converters among ``calls`` and the float arithmetic ``sites``; `Normalize` when it is
         the only float step (the floats came from a dataset we cannot see) and
         ``normalize_alone`` says that is worth reporting."""
-        converters = drop_undone(self.analysis, [c for c in calls if is_float_converter(self.analysis, c)], calls)
+        converters = drop_undone(self.analysis, [c for c in calls if is_float_converter(self.analysis, c) and not self._written_into_a_tensor(c)], calls)
         normalize = [c for c in calls if is_normalize(self.analysis, c)]
         for c in converters:
             found.setdefault(c, normalize)
         for n in sites:
-            found.setdefault(n, [])
+            if not (isinstance(n, cst.Call) and self._written_into_a_tensor(n)):
+                found.setdefault(n, [])
         if normalize_alone and not converters and not sites:
             for c in normalize:
                 found.setdefault(c, [c])
+
+    def _written_into_a_tensor(self, converter: cst.Call) -> bool:
+        """`targets[:, 1:] = ToTensor()(boxes)`: the converted values are written into a tensor
+        that exists already, whose dtype (not the conversion's) is what the loader copies."""
+        index = self.analysis.index
+        node, parent = converter, index.parent(converter)
+        if isinstance(parent, cst.Call) and parent.func is node:  # `ToTensor()(x)`: the transform applied
+            node, parent = parent, index.parent(parent)
+        return isinstance(parent, cst.Assign) and parent.value is node and all(isinstance(t.target, cst.Subscript) for t in parent.targets)
 
     def _calls_in(self, expr: cst.BaseExpression, depth: int, seen: set[int]) -> list[cst.Call]:
         """Calls inside an argument expression, following local names (`transform = Compose(...)`)."""

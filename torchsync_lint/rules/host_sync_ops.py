@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis import Kind, dotted_parts
+from torchsync_lint.analysis.masks import mask_evidence
 from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._cases import LOOP_BODY_LINE as L
@@ -240,8 +241,18 @@ class DynamicShapeInLoop(Rule):
 
     In full: `nonzero`, boolean-mask indexing `x[mask]` and `x[mask] = v` with a device tensor
     `v`, `masked_select`, `unique`, one-argument `torch.where(cond)`, and `repeat_interleave`
-    with tensor repeats and no `output_size`. `x[mask] = 0.0` (a host scalar) is not flagged:
+    with tensor repeats and no `output_size`, also under another name every assignment binds
+    (`_nms = torchvision.ops.nms`). `x[mask] = 0.0` (a host scalar) is not flagged:
     ATen runs it as `masked_fill_`, with no count to read back (seen on an H200).
+
+    A mask is a bool (or uint8) tensor known from the code: a comparison, `~`/`&`/`|`, a
+    bool or uint8 dtype (`dtype=torch.bool`, `.bool()`), and what keeps one (`.to(device)`,
+    `.reshape(...)`, `m[0, :]`), through names, `self.mask` set in `__init__`, a helper that
+    returns one (in this module or another) and a parameter every caller passes one for.
+    Integer indices (`argmax`, `arange`) are a gather of static size, and a comparison of
+    values of unknown kind may be a Python bool: neither is flagged. A mask on the host
+    indexing a device tensor is reported too: its indices are found on the CPU and copied to
+    the device with a blocking copy.
 
     ## Why is this bad?
     To allocate the output, the host must first learn how many elements there are: the
@@ -269,6 +280,7 @@ class DynamicShapeInLoop(Rule):
     code = "TSL105"
     name = "dynamic-shape-in-loop"
     message = "`{expr}` has a data-dependent output shape, so the host must read a count from the GPU every step; use masked arithmetic or a static-size variant"
+    host_mask_message = "`{expr}` indexes a device tensor with a host mask: the indices are computed on the CPU and copied to the device with a blocking copy every step; use masked arithmetic, or integer indices kept on the device"
 
     VALID = [
         Valid(in_loop("idx = logits.argmax(1)\npicked = logits[torch.arange(32), idx]")),  # integer indexing
@@ -279,6 +291,7 @@ class DynamicShapeInLoop(Rule):
         Valid(in_loop("m = torch.zeros(4) > 0\nsel = torch.ones(4)[m]")),  # a CPU tensor
         Valid(in_loop("mask = y != 0\nlogits[mask] = 0.0")),  # a host scalar: masked_fill_, no sync
         Valid(in_loop("logits[~(y > 0)] = -1e4")),
+        Valid(in_loop("idx = (y > 0).long()\nsel = logits[idx]")),  # a mask made integer: a gather
     ]
     INVALID = [
         Invalid(in_loop("pos = logits[logits > 0]"), line=L),
@@ -288,6 +301,8 @@ class DynamicShapeInLoop(Rule):
         Invalid(in_loop("classes = y.unique()"), line=L),
         Invalid(in_loop("rows, = torch.where(y > 0)"), line=L),
         Invalid(in_loop("sel = torch.masked_select(logits, logits > 0)"), line=L),
+        Invalid(in_loop("pad = (logits == 0).all(dim=-1)\nsel = logits[~pad]"), line=L + 1),
+        Invalid(in_loop("keep = find(logits)").replace("import torch\n", "import torch\nfind = torch.nonzero\n", 1), line=L + 1),
     ]
 
     _FUNCTIONS = frozenset(
@@ -295,19 +310,13 @@ class DynamicShapeInLoop(Rule):
          "torchvision.ops.nms", "torchvision.ops.batched_nms", "torchvision.ops.boxes.nms", "torchvision.ops.boxes.batched_nms"}
     )
     _METHODS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere"})
-    _MASK_FUNCTIONS = frozenset(
-        {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf", "torch.logical_and", "torch.logical_or",
-         "torch.logical_not", "torch.logical_xor", "torch.isin", "torch.eq", "torch.ne", "torch.gt", "torch.lt", "torch.ge", "torch.le",
-        }
-    )
-    _MASK_METHODS = frozenset({"bool", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "isin"})
 
     def __init__(self, context) -> None:
         super().__init__(context)
         self._stored: dict[int, cst.BaseExpression] = {}  # id of an assigned `t[...]` -> the value
 
     def visit_Call(self, node: cst.Call) -> None:
-        qn = self.analysis.qualname(node.func)
+        qn = self.analysis.qualname(node.func) or self._aliased(node.func)
         positional = [a for a in node.args if a.keyword is None]
         if qn in self._FUNCTIONS:
             subject = positional[0].value if positional else None
@@ -333,6 +342,15 @@ class DynamicShapeInLoop(Rule):
         if hot is not None:
             self.report(node, expr=self.snippet(node, 40), hot=hot)
 
+    def _aliased(self, func: cst.BaseExpression) -> str | None:
+        """`_nms = torchvision.ops.nms` (once, at import) then `_nms(boxes, scores, t)`: the
+        library function every assignment of the name binds."""
+        if not isinstance(func, cst.Name):
+            return None
+        defs = self.analysis.values.reaching_defs(func)
+        names = {self.analysis.qualname(d.value) if d.how == "assign" and d.value is not None else None for d in defs}
+        return names.pop() if len(names) == 1 and defs else None
+
     def visit_Assign(self, node: cst.Assign) -> None:
         # Only remembered here: the value's kind is asked of a masked store alone (asking it of
         # every assignment would run the value analysis over the whole module).
@@ -345,7 +363,8 @@ class DynamicShapeInLoop(Rule):
             return
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and self._is_bool_mask(index.value):
+            where = self._mask_index(index.value) if isinstance(index, cst.Index) else None
+            if where is not None:
                 stored = self._stored.get(id(node))
                 if stored is not None and not self.analysis.is_device(stored):
                     # `t[mask] = 0.0`: one bool mask and a one-element host value run as
@@ -355,36 +374,17 @@ class DynamicShapeInLoop(Rule):
                     return
                 hot = self.hot(node)
                 if hot is not None:
-                    self.report(node, expr=self.snippet(node, 40), hot=hot)
+                    # A host mask on a device tensor: the indices are found on the CPU and copied
+                    # to the device with a blocking copy (ATen's index of a CUDA tensor).
+                    message = self.host_mask_message if where is Kind.HOST_TENSOR else None
+                    self.report(node, message, expr=self.snippet(node, 40), hot=hot)
                 return
 
-    def _is_bool_mask(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
-        """A device tensor of dtype bool: a comparison, `~m`, `m1 & m2`, `isnan(x)`, `x.bool()`..."""
-        if depth > 8 or not self.analysis.is_device(expr):
-            return False
-        if isinstance(expr, cst.Comparison):
-            return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-            return self._is_bool_mask(expr.expression, depth + 1)
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
-            return self._is_bool_mask(expr.left, depth + 1) or self._is_bool_mask(expr.right, depth + 1)
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-            # `(u > 0) * (l == u)`: a product of masks is a mask (bool * bool stays bool)
-            return self._is_bool_mask(expr.left, depth + 1) and self._is_bool_mask(expr.right, depth + 1)
-        if isinstance(expr, cst.Call):
-            qn = self.analysis.qualname(expr.func)
-            if qn in self._MASK_FUNCTIONS:
-                return True
-            if qn and qn.startswith("torch.") and qn.count(".") == 1 and qn[len("torch.") :] in torch_knowledge.FACTORIES:
-                # `torch.eye(n, dtype=torch.bool, device=d)`: a mask made by a factory
-                return any(a.keyword is not None and a.keyword.value == "dtype" and self.analysis.qualname(a.value) == "torch.bool" for a in expr.args)
-            if qn in ("torch.stack", "torch.cat", "torch.concat", "torch.concatenate") and expr.args:
-                # `torch.stack((m1, m2))`: a mask of masks
-                parts = expr.args[0].value
-                elements = [el.value for el in parts.elements] if isinstance(parts, (cst.Tuple, cst.List)) else []
-                return bool(elements) and all(self._is_bool_mask(el, depth + 1) for el in elements)
-            return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self._MASK_METHODS and qn is None
-        if isinstance(expr, cst.Name):
-            defs = self.analysis.values.reaching_defs(expr)
-            return any(d.how == "assign" and d.value is not None and self._is_bool_mask(d.value, depth + 1) for d in defs)
-        return False
+    def _mask_index(self, expr: cst.BaseExpression) -> Kind | None:
+        """Where a mask index lives (DEVICE or HOST_TENSOR), None when ``expr`` is no mask
+        or not known to be a tensor: a comparison of values of unknown kind may be a Python
+        bool (`x[True]` adds a dimension, no count is read)."""
+        where = self.analysis.kind(expr)
+        if where not in (Kind.DEVICE, Kind.HOST_TENSOR):
+            return None
+        return where if mask_evidence(self.analysis).dtype(expr) is not None else None

@@ -45,11 +45,16 @@ class HostFloatNormalization(HostFloatSources, Rule):
     the module it calls); and `(x.float() / 255).to(device)` on a batch in a per-step loop.
 
     Across the project's modules: a transform handed to another module's function that builds
-    the dataset and the loader (`get_loaders(train_transform=T)`), a dataset class whose
-    instances another module's loader reads, and the project functions its `__getitem__`
-    calls. `Normalize` alone is not reported when the dataset class makes the floats itself
-    (that line is), nor is a conversion that a later `to_pil_image` undoes, nor a constant
-    divided by 255.
+    the dataset and the loader (`get_loaders(train_transform=T)`), a pipeline another
+    module's helper returns (`build_transforms(cfg)`), a module-level pipeline or dataset
+    imported from another module (`transform=TRAIN_TRANSFORMS`), a dataset class whose
+    instances another module's loader reads (with what its project base classes store on
+    `self`), and the project functions its `__getitem__` calls. A pipeline set on the dataset
+    after it is built (`ds.transform = Compose([...])`) is the dataset's too, and a loader of
+    `train_set if is_train else test_set` reads both. `Normalize` alone is not reported when the dataset class makes the floats itself
+    (that line is), nor is a conversion that a later `to_pil_image` undoes, one written into
+    a slice of a tensor that exists already (`targets[:, 1:] = ToTensor()(boxes)`: that
+    tensor's dtype is what is copied), nor a constant divided by 255.
 
     ## Why is this bad?
     A float32 image is 4x the bytes of the uint8 image it came from: four times the
