@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
-from torchsync_lint.analysis.kinds import MODEL_KINDS, Kind, join
+from torchsync_lint.analysis.kinds import DEVICE_VALUES, MODEL_KINDS, Kind, join
 from torchsync_lint.pytree import evaluated_literal
 
 
@@ -20,8 +20,8 @@ class ElementKinds:
         if projected is not None:
             return join(self._element(v, path[1:]) if isinstance(v, cst.BaseExpression) else v for v in projected)
         k = self._eval(value)
-        if k is Kind.DEVICE:
-            return Kind.DEVICE  # rows of a device tensor (or elements of a container holding one)
+        if k in DEVICE_VALUES:
+            return Kind.DEVICE  # rows of a device tensor, or the values of a container of them
         return Kind.HOST_TENSOR if k is Kind.HOST_TENSOR else (Kind.HOST if k is Kind.HOST else Kind.UNKNOWN)
 
     def _project(self, value: cst.BaseExpression, position: int, depth: int = 0) -> list | None:
@@ -60,8 +60,8 @@ class ElementKinds:
         base = self._eval(node.value)
         if base in MODEL_KINDS:
             return base  # `model[0]`, `list(model.children())[-1]`: a submodule, placed with it
-        if base is Kind.MOVED:
-            return Kind.DEVICE  # only a tensor of the two is indexed this way in training code
+        if base is Kind.MOVED or base is Kind.CONTAINER:
+            return Kind.DEVICE  # a tensor's part, or a value a container of device tensors holds
         if base is not Kind.DEVICE and self._device_stored_into(node, key):
             return Kind.DEVICE  # `batch[k] = batch[k].to(device)` earlier in the step
         return base if base in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
@@ -79,7 +79,7 @@ class ElementKinds:
             stored_key = _constant_key(store)
             if key is not None and stored_key is not None and stored_key != key:
                 continue
-            if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED):
+            if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED, Kind.CONTAINER):
                 return True
         return False
 
@@ -145,6 +145,9 @@ class ElementKinds:
             return Kind.UNKNOWN  # `for layer in model`: submodules
         if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR):
             return k
+        if k is Kind.CONTAINER:
+            # a dict's items are its keys; a list's or tuple's, the tensors it holds
+            return Kind.HOST if self.is_mapping(iterable) else Kind.DEVICE
         parts = dotted_parts(iterable) if isinstance(iterable, cst.Attribute) else None
         info = self.index.class_of(iterable) if parts and len(parts) == 2 and parts[0] == "self" else None
         if info is not None:  # `for x, y in self.train_loader`: what the project stores there yields

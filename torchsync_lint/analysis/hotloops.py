@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchsync_lint.analysis.gates import default_test, fills_cache, is_step_interval, rebound_elsewhere
+from torchsync_lint.analysis.gates import default_test, fills_cache, is_bounded, is_step_interval, rebound_elsewhere
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
 from torchsync_lint.analysis.tree import LOOP_TYPES, SCOPE_TYPES
@@ -378,8 +378,8 @@ class HotLoopAnalysis:
         for anc in self.index.ancestors(node):
             kind = type(anc)  # exact types (tree.exact_types): this walks up from most calls
             if kind is cst.If:
-                if self._never_taken(anc, child) or (child is anc.body and fills_cache(anc)):
-                    return None
+                if self._never_taken(anc, child) or (child is anc.body and (fills_cache(anc) or is_bounded(anc, self.index, self._loop_counters()))):
+                    return None  # never taken, once per key, or a bounded number of times (gates.py)
                 if gate is None and child is anc.body and is_step_interval(anc.test, tree, self._loop_counters()):
                     gate = anc.test
             elif kind is cst.IndentedBlock:
@@ -406,6 +406,8 @@ class HotLoopAnalysis:
         child = node
         for anc in self.index.ancestors(node):
             kind = type(anc)
+            if kind is cst.If and child is anc.body and is_bounded(anc, self.index, self._loop_counters()):
+                return None, False  # a bounded number of times, whoever calls it
             if kind is cst.If and child is anc.body and is_step_interval(anc.test, self.index.tree, self._loop_counters()):
                 gated = True
             if kind in LOOP_TYPES and child is anc.body:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis import Kind
+from torchsync_lint.analysis.kinds import DEVICE_VALUES
 from torchsync_lint.analysis.images import divided_operand, is_divide_by_255
 from torchsync_lint.analysis.loaders import literal_value, loaders
 from torchsync_lint.knowledge.transforms import CONVERTERS
@@ -351,7 +352,7 @@ class HostTensorInLoop(Rule):
         data = positional[0].value
         if node.func.attr.value == "new" and not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):  # type: ignore[union-attr]
             return  # `t.new(n)`, `t.new(x.shape)`: an uninitialised tensor of that size, no data copied
-        if self.analysis.kind(data) is Kind.DEVICE:
+        if self.analysis.kind(data) in DEVICE_VALUES:
             return
         hot = self.hot(node)
         if hot is not None:
@@ -390,8 +391,8 @@ class HostTensorInLoop(Rule):
         elif copy is None:
             return  # a CPU tensor: no copy here
         kind = self.analysis.kind(data)
-        if kind is Kind.DEVICE:
-            return  # already on the device: no host round trip
+        if kind in DEVICE_VALUES:
+            return  # already on the device (or device tensors the list holds): no host round trip
         if qn != "torch.tensor" and qn not in _LEGACY_CONSTRUCTORS and kind not in (Kind.HOST, Kind.HOST_TENSOR):
             return  # `as_tensor(x)` of something we cannot place may be a no-op
         hot = self.hot(node)
