@@ -17,6 +17,10 @@
   Python container, not a tensor: a tensor has none of these (`Tensor.__contains__` takes a
   number or a tensor, and a tensor is indexed by numbers). Of a device value, it makes a
   container of device tensors (kinds.py: its membership, keys and truth value are host reads).
+- Modules: a binding whose module methods the code calls (`ema.parameters()`, `.state_dict()`,
+  `.eval()`, `.named_modules()`, also on `self.ema`) is a module (or an object holding a
+  module's state, such as an EMA of its parameters), not a tensor: its `.to("cpu")`/`.cpu()`
+  moves parameters for a checkpoint, it is no tensor read on the host.
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ _BACKWARD_METHODS = frozenset({"manual_backward"})
 # Methods of Python mappings and lists that a tensor lacks: calling one shows a container.
 _MAPPING_METHODS = frozenset({"keys", "items", "get", "setdefault", "update", "popitem"}) - torch_knowledge.TENSOR_METHODS
 _SEQUENCE_METHODS = frozenset({"append", "extend", "insert"}) - torch_knowledge.TENSOR_METHODS
+_MODULE_METHODS = frozenset(
+    {"parameters", "named_parameters", "modules", "named_modules", "children", "named_children", "buffers", "named_buffers",
+     "state_dict", "load_state_dict", "eval", "train", "register_forward_hook", "register_forward_pre_hook", "register_buffer"}
+) - torch_knowledge.TENSOR_METHODS
+# A tensor's `.to()` returns a copy, thrown away by a statement; a module moves in place.
+_IN_PLACE_MOVES = frozenset({"to", "cpu", "cuda"})
+_USE_RANK = {"sequence": 0, "mapping": 1, "module": 2}  # a module with a dict's methods is a module
 _TEXT = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 # Reductions whose result is backpropagated into every term of the container they reduce.
 _SUMMING = frozenset({"sum", "torch.sum", "torch.stack", "torch.cat", "torch.mean"})
@@ -175,37 +186,59 @@ class Evidence:
     # -- containers ---------------------------------------------------------------------------
     def container_use(self, d: Def) -> str | None:
         """"mapping" when the code uses what ``d`` binds as a mapping (`"k" in v`, `v["k"]`,
-        `v.items()`, `f(**v)`), "sequence" as a list (`v.append(x)`), else None."""
+        `v.items()`, `f(**v)`), "sequence" as a list (`v.append(x)`), "module" as a module
+        (`v.parameters()`, `v.state_dict()`), else None."""
         return self._reused(self._module_facts, "containers", self._find_container_defs).get(id(d))
 
     def _find_container_defs(self) -> dict[int, str]:
         found: dict[int, str] = {}
-        for name, use in self._container_uses():
-            for d in self.reaching_defs(name):
-                if found.get(id(d)) != "mapping":
+        for receiver, use in self._container_uses():
+            for d in self._receiver_defs(receiver):
+                if _USE_RANK[use] > _USE_RANK.get(found.get(id(d)), -1):
                     found[id(d)] = use
         return found
 
+    def _receiver_defs(self, receiver: cst.BaseExpression) -> list[Def]:
+        """The bindings a used name (or `self.<attr>`, any store of the class) may hold."""
+        if type(receiver) is cst.Name:
+            defs, seen = self.reaching_defs(receiver), set()
+            for d in defs:  # `ema.to("cpu")` as a statement rebinds `ema`: it is what was moved
+                if d.how == "module-move" and id(d) not in seen:
+                    seen.add(id(d))
+                    defs += [m for m in self.reaching_defs(d.stmt.value.func.value) if m not in defs]
+            return defs
+        if type(receiver) is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
+            info = self.index.class_of(receiver)
+            return info.self_attrs.get(receiver.attr.value, []) if info is not None else []
+        return []
+
     def _container_uses(self):
-        """(name, "mapping"|"sequence") for each read of a name that only a container allows."""
+        """(receiver, "mapping"|"sequence"|"module") for each read of a name (or of `self.x`)
+        that only a container, or a module, allows."""
         index = self.index
         for cmp in index.nodes_of(cst.Comparison):
             if len(cmp.comparisons) == 1 and type(cmp.comparisons[0].operator) in (cst.In, cst.NotIn):
-                if isinstance(cmp.left, _TEXT) and type(cmp.comparisons[0].comparator) is cst.Name:
+                if isinstance(cmp.left, _TEXT):
                     yield cmp.comparisons[0].comparator, "mapping"  # `"mask" in batch`
+        for stmt in index.nodes_of(cst.Expr):
+            call = stmt.value
+            if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value in _IN_PLACE_MOVES:
+                yield call.func.value, "module"  # `ema.to("cpu")` as a statement: a module moves in place
         for call in index.calls:
             func = call.func
-            if type(func) is cst.Attribute and type(func.value) is cst.Name:
+            if type(func) is cst.Attribute:
                 method = func.attr.value
                 if method in _MAPPING_METHODS:
                     yield func.value, "mapping"
                 elif method in _SEQUENCE_METHODS:
                     yield func.value, "sequence"
+                elif method in _MODULE_METHODS:
+                    yield func.value, "module"
             for arg in call.args:
                 if arg.star == "**" and type(arg.value) is cst.Name:
                     yield arg.value, "mapping"  # `model(**batch)`
         for sub in index.nodes_of(cst.Subscript):
-            if type(sub.value) is cst.Name and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and isinstance(sub.slice[0].slice.value, _TEXT):
+            if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and isinstance(sub.slice[0].slice.value, _TEXT):
                 yield sub.value, "mapping"  # `batch["mask"]`: a tensor is indexed by numbers
 
     def is_mapping(self, expr: cst.BaseExpression) -> bool:
@@ -225,8 +258,12 @@ class Evidence:
         backpropagated (or holds the terms of what is) in a module that may use an
         accelerator; from a device value of unknown shape into a container of device tensors
         when the code uses it as one."""
-        if kind is Kind.DEVICE and self.container_use(d) is not None:
-            return Kind.CONTAINER
+        if kind in (Kind.DEVICE, Kind.MOVED):
+            use = self.container_use(d)
+            if use == "module":
+                return Kind.MODEL  # a module on the device (or an object holding its state)
+            if use is not None and kind is Kind.DEVICE:
+                return Kind.CONTAINER
         if kind not in (None, Kind.UNKNOWN) or not self.uses_accelerator:
             return kind
         return Kind.DEVICE if self.backpropagated(d) is not None else kind
