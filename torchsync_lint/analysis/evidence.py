@@ -18,7 +18,8 @@
   number or a tensor, and a tensor is indexed by numbers). Of a device value, it makes a
   container of device tensors (kinds.py: its membership, keys and truth value are host reads).
 - Modules: a binding whose module methods the code calls (`ema.parameters()`, `.state_dict()`,
-  `.eval()`, `.named_modules()`, also on `self.ema`) is a module (or an object holding a
+  `.eval()`, `.named_modules()`, also on `self.ema`, also after a `ema.to(device)` statement)
+  is a module (or an object holding a
   module's state, such as an EMA of its parameters), not a tensor: its `.to("cpu")`/`.cpu()`
   moves parameters for a checkpoint, it is no tensor read on the host.
 """
@@ -44,8 +45,6 @@ _MODULE_METHODS = frozenset(
     {"parameters", "named_parameters", "modules", "named_modules", "children", "named_children", "buffers", "named_buffers",
      "state_dict", "load_state_dict", "eval", "train", "register_forward_hook", "register_forward_pre_hook", "register_buffer"}
 ) - torch_knowledge.TENSOR_METHODS
-# A tensor's `.to()` returns a copy, thrown away by a statement; a module moves in place.
-_IN_PLACE_MOVES = frozenset({"to", "cpu", "cuda"})
 _USE_RANK = {"sequence": 0, "mapping": 1, "module": 2}  # a module with a dict's methods is a module
 _TEXT = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 # Reductions whose result is backpropagated into every term of the container they reduce.
@@ -220,10 +219,6 @@ class Evidence:
             if len(cmp.comparisons) == 1 and type(cmp.comparisons[0].operator) in (cst.In, cst.NotIn):
                 if isinstance(cmp.left, _TEXT):
                     yield cmp.comparisons[0].comparator, "mapping"  # `"mask" in batch`
-        for stmt in index.nodes_of(cst.Expr):
-            call = stmt.value
-            if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value in _IN_PLACE_MOVES:
-                yield call.func.value, "module"  # `ema.to("cpu")` as a statement: a module moves in place
         for call in index.calls:
             func = call.func
             if type(func) is cst.Attribute:

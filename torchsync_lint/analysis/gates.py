@@ -18,6 +18,8 @@ import re
 
 import libcst as cst
 
+from torchsync_lint.knowledge import lightning
+
 _COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
 # Process identities: `if rank == 0:` / `global_rank == 0` hold on every step of one process.
 _NOT_A_COUNTER = re.compile(r"rank|world|gpu|device|proc|node|master|main", re.I)
@@ -65,35 +67,69 @@ def is_bounded(stmt: cst.If, index, counters: frozenset[str] = frozenset()) -> b
     """Does the body of ``stmt`` run a bounded number of times: its test compares a step
     counter with a value for equality, or keeps it below a literal (`step == 0`, `i == last`,
     `batch_idx < 2`, `not step`), one conjunct of an `and` does, or it tests a flag the body
-    itself clears (`if first: ...; first = False`) and nothing else in the loop sets again."""
-    return _bounded_test(stmt.test, index.tree, counters) or _clears_own_flag(stmt, index)
+    itself clears (`if first: ...; first = False`) and nothing else in the loop sets again.
+
+    ``counters`` (``step_counters``): what the code shows counts steps, whatever its name;
+    a name that only reads like a counter (`optimizer_idx`) bounds nothing."""
+    return _bounded_test(stmt.test, counters) or _clears_own_flag(stmt, index)
 
 
-def _bounded_test(test: cst.BaseExpression, tree, counters: frozenset[str]) -> bool:
+def step_counters(index, values, loop_counters: frozenset[str]) -> frozenset[str]:
+    """The names (`step`, `self.iteration`: dotted) the code counts steps with: a loop's own
+    counter (``loop_counters``), a name or attribute incremented by a literal (`step += 1`),
+    the batch index Lightning passes its batch hooks (after the batch), and the trainers'
+    own step counters (`self.global_step`, `trainer.global_step`: lightning.STEP_COUNTERS)."""
+    found = set(loop_counters)
+    for aug in index.nodes_of(cst.AugAssign):
+        if isinstance(aug.operator, cst.AddAssign) and isinstance(aug.value, cst.Integer):
+            dotted = _dotted(aug.target)
+            if dotted is not None:
+                found.add(dotted)
+    for func, info in index.class_of_method.items():
+        batch_params = lightning.BATCH_HOOK_PARAMS.get(func.name.value)
+        if batch_params and values.is_lightning_class(info.node):
+            params = func.params.params
+            position = max(batch_params) + 2  # after `self` and the batch (and outputs)
+            if position < len(params):
+                found.add(params[position].name.value)
+    return frozenset(found)
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr.value}" if inner is not None else None
+    return None
+
+
+def _bounded_test(test: cst.BaseExpression, counters: frozenset[str]) -> bool:
     kind = type(test)
     if kind is cst.BooleanOperation:
-        left, right = _bounded_test(test.left, tree, counters), _bounded_test(test.right, tree, counters)
+        left, right = _bounded_test(test.left, counters), _bounded_test(test.right, counters)
         return (left or right) if type(test.operator) is cst.And else (left and right)
     if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return _is_counter(test.expression, tree, counters)  # `if not step:` is `step == 0`
+        return _is_counter(test.expression, counters)  # `if not step:` is `step == 0`
     if kind is not cst.Comparison or len(test.comparisons) != 1:
         return False
     op, left, right = type(test.comparisons[0].operator), test.left, test.comparisons[0].comparator
     if op is cst.Equal:
-        return any(_is_counter(s, tree, counters) and not _is_counter(o, tree, counters) for s, o in ((left, right), (right, left))) or (
-            _is_counter(left, tree, counters) and type(right) in _LITERALS
-        )
+        return any(_is_counter(s, counters) and not _is_counter(o, counters) for s, o in ((left, right), (right, left)))
     if op in (cst.LessThan, cst.LessThanEqual):
-        return _is_counter(left, tree, counters) and type(right) in _LITERALS  # `batch_idx < 2`
+        return _is_counter(left, counters) and type(right) in _LITERALS  # `batch_idx < 2`
     if op in (cst.GreaterThan, cst.GreaterThanEqual):
-        return _is_counter(right, tree, counters) and type(left) in _LITERALS  # `2 > batch_idx`
+        return _is_counter(right, counters) and type(left) in _LITERALS  # `2 > batch_idx`
     return False
 
 
-def _is_counter(node: cst.BaseExpression, tree, counters: frozenset[str]) -> bool:
+def _is_counter(node: cst.BaseExpression, counters: frozenset[str]) -> bool:
     """A bare counter (`step`, `self.global_step`, `trainer.global_step`), not an expression of
     one: `step % 10` runs every tenth step, `step + 1` is another count."""
-    return isinstance(node, (cst.Name, cst.Attribute)) and mentions_counter(node, tree, counters)
+    dotted = _dotted(node)
+    if dotted is None:
+        return False
+    return dotted in counters or (isinstance(node, cst.Attribute) and node.attr.value in lightning.STEP_COUNTERS)
 
 
 _LITERALS = (cst.Integer,)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchsync_lint.analysis.gates import default_test, fills_cache, is_bounded, is_step_interval, rebound_elsewhere
+from torchsync_lint.analysis.gates import default_test, fills_cache, is_bounded, is_step_interval, rebound_elsewhere, step_counters
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
 from torchsync_lint.analysis.tree import LOOP_TYPES, SCOPE_TYPES
@@ -87,6 +87,7 @@ class HotLoopAnalysis:
         self.hot_functions: dict[cst.FunctionDef, HotContext] = {}
         self._epoch_functions: set[cst.FunctionDef] = set()
         self._counters: frozenset[str] | None = None
+        self._counted: frozenset[str] | None = None  # _step_counters
         self._compute()
 
     # -- classification -------------------------------------------------------------------
@@ -378,7 +379,7 @@ class HotLoopAnalysis:
         for anc in self.index.ancestors(node):
             kind = type(anc)  # exact types (tree.exact_types): this walks up from most calls
             if kind is cst.If:
-                if self._never_taken(anc, child) or (child is anc.body and (fills_cache(anc) or is_bounded(anc, self.index, self._loop_counters()))):
+                if self._never_taken(anc, child) or (child is anc.body and (fills_cache(anc) or is_bounded(anc, self.index, self._step_counters()))):
                     return None  # never taken, once per key, or a bounded number of times (gates.py)
                 if gate is None and child is anc.body and is_step_interval(anc.test, tree, self._loop_counters()):
                     gate = anc.test
@@ -406,7 +407,7 @@ class HotLoopAnalysis:
         child = node
         for anc in self.index.ancestors(node):
             kind = type(anc)
-            if kind is cst.If and child is anc.body and is_bounded(anc, self.index, self._loop_counters()):
+            if kind is cst.If and child is anc.body and is_bounded(anc, self.index, self._step_counters()):
                 return None, False  # a bounded number of times, whoever calls it
             if kind is cst.If and child is anc.body and is_step_interval(anc.test, self.index.tree, self._loop_counters()):
                 gated = True
@@ -437,6 +438,11 @@ class HotLoopAnalysis:
             loop = next((a for a in self.index.ancestors(block) if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.Lambda))), None)
             return isinstance(loop, (cst.For, cst.While)) and loop in self.hot_loops
         return False
+
+    def _step_counters(self) -> frozenset[str]:
+        if self._counted is None:
+            self._counted = step_counters(self.index, self.values, self._loop_counters())
+        return self._counted
 
     def _loop_counters(self) -> frozenset[str]:
         """Names the module's loops count with: the target of `for j in range(...)` and the

@@ -1,0 +1,90 @@
+"""Tensors built on the host in the step: what TSL305 reports and TSL301 leaves to it.
+
+One hazard, one finding: a tensor made on the CPU in the step and then copied to the device
+(`torch.tensor(0).float().cuda()`, `targets = torch.ones(s) * -1; targets = targets.cuda()`,
+`anchors = torch.from_numpy(a); anchors.cuda()`) is TSL305's (build it on the device, or once);
+TSL301 (a blocking copy of a batch) is about data the loader produced.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis import Kind
+from torchsync_lint.analysis.kinds import DEVICE_VALUES, HOST_KINDS
+from torchsync_lint.knowledge import torch as torch_knowledge
+
+LEGACY_CONSTRUCTORS = frozenset(
+    f"torch.{n}" for n in "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor ByteTensor BoolTensor".split()
+)  # always build a CPU tensor (they reject CUDA input)
+FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"}) | LEGACY_CONSTRUCTORS
+CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
+_ALWAYS_HOST = frozenset({"torch.from_numpy"})  # a CPU tensor over a NumPy array's memory
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power)
+
+
+def keeps_place(method: str) -> bool:
+    """A tensor method whose result is the tensor itself, a view or a cast of it, where it is:
+    a reshape (`unsqueeze`, `expand_as`, `long`) or an in-place fill (`zero_`, `scatter_`)."""
+    return method in torch_knowledge.RESHAPING_METHODS or (method.endswith("_") and not method.startswith("_"))
+
+
+def fresh_host_fill(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str | None:
+    """The factory (`zeros`, `randn`...) of a tensor filled on the CPU that ``expr`` is, else
+    None: the call itself, reshaped or filled in place there (TorchTidy's "Extra CUDA Copy"),
+    or a name every definition of which binds one (`noise = torch.randn(n)`, then
+    `noise = noise.cuda()` a line later)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and keeps_place(expr.func.attr.value):
+        expr = expr.func.value
+    if isinstance(expr, cst.Call):
+        qn = analysis.qualname(expr.func) or ""
+        last = qn.rsplit(".", 1)[-1]
+        placed = any(a.keyword is not None and a.keyword.value == "device" for a in expr.args)
+        return last if qn.count(".") == 1 and qn.startswith("torch.") and last in CPU_FACTORIES and not placed else None
+    if isinstance(expr, cst.Name) and depth < 4:
+        defs = analysis.values.reaching_defs(expr)
+        found = {fresh_host_fill(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
+        return found.pop() if len(found) == 1 and None not in found else None
+    return None
+
+
+def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str | None:
+    """What built ``expr`` on the host, when a torch call of this code did: a CPU factory's
+    name (`zeros`: it can fill the device instead), or "data" for a tensor made from host
+    data (`torch.tensor(0)`, `torch.Tensor([[...]])`, `torch.from_numpy(a)`); through
+    reshapes and casts, arithmetic with host numbers or other such tensors
+    (`torch.ones(s) * alpha`), and names every definition of which binds one."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and keeps_place(expr.func.attr.value):
+        expr = expr.func.value
+    if expr is None or depth > 4:
+        return None
+    if isinstance(expr, cst.Call):
+        factory = fresh_host_fill(analysis, expr)
+        if factory is not None:
+            return factory
+        qn = analysis.qualname(expr.func) or ""
+        positional = [a for a in expr.args if a.keyword is None]
+        if qn in _ALWAYS_HOST:
+            return "data"
+        if qn in FRESH_HOST_TENSOR and not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args):
+            if not positional or positional[0].star:
+                return None
+            data = analysis.kind(positional[0].value)
+            if data in DEVICE_VALUES or data is Kind.MOVED:
+                return None  # of a device tensor: on the device already
+            if qn in ("torch.as_tensor", "torch.asarray") and data not in HOST_KINDS:
+                return None  # `as_tensor(x)` of something we cannot place keeps it where it is
+            return "data"
+        return None
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITHMETIC):
+        sides = [host_built(analysis, s, depth + 1) for s in (expr.left, expr.right)]
+        built = [s for s in sides if s is not None]
+        if not built:
+            return None
+        others = [s for s, b in zip((expr.left, expr.right), sides) if b is None]
+        return built[0] if all(analysis.kind(o) is Kind.HOST for o in others) else None
+    if isinstance(expr, cst.Name):
+        defs = analysis.values.reaching_defs(expr)
+        found = {host_built(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
+        return found.pop() if len(found) == 1 and None not in found else None
+    return None
