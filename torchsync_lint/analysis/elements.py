@@ -53,6 +53,10 @@ class ElementKinds:
             values = self._dict_values(node.value, key)
             if values is not None:
                 return join(self._eval(v) if isinstance(v, cst.BaseExpression) else v for v in values)
+        if key is not None:
+            stored = self._keyed_values(node, key)
+            if stored is not None:
+                return join(self._eval(v) for v in stored)  # `logs["lr"] = lr` ... `logs["lr"]`
         if isinstance(key, int) and not isinstance(key, bool):
             items = self._project(node.value, key)
             if items is not None:
@@ -82,6 +86,38 @@ class ElementKinds:
             if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED, Kind.CONTAINER):
                 return True
         return False
+
+    def _keyed_values(self, node: cst.Subscript, key: object) -> list | None:
+        """What a dict display bound here (`logs = {}`) holds under ``key`` when ``node`` reads
+        it: its own entry and what this function stored under the key before (`logs["lr"] =
+        lr`); None when a store or an entry has a key that is not a literal, or the dict is
+        filled some other way (`logs.update(d)`), or nothing was stored under the key."""
+        name = node.value
+        if type(name) is not cst.Name:
+            return None
+        defs = self.reaching_defs(name)
+        if not defs or any(d.how != "assign" or type(d.value) is not cst.Dict for d in defs):
+            return None
+        values: list = []
+        for d in defs:
+            for el in d.value.elements:
+                k = _literal_key(el.key) if isinstance(el, cst.DictElement) else _UNKNOWN_KEY
+                if k is _UNKNOWN_KEY:
+                    return None  # `**other` or a computed key: any key
+                if k == key:
+                    values.append(el.value)
+        frame, seq = self.index.frame_of(node), self.index.seq(node)
+        for stored_at, stored_in, assign, store in self.index.subscript_stores(name.value):
+            if stored_in is not frame or stored_at >= seq:
+                continue
+            stored_key = _constant_key(store)
+            if stored_key is None:
+                return None
+            if stored_key == key:
+                values.append(assign.value)
+        if name.value in self._stores_into() and any(type(at) is cst.Call for at, _ in self._stores_into()[name.value]):
+            return None  # `logs.update(...)`, `logs.setdefault(...)`: filled another way too
+        return values or None
 
     def _dict_values(self, value: cst.BaseExpression, key: object, depth: int = 0) -> list | None:
         """The expressions (or kinds) a constant key may hold when ``value`` is a dict literal,

@@ -228,7 +228,10 @@ class Evidence:
                 elif method in _SEQUENCE_METHODS:
                     yield func.value, "sequence"
                 elif method in _MODULE_METHODS:
-                    yield func.value, "module"
+                    receiver = func.value
+                    while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and receiver.func.attr.value in torch_knowledge.MODEL_METHODS_RETURNING_MODEL:
+                        receiver = receiver.func.value  # `ema.cpu().state_dict()`: of `ema`
+                    yield receiver, "module"
             for arg in call.args:
                 if arg.star == "**" and type(arg.value) is cst.Name:
                     yield arg.value, "mapping"  # `model(**batch)`

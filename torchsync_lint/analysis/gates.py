@@ -85,6 +85,12 @@ def step_counters(index, values, loop_counters: frozenset[str]) -> frozenset[str
             dotted = _dotted(aug.target)
             if dotted is not None:
                 found.add(dotted)
+    for func in index.returns:  # a helper's parameter that every call site passes a counter
+        for param in func.params.params:
+            calls = index.call_sites(func)
+            passed = [index.argument_for(call, func, param) for call in calls]
+            if calls and all(_dotted(a) in found for a in passed if a is not None) and all(a is not None for a in passed):
+                found.add(param.name.value)
     for func, info in index.class_of_method.items():
         batch_params = lightning.BATCH_HOOK_PARAMS.get(func.name.value)
         if batch_params and values.is_lightning_class(info.node):

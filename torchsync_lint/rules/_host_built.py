@@ -2,8 +2,9 @@
 
 One hazard, one finding: a tensor made on the CPU in the step and then copied to the device
 (`torch.tensor(0).float().cuda()`, `targets = torch.ones(s) * -1; targets = targets.cuda()`,
-`anchors = torch.from_numpy(a); anchors.cuda()`) is TSL305's (build it on the device, or once);
-TSL301 (a blocking copy of a batch) is about data the loader produced.
+`norm = torch.Tensor([[0.1, 0.2]]); norm.cuda()`) is TSL305's (build it on the device, or
+once); TSL301 (a blocking copy) is about data: a batch, or an array the step is handed
+(`torch.from_numpy(obs).to(device)`, `img = torch.Tensor(image); img.cuda()`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis import Kind
-from torchsync_lint.analysis.kinds import DEVICE_VALUES, HOST_KINDS
+from torchsync_lint.analysis.kinds import HOST_KINDS
 from torchsync_lint.knowledge import torch as torch_knowledge
 
 LEGACY_CONSTRUCTORS = frozenset(
@@ -19,7 +20,7 @@ LEGACY_CONSTRUCTORS = frozenset(
 )  # always build a CPU tensor (they reject CUDA input)
 FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"}) | LEGACY_CONSTRUCTORS
 CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
-_ALWAYS_HOST = frozenset({"torch.from_numpy"})  # a CPU tensor over a NumPy array's memory
+_DISPLAYS = frozenset({cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float})
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power)
 
 
@@ -51,7 +52,8 @@ def fresh_host_fill(analysis, expr: cst.BaseExpression | None, depth: int = 0) -
 def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str | None:
     """What built ``expr`` on the host, when a torch call of this code did: a CPU factory's
     name (`zeros`: it can fill the device instead), or "data" for a tensor made from host
-    data (`torch.tensor(0)`, `torch.Tensor([[...]])`, `torch.from_numpy(a)`); through
+    data (`torch.tensor(0)`, `torch.Tensor([[...]])`; named first, only of constants or of
+    values gathered in a list); through
     reshapes and casts, arithmetic with host numbers or other such tensors
     (`torch.ones(s) * alpha`), and names every definition of which binds one."""
     while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and keeps_place(expr.func.attr.value):
@@ -64,16 +66,20 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
             return factory
         qn = analysis.qualname(expr.func) or ""
         positional = [a for a in expr.args if a.keyword is None]
-        if qn in _ALWAYS_HOST:
-            return "data"
         if qn in FRESH_HOST_TENSOR and not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args):
             if not positional or positional[0].star:
                 return None
-            data = analysis.kind(positional[0].value)
-            if data in DEVICE_VALUES or data is Kind.MOVED:
+            data = positional[0].value
+            kind = analysis.kind(data)
+            if kind is Kind.DEVICE or kind is Kind.MOVED:
                 return None  # of a device tensor: on the device already
-            if qn in ("torch.as_tensor", "torch.asarray") and data not in HOST_KINDS:
+            if qn in ("torch.as_tensor", "torch.asarray") and kind not in HOST_KINDS:
                 return None  # `as_tensor(x)` of something we cannot place keeps it where it is
+            if depth and not (type(data) in _DISPLAYS or kind is Kind.CONTAINER):
+                # named, then copied: constants (`norm = torch.Tensor([[0.1, 0.2]])`) or values
+                # gathered in the step are built here; an array handed in (an image, an
+                # observation) is the data itself, and its copy is TSL301's
+                return None
             return "data"
         return None
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITHMETIC):

@@ -391,8 +391,8 @@ class HostTensorInLoop(Rule):
         elif copy is None:
             return  # a CPU tensor: no copy here
         kind = self.analysis.kind(data)
-        if kind in DEVICE_VALUES:
-            return  # already on the device (or device tensors the list holds): no host round trip
+        if kind is Kind.DEVICE:
+            return  # already on the device: no host round trip (a list of device tensors is read into a host tensor)
         if qn != "torch.tensor" and qn not in _LEGACY_CONSTRUCTORS and kind not in (Kind.HOST, Kind.HOST_TENSOR):
             return  # `as_tensor(x)` of something we cannot place may be a no-op
         hot = self.hot(node)
