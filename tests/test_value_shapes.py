@@ -447,7 +447,8 @@ COPIES = textwrap.dedent("""\
         "z = torch.tensor(0).float().cuda()",
         "targets = torch.ones(out.shape) * -1\n        targets = targets.cuda()",
         "norm = torch.Tensor([[0.1, 0.1, 0.2, 0.2]])\n        norm = norm.cuda()",
-        "acts = [y[0], y[1]]\n        a = torch.tensor(acts).cuda()",  # a list of device tensors read into a host tensor
+        "acts = [y[0], y[1]]\n        a = torch.tensor(acts).cuda()",
+        "mask = torch.BoolTensor(out.size()).fill_(0)\n        mask = mask.cuda()",  # a size: allocated on the host  # a list of device tensors read into a host tensor
         "w = (torch.ones(4) * 0.25).cuda()",
     ],
 )

@@ -256,11 +256,12 @@ class Evidence:
         backpropagated (or holds the terms of what is) in a module that may use an
         accelerator; from a device value of unknown shape into a container of device tensors
         when the code uses it as one."""
-        if kind in (Kind.DEVICE, Kind.MOVED):
+        if kind is Kind.DEVICE:
+            # (a moved object, MOVED, is already "a tensor or a module, told by its use")
             use = self.container_use(d)
             if use == "module":
                 return Kind.MODEL  # a module on the device (or an object holding its state)
-            if use is not None and kind is Kind.DEVICE:
+            if use is not None:
                 return Kind.CONTAINER
         if kind not in (None, Kind.UNKNOWN) or not self.uses_accelerator:
             return kind

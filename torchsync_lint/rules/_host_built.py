@@ -75,7 +75,7 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
                 return None  # of a device tensor: on the device already
             if qn in ("torch.as_tensor", "torch.asarray") and kind not in HOST_KINDS:
                 return None  # `as_tensor(x)` of something we cannot place keeps it where it is
-            if depth and not (type(data) in _DISPLAYS or kind is Kind.CONTAINER):
+            if depth and not (type(data) in _DISPLAYS or kind is Kind.CONTAINER or (qn in LEGACY_CONSTRUCTORS and _is_size(positional))):
                 # named, then copied: constants (`norm = torch.Tensor([[0.1, 0.2]])`) or values
                 # gathered in the step are built here; an array handed in (an image, an
                 # observation) is the data itself, and its copy is TSL301's
@@ -94,3 +94,14 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
         found = {host_built(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
         return found.pop() if len(found) == 1 and None not in found else None
     return None
+
+
+def _is_size(positional: list[cst.Arg]) -> bool:
+    """`torch.BoolTensor(x.size())`, `torch.FloatTensor(b, n)`: a legacy constructor given a
+    size allocates (a fill on the CPU), it copies no data."""
+    if len(positional) > 1:
+        return True
+    value = positional[0].value
+    if isinstance(value, cst.Attribute):
+        return value.attr.value == "shape"
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size"
