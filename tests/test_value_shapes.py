@@ -500,3 +500,36 @@ def test_a_host_copy_for_a_plot_is_no_device_copy():
             return self.net(batch["x"]).sum()
     """
     assert {c for _, c in found(src)} == {"TSL101"}
+
+
+# -- the domain itself ------------------------------------------------------------------------------
+KIND_HEAD = "import copy\nimport torch\ndevice = torch.device('cuda')\nmodel = torch.nn.Linear(2, 2).to(device)\nloss = model(torch.ones(2)).sum()\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("t = (loss, loss * 2)", "CONTAINER"),
+        ("t = {'loss': loss}", "CONTAINER"),
+        ("t = [v * 2 for v in (loss, loss)]", "CONTAINER"),
+        ("t = (loss, loss)[0]", "DEVICE"),
+        ("t = {'loss': loss}['loss']", "DEVICE"),
+        ("t = sum([loss, loss])", "DEVICE"),
+        ("t = torch.cat([loss, loss])", "DEVICE"),
+        ("t = torch.stack((loss, loss)).mean()", "DEVICE"),
+        ("out = model(torch.ones(2))\nif 'a' in out:\n    pass\nt = out", "CONTAINER"),
+        ("out = model(torch.ones(2))\nt = out", "DEVICE"),  # no sign of a container: a tensor
+        ("out = model(torch.ones(2))\nif 'a' in out:\n    pass\nt = out['a']", "DEVICE"),
+        ("out = model(torch.ones(2))\nt = out.keys()", "HOST"),  # a tensor has no keys: a mapping's names
+        ("out = {'a': loss}\nt = out.keys()", "HOST"),
+        ("out = {'a': loss}\nt = len(out)", "HOST"),
+        ("t = copy.deepcopy(model)", "MODEL"),
+        ("t = copy.deepcopy(loss)", "DEVICE"),
+        ("t = Ema(model.parameters())\nt.load_state_dict({})", "MODEL"),
+        ("t = Ema(model.parameters())", "DEVICE"),  # an opaque maker of device values, no sign of a module
+    ],
+)
+def test_what_a_value_is(body, expected):
+    from tests.test_analysis import kind_of_last
+
+    assert kind_of_last(KIND_HEAD + body + "\nprobe(t)\n", "t").name == expected
