@@ -34,15 +34,15 @@ class AttributeKinds:
         base = self._eval(base_expr)
         if attr in torch_knowledge.SAME_VALUE_ATTRIBUTES:
             return Kind.DEVICE if base is Kind.MOVED else base
-        if base is Kind.DEVICE:
-            return Kind.DEVICE  # fields of a model output (`out.logits`, `out.loss`)
+        if base is Kind.DEVICE or base is Kind.CONTAINER:
+            return Kind.DEVICE  # fields of a model output (`out.logits`, `out.loss` of a dict-like output)
         if base in HOST_KINDS:
             return base
         if attr in torch_knowledge.WRAPPED_MODULE_ATTRIBUTES and base in (Kind.MODEL, Kind.CPU_MODEL, Kind.MOVED):
             return Kind.CPU_MODEL if base is Kind.CPU_MODEL else Kind.MODEL  # `model.module` of a DataParallel
         stored = self._stored_on(base_expr, attr)
-        if stored is Kind.DEVICE:
-            return Kind.DEVICE  # `ctx.running = loss` earlier in this function, then `ctx.running.item()`
+        if stored is Kind.DEVICE or stored is Kind.CONTAINER:
+            return stored  # `ctx.running = loss` earlier in this function, then `ctx.running.item()`
         if isinstance(base_expr, cst.Name):
             cls = self.index._instance_class(self.reaching_defs(base_expr))  # noqa: SLF001
             if cls is not None and attr in cls.self_attrs:

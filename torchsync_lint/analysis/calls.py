@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
-from torchsync_lint.analysis.kinds import CALLABLE_MODELS, HOST_KINDS, LOADER_KINDS, MODEL_KINDS, Kind, combine, join
+from torchsync_lint.analysis.kinds import CALLABLE_MODELS, DEVICE_VALUES, HOST_KINDS, LOADER_KINDS, MODEL_KINDS, Kind, combine, join
 from torchsync_lint.knowledge import gym, lightning, registry
 from torchsync_lint.knowledge import torch as tk
 
@@ -74,6 +74,8 @@ class CallKinds:
                 kinds = [self._eval(a.value) for a in call.args]
                 if name in CONTAINER_BUILTINS and len(kinds) == 1 and kinds[0] in MODEL_KINDS:
                     return kinds[0]  # a list of a model's submodules: modules where the model is
+                if name not in CONTAINER_BUILTINS and len(kinds) == 1 and kinds[0] is Kind.CONTAINER:
+                    return Kind.DEVICE  # `sum(losses)`, `max(scores)`: a tensor of the ones it holds
                 return combine(*kinds) if call.args else Kind.UNKNOWN
             if name == "filter" and len(call.args) == 2 and not self.index.binds_locally(name, func):
                 return self._eval(call.args[1].value)  # `filter(pred, params)` keeps some of them, where they are
@@ -89,7 +91,7 @@ class CallKinds:
             parts = dotted_parts(func)
             if parts and len(parts) == 2 and parts[0] == "self":
                 attr = self._self_attr(func, parts[1])
-                if attr in CALLABLE_MODELS or attr is Kind.DEVICE or self._stored_callable(func, parts[1]):
+                if attr in CALLABLE_MODELS or attr in DEVICE_VALUES or self._stored_callable(func, parts[1]):
                     # `self.model(x)`: a submodule's forward; `self.criterion(out, y)`: the
                     # object or function the constructor was given, called on device tensors
                     return self._call_of(attr, call)
@@ -105,14 +107,15 @@ class CallKinds:
 
     def _call_of(self, callee: Kind | None, call: cst.Call) -> Kind:
         """Calling a model (a forward), or an unknown callable (a criterion) on device tensors."""
-        args = [self._eval(a.value) for a in call.args]
+        args = {self._eval(a.value) for a in call.args}  # (`model(**batch)`: the dict's tensors)
+        device_args = not args.isdisjoint(DEVICE_VALUES)
         if callee is Kind.CPU_MODEL:
-            return Kind.DEVICE if Kind.DEVICE in args else Kind.HOST_TENSOR
+            return Kind.DEVICE if device_args else Kind.HOST_TENSOR
         if callee in (Kind.MODEL, Kind.MOVED, Kind.PREPARED):
-            return Kind.DEVICE if Kind.DEVICE in args or Kind.MOVED in args or self.uses_accelerator else Kind.HOST_TENSOR
+            return Kind.DEVICE if device_args or Kind.MOVED in args or self.uses_accelerator else Kind.HOST_TENSOR
         if callee is Kind.DEVICE:
             return Kind.DEVICE
-        if callee in (None, Kind.UNKNOWN) and Kind.DEVICE in args:
+        if callee in (None, Kind.UNKNOWN) and device_args:
             return Kind.DEVICE  # `criterion(out, y)`: an opaque function of device tensors
         return Kind.UNKNOWN
 
@@ -184,8 +187,8 @@ class CallKinds:
                 return self._factory(last, call)
         if is_operand_function(qn):
             args = [self._eval(a.value) for a in call.args]
-            if Kind.DEVICE in args or Kind.MOVED in args:
-                return Kind.DEVICE
+            if Kind.DEVICE in args or Kind.MOVED in args or Kind.CONTAINER in args:
+                return Kind.DEVICE  # (`torch.cat([a, b])`: of the tensors the list holds)
             if args and all(a in HOST_KINDS for a in args):
                 return Kind.HOST_TENSOR
             return Kind.UNKNOWN
@@ -227,7 +230,7 @@ class CallKinds:
             if not call.args:
                 return Kind.UNKNOWN
             source = self._eval(call.args[0].value)
-            if source in (Kind.DEVICE, Kind.MOVED):
+            if source in (Kind.DEVICE, Kind.MOVED, Kind.CONTAINER):
                 return Kind.DEVICE
             if source in HOST_KINDS:
                 return Kind.HOST_TENSOR
@@ -258,7 +261,9 @@ class CallKinds:
                 return Kind.HOST if method in tk.HOST_RESULT_METHODS else Kind.DEVICE
             # a method only a module of ours defines (`agent.get_action(obs)`): a forward of
             # device inputs, else unknown
-            return Kind.DEVICE if any(self._eval(a.value) in (Kind.DEVICE, Kind.MOVED) for a in call.args) else Kind.UNKNOWN
+            return Kind.DEVICE if any(self._eval(a.value) in _HOLDS_DEVICE for a in call.args) else Kind.UNKNOWN
+        if receiver is Kind.CONTAINER:
+            return _CONTAINER_METHODS.get(method, Kind.DEVICE)
         if receiver is Kind.DEVICE:
             if method in tk.HOST_RESULT_METHODS:
                 return Kind.HOST
@@ -295,6 +300,8 @@ class CallKinds:
         if method in ("cpu", "pin_memory"):
             return Kind.HOST_TENSOR if receiver is not Kind.MOVED else Kind.UNKNOWN
         where = "accelerator" if method == "cuda" else self.to_destination(call)
+        if receiver is Kind.CONTAINER:  # a dict-like batch's own `.to()` (HF BatchEncoding)
+            return Kind.HOST_TENSOR if where == "cpu" else Kind.CONTAINER
         if where == "accelerator":
             if receiver in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST, *LOADER_KINDS) or not self._may_be_module(call.func.value):
                 return Kind.DEVICE  # a tensor: a batch, part of one, or a tensor method's result
@@ -342,7 +349,7 @@ class CallKinds:
             return self._call_of(receiver, call)
         if method in tk.MODULE_METHODS:
             return Kind.UNKNOWN
-        if any(self._eval(a.value) in (Kind.DEVICE, Kind.MOVED) for a in call.args):
+        if any(self._eval(a.value) in _HOLDS_DEVICE for a in call.args):
             return Kind.DEVICE  # `policy.act(obs)`: a method of a model on device inputs
         return Kind.UNKNOWN
 
@@ -443,6 +450,14 @@ class CallKinds:
                 return None
             sources.add(loop_defs[0].param)
         return sources.pop() if len(sources) == 1 else None
+
+
+_HOLDS_DEVICE = DEVICE_VALUES | {Kind.MOVED}
+# A container's methods: host answers about its shape, the tensors it holds, or views of them.
+_CONTAINER_METHODS = {
+    **dict.fromkeys(("keys", "__len__", "count", "index", "__contains__"), Kind.HOST),
+    **dict.fromkeys(("values", "items", "copy"), Kind.CONTAINER),
+}
 
 
 def _is_false(node: cst.BaseExpression) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
-from torchsync_lint.analysis.kinds import MODEL_KINDS, Kind, join
+from torchsync_lint.analysis.kinds import DEVICE_VALUES, MODEL_KINDS, Kind, join
 from torchsync_lint.pytree import evaluated_literal
 
 
@@ -20,8 +20,8 @@ class ElementKinds:
         if projected is not None:
             return join(self._element(v, path[1:]) if isinstance(v, cst.BaseExpression) else v for v in projected)
         k = self._eval(value)
-        if k is Kind.DEVICE:
-            return Kind.DEVICE  # rows of a device tensor (or elements of a container holding one)
+        if k in DEVICE_VALUES:
+            return Kind.DEVICE  # rows of a device tensor, or the values of a container of them
         return Kind.HOST_TENSOR if k is Kind.HOST_TENSOR else (Kind.HOST if k is Kind.HOST else Kind.UNKNOWN)
 
     def _project(self, value: cst.BaseExpression, position: int, depth: int = 0) -> list | None:
@@ -53,6 +53,10 @@ class ElementKinds:
             values = self._dict_values(node.value, key)
             if values is not None:
                 return join(self._eval(v) if isinstance(v, cst.BaseExpression) else v for v in values)
+        if key is not None:
+            stored = self._keyed_values(node, key)
+            if stored is not None:
+                return join(self._eval(v) for v in stored)  # `logs["lr"] = lr` ... `logs["lr"]`
         if isinstance(key, int) and not isinstance(key, bool):
             items = self._project(node.value, key)
             if items is not None:
@@ -60,8 +64,8 @@ class ElementKinds:
         base = self._eval(node.value)
         if base in MODEL_KINDS:
             return base  # `model[0]`, `list(model.children())[-1]`: a submodule, placed with it
-        if base is Kind.MOVED:
-            return Kind.DEVICE  # only a tensor of the two is indexed this way in training code
+        if base is Kind.MOVED or base is Kind.CONTAINER:
+            return Kind.DEVICE  # a tensor's part, or a value a container of device tensors holds
         if base is not Kind.DEVICE and self._device_stored_into(node, key):
             return Kind.DEVICE  # `batch[k] = batch[k].to(device)` earlier in the step
         return base if base in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
@@ -79,9 +83,41 @@ class ElementKinds:
             stored_key = _constant_key(store)
             if key is not None and stored_key is not None and stored_key != key:
                 continue
-            if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED):
+            if self._eval(assign.value) in (Kind.DEVICE, Kind.MOVED, Kind.CONTAINER):
                 return True
         return False
+
+    def _keyed_values(self, node: cst.Subscript, key: object) -> list | None:
+        """What a dict display bound here (`logs = {}`) holds under ``key`` when ``node`` reads
+        it: its own entry and what this function stored under the key before (`logs["lr"] =
+        lr`); None when a store or an entry has a key that is not a literal, or the dict is
+        filled some other way (`logs.update(d)`), or nothing was stored under the key."""
+        name = node.value
+        if type(name) is not cst.Name:
+            return None
+        defs = self.reaching_defs(name)
+        if not defs or any(d.how != "assign" or type(d.value) is not cst.Dict for d in defs):
+            return None
+        values: list = []
+        for d in defs:
+            for el in d.value.elements:
+                k = _literal_key(el.key) if isinstance(el, cst.DictElement) else _UNKNOWN_KEY
+                if k is _UNKNOWN_KEY:
+                    return None  # `**other` or a computed key: any key
+                if k == key:
+                    values.append(el.value)
+        frame, seq = self.index.frame_of(node), self.index.seq(node)
+        for stored_at, stored_in, assign, store in self.index.subscript_stores(name.value):
+            if stored_in is not frame or stored_at >= seq:
+                continue
+            stored_key = _constant_key(store)
+            if stored_key is None:
+                return None
+            if stored_key == key:
+                values.append(assign.value)
+        if name.value in self._stores_into() and any(type(at) is cst.Call for at, _ in self._stores_into()[name.value]):
+            return None  # `logs.update(...)`, `logs.setdefault(...)`: filled another way too
+        return values or None
 
     def _dict_values(self, value: cst.BaseExpression, key: object, depth: int = 0) -> list | None:
         """The expressions (or kinds) a constant key may hold when ``value`` is a dict literal,
@@ -145,6 +181,9 @@ class ElementKinds:
             return Kind.UNKNOWN  # `for layer in model`: submodules
         if k in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR):
             return k
+        if k is Kind.CONTAINER:
+            # a dict's items are its keys; a list's or tuple's, the tensors it holds
+            return Kind.HOST if self.is_mapping(iterable) else Kind.DEVICE
         parts = dotted_parts(iterable) if isinstance(iterable, cst.Attribute) else None
         info = self.index.class_of(iterable) if parts and len(parts) == 2 and parts[0] == "self" else None
         if info is not None:  # `for x, y in self.train_loader`: what the project stores there yields

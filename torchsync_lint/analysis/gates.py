@@ -1,8 +1,13 @@
-"""Which branches of a per-step loop run on some steps only, or once.
+"""Which branches of a per-step loop run on some steps only, or a bounded number of times.
 
-A step-interval gate (`if step % 100 == 0:`, `if i == 0:`) is judged by a step counter in the
-test: a name that reads like one (`step`, `iteration`, `batch_idx`), or the counter of one of the
-module's loops (`for j in range(n)`). A branch that fills a memo (`if key not in cache:
+A step-interval gate (`if step % 100 == 0:`) is judged by a step counter in the test: a name
+that reads like one (`step`, `iteration`, `batch_idx`), or the counter of one of the module's
+loops (`for j in range(n)`). A gated branch still runs every N-th step: what it does there is
+still reported, marked gated. A bounded branch runs a fixed number of times however long the run
+is (`if step == 0:`, `if batch_idx < 2:`, `if self.global_step == 0:`, a first-batch flag
+`if first: ...; first = False`): it is not per-step code, and nothing in it is reported (DESIGN
+3b: "a branch that runs a bounded number of times in the whole run is not per step"; a counter
+that restarts each epoch bounds it per epoch, like the epoch loop's own code). A branch that fills a memo (`if key not in cache:
 cache[key] = ...`) runs once per key, not once per step. A branch that a parameter's literal
 default turns off (`if top_k is not None:`) runs only when a caller passes it.
 """
@@ -12,6 +17,8 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+
+from torchsync_lint.knowledge import lightning
 
 _COUNTER = re.compile(r"step|iter|batch|idx|^i$|^it$|^n$|count|global|^b$|^t$", re.I)
 # Process identities: `if rank == 0:` / `global_rank == 0` hold on every step of one process.
@@ -54,6 +61,112 @@ def is_step_interval(test: cst.BaseExpression, tree, counters: frozenset[str] = 
             if any(isinstance(s, (cst.Name, cst.Attribute)) and mentions_counter(s, tree, counters) for s in sides):
                 return True
     return False
+
+
+def is_bounded(stmt: cst.If, index, counters: frozenset[str] = frozenset()) -> bool:
+    """Does the body of ``stmt`` run a bounded number of times: its test compares a step
+    counter with a value for equality, or keeps it below a literal (`step == 0`, `i == last`,
+    `batch_idx < 2`, `not step`), one conjunct of an `and` does, or it tests a flag the body
+    itself clears (`if first: ...; first = False`) and nothing else in the loop sets again.
+
+    ``counters`` (``step_counters``): what the code shows counts steps, whatever its name;
+    a name that only reads like a counter (`optimizer_idx`) bounds nothing."""
+    return _bounded_test(stmt.test, counters) or _clears_own_flag(stmt, index)
+
+
+def step_counters(index, values, loop_counters: frozenset[str]) -> frozenset[str]:
+    """The names (`step`, `self.iteration`: dotted) the code counts steps with: a loop's own
+    counter (``loop_counters``), a name or attribute incremented by a literal (`step += 1`),
+    the batch index Lightning passes its batch hooks (after the batch), and the trainers'
+    own step counters (`self.global_step`, `trainer.global_step`: lightning.STEP_COUNTERS)."""
+    found = set(loop_counters)
+    for aug in index.nodes_of(cst.AugAssign):
+        if isinstance(aug.operator, cst.AddAssign) and isinstance(aug.value, cst.Integer):
+            dotted = _dotted(aug.target)
+            if dotted is not None:
+                found.add(dotted)
+    for func in index.returns:  # a helper's parameter that every call site passes a counter
+        for param in func.params.params:
+            calls = index.call_sites(func)
+            passed = [index.argument_for(call, func, param) for call in calls]
+            if calls and all(_dotted(a) in found for a in passed if a is not None) and all(a is not None for a in passed):
+                found.add(param.name.value)
+    for func, info in index.class_of_method.items():
+        batch_params = lightning.BATCH_HOOK_PARAMS.get(func.name.value)
+        if batch_params and values.is_lightning_class(info.node):
+            params = func.params.params
+            position = max(batch_params) + 2  # after `self` and the batch (and outputs)
+            if position < len(params):
+                found.add(params[position].name.value)
+    return frozenset(found)
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr.value}" if inner is not None else None
+    return None
+
+
+def _bounded_test(test: cst.BaseExpression, counters: frozenset[str]) -> bool:
+    kind = type(test)
+    if kind is cst.BooleanOperation:
+        left, right = _bounded_test(test.left, counters), _bounded_test(test.right, counters)
+        return (left or right) if type(test.operator) is cst.And else (left and right)
+    if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return _is_counter(test.expression, counters)  # `if not step:` is `step == 0`
+    if kind is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    op, left, right = type(test.comparisons[0].operator), test.left, test.comparisons[0].comparator
+    if op is cst.Equal:
+        return any(_is_counter(s, counters) and not _is_counter(o, counters) for s, o in ((left, right), (right, left)))
+    if op in (cst.LessThan, cst.LessThanEqual):
+        return _is_counter(left, counters) and type(right) in _LITERALS  # `batch_idx < 2`
+    if op in (cst.GreaterThan, cst.GreaterThanEqual):
+        return _is_counter(right, counters) and type(left) in _LITERALS  # `2 > batch_idx`
+    return False
+
+
+def _is_counter(node: cst.BaseExpression, counters: frozenset[str]) -> bool:
+    """A bare counter (`step`, `self.global_step`, `trainer.global_step`), not an expression of
+    one: `step % 10` runs every tenth step, `step + 1` is another count."""
+    dotted = _dotted(node)
+    if dotted is None:
+        return False
+    return dotted in counters or (isinstance(node, cst.Attribute) and node.attr.value in lightning.STEP_COUNTERS)
+
+
+_LITERALS = (cst.Integer,)
+_FALSY = {"False": True, "None": True, "0": True, "True": False}
+
+
+def _clears_own_flag(stmt: cst.If, index) -> bool:
+    """`if first: ...; first = False` (or `if not self.logged: ...; self.logged = True`): the
+    branch turns its own test off, and no other code of the loop (or of the function, for a
+    per-step function) turns it on again."""
+    test, negated = stmt.test, False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, True
+    if not isinstance(test, (cst.Name, cst.Attribute)) or (isinstance(test, cst.Attribute) and not isinstance(test.value, cst.Name)):
+        return False
+    clears = False
+    owner = next((a for a in index.ancestors(stmt) if type(a) in (cst.For, cst.While, cst.FunctionDef, cst.Lambda)), None)
+    if owner is None:
+        return False
+    for node in index.tree.walk_subtree(owner):
+        if type(node) is not cst.Assign:
+            continue
+        for target in node.targets:
+            if target.target.deep_equals(test):
+                value = node.value
+                falsy = _FALSY.get(value.value) if isinstance(value, (cst.Name, cst.Integer)) else None
+                if index.inside(node, stmt.body) and falsy is not None and falsy != negated:
+                    clears = True
+                else:
+                    return False  # set elsewhere in the loop: it may run again
+    return clears
 
 
 def mentions_counter(node: cst.CSTNode, tree, counters: frozenset[str] = frozenset()) -> bool:

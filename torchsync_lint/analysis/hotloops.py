@@ -8,7 +8,8 @@ a LightningModule. An epoch loop that only calls `train_one_epoch()` is not hot:
 happens inside that function's own loop.
 
 Not per step, although inside a hot loop: a branch that leaves the loop (`print(x);
-sys.exit(1)`, `raise`, `break`), and a branch a module-level constant turns off.
+sys.exit(1)`, `raise`, `break`), a branch a module-level constant turns off (branches.py), and
+a branch that runs a bounded number of times (`if step == 0:`, a first-batch flag: gates.py).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchsync_lint.analysis.branches import BranchQueries
 from torchsync_lint.analysis.engine_handlers import step_handlers
-from torchsync_lint.analysis.gates import default_test, fills_cache, is_step_interval, rebound_elsewhere
+from torchsync_lint.analysis.gates import fills_cache, is_bounded, is_step_interval, step_counters
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
 from torchsync_lint.analysis.tree import LOOP_TYPES, SCOPE_TYPES
@@ -41,9 +43,6 @@ _IMMEDIATE_CALLERS = frozenset(
     {"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential", "torch.func.vmap", "torch.func.grad", "torch.vmap", "functools.reduce"}
 )
 _IMMEDIATE_BUILTINS = frozenset({"map", "filter", "sorted", "min", "max"})
-# Statements after which the loop does not go on: the branch holding them runs once.
-_EXIT_FUNCTIONS = frozenset({"sys.exit", "os._exit", "os.abort"})
-_EXIT_BUILTINS = frozenset({"exit", "quit"})
 # Exact node types for the walks up from a node (tree.exact_types: isinstance is slow here).
 _FUNCTIONS = frozenset({cst.FunctionDef, cst.Lambda})
 
@@ -76,7 +75,7 @@ class HotContext:
         return self.gate is not None
 
 
-class HotLoopAnalysis:
+class HotLoopAnalysis(BranchQueries):
     def __init__(self, index: ModuleIndex, values: ValueAnalysis) -> None:
         self.index = index
         self.values = values
@@ -88,6 +87,7 @@ class HotLoopAnalysis:
         self.hot_functions: dict[cst.FunctionDef, HotContext] = {}
         self._epoch_functions: set[cst.FunctionDef] = set()
         self._counters: frozenset[str] | None = None
+        self._counted: frozenset[str] | None = None  # _step_counters
         self._compute()
 
     # -- classification -------------------------------------------------------------------
@@ -382,8 +382,8 @@ class HotLoopAnalysis:
         for anc in self.index.ancestors(node):
             kind = type(anc)  # exact types (tree.exact_types): this walks up from most calls
             if kind is cst.If:
-                if self._never_taken(anc, child) or (child is anc.body and fills_cache(anc)):
-                    return None
+                if self._never_taken(anc, child) or (child is anc.body and (fills_cache(anc) or is_bounded(anc, self.index, self._step_counters()))):
+                    return None  # never taken, once per key, or a bounded number of times (gates.py)
                 if gate is None and child is anc.body and is_step_interval(anc.test, tree, self._loop_counters()):
                     gate = anc.test
             elif kind is cst.IndentedBlock:
@@ -410,6 +410,8 @@ class HotLoopAnalysis:
         child = node
         for anc in self.index.ancestors(node):
             kind = type(anc)
+            if kind is cst.If and child is anc.body and is_bounded(anc, self.index, self._step_counters()):
+                return None, False  # a bounded number of times, whoever calls it
             if kind is cst.If and child is anc.body and is_step_interval(anc.test, self.index.tree, self._loop_counters()):
                 gated = True
             if kind in LOOP_TYPES and child is anc.body:
@@ -419,26 +421,10 @@ class HotLoopAnalysis:
             child = anc
         return None, False
 
-    def _leaves_loop(self, block: cst.IndentedBlock) -> bool:
-        """Does the branch ``block`` (an `if`/`else` body) end by leaving the per-step loop:
-        `raise`, `sys.exit()`, or a `break`/`return` out of a loop in the same function?"""
-        owner = type(self.index.parent(block))
-        if (owner is not cst.If and owner is not cst.Else) or not block.body:
-            return False
-        last = block.body[-1]
-        if type(last) is not cst.SimpleStatementLine or not last.body:
-            return False
-        stmt = last.body[-1]
-        if isinstance(stmt, cst.Raise):
-            return True
-        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
-            func = stmt.value.func
-            qn = self.values.qualname(func) or ""
-            return qn in _EXIT_FUNCTIONS or (isinstance(func, cst.Name) and func.value in _EXIT_BUILTINS and not self.index.binds_locally(func.value, func))
-        if isinstance(stmt, (cst.Break, cst.Return)):
-            loop = next((a for a in self.index.ancestors(block) if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.Lambda))), None)
-            return isinstance(loop, (cst.For, cst.While)) and loop in self.hot_loops
-        return False
+    def _step_counters(self) -> frozenset[str]:
+        if self._counted is None:
+            self._counted = step_counters(self.index, self.values, self._loop_counters())
+        return self._counted
 
     def _loop_counters(self) -> frozenset[str]:
         """Names the module's loops count with: the target of `for j in range(...)` and the
@@ -454,52 +440,3 @@ class HotLoopAnalysis:
                         found.add(target.elements[0].value.value)
             self._counters = frozenset(found)
         return self._counters
-
-    def _never_taken(self, stmt: cst.If, child: cst.CSTNode) -> bool:
-        """Is ``child`` (the `if` body or its `else`) a branch a module-level constant turns off
-        (`capture = True` ... `if not capture:`)?"""
-        value = self._constant_test(stmt.test)
-        if value is None:
-            return False
-        if child is stmt.body:
-            return not value
-        return value and child is stmt.orelse
-
-    def _constant_test(self, test: cst.BaseExpression) -> bool | None:
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = self._constant_test(test.expression)
-            return None if inner is None else not inner
-        # `if classes is not None:` / `if flip:` of a parameter whose default no caller overrides
-        found = default_test(self.values, test)
-        if found is not None and self.values.unset_param_default(found[0]) is not None:
-            return found[1]
-        if not isinstance(test, cst.Name):
-            return None
-        defs = self.values.reaching_defs(test)
-        values = set()
-        for d in defs:
-            if d.how != "assign" or not isinstance(self.index.scope_of(d.stmt), cst.Module) or not isinstance(d.value, cst.Name) or d.value.value not in ("True", "False"):
-                return None
-            values.add(d.value.value == "True")
-        if len(values) != 1 or rebound_elsewhere(self.index, test.value):
-            return None
-        return values.pop()
-
-    def guarding_param(self, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.Param] | None:
-        """The parameter whose default turns off the branch ``node`` is in (`if top_k is not
-        None:` with `top_k=None`): ``node`` runs only if some caller passes it."""
-        child = node
-        for anc in self.index.ancestors(node):
-            kind = type(anc)
-            if kind in _FUNCTIONS:
-                return None
-            if kind is cst.If and (child is anc.body or child is anc.orelse):
-                found = default_test(self.values, anc.test)
-                if found is not None:
-                    name, when_default = found
-                    taken = when_default if child is anc.body else not when_default
-                    defs = self.values.reaching_defs(name)
-                    if not taken and len(defs) == 1 and defs[0].how == "param":
-                        return defs[0].func, defs[0].param
-            child = anc
-        return None

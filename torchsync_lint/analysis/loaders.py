@@ -399,6 +399,8 @@ class LoaderTracker(DatasetQueries):
             return self.values.kind(expr)
         if isinstance(expr, cst.Subscript):
             base = self.batch_kind(expr.value, depth + 1)
+            if base is Kind.CONTAINER:
+                return Kind.DEVICE  # a value of a dict (or tuple) of device tensors
             return base if base in (Kind.DEVICE, Kind.HOST_TENSOR) else self.values.kind(expr)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self.analysis.qualname(expr.func) is None:
             method = expr.func.attr.value
@@ -421,6 +423,8 @@ class LoaderTracker(DatasetQueries):
             wrapper = isinstance(iterable, cst.Call) and self.analysis.qualname(iterable.func) is None and isinstance(iterable.func, cst.Name)
             if not wrapper:  # `enumerate`/`zip` wrappers: the shared logic knows them
                 k = self.batch_kind(iterable, depth)
+                if k is Kind.CONTAINER:
+                    k = Kind.DEVICE
                 if k in (Kind.HOST_TENSOR, Kind.DEVICE):
                     return k  # iterating a batch (a tuple or dict of tensors) yields its tensors
         k = self.values._def(d)  # noqa: SLF001 - same package

@@ -115,4 +115,5 @@ class ParameterKinds:
         remote = self.env.star_kind(func, keyword)
         if remote is not None:
             kinds.append(remote)
-        return Kind.DEVICE if Kind.DEVICE in kinds or Kind.MOVED in kinds else Kind.UNKNOWN
+        holds = Kind.DEVICE in kinds or Kind.MOVED in kinds or Kind.CONTAINER in kinds
+        return Kind.CONTAINER if holds else Kind.UNKNOWN  # a tuple (`*args`) or dict (`**kwargs`) of them

@@ -34,7 +34,7 @@ from torchsync_lint.analysis.instances import InstanceKinds
 from torchsync_lint.analysis.params import ParameterKinds
 from torchsync_lint.analysis.imports import canonical, dotted_parts
 from torchsync_lint.analysis.index import Def, ModuleIndex, is_none, literal_element
-from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, combine, join
+from torchsync_lint.analysis.kinds import DEVICE_VALUES, HOST_KINDS, Kind, combine, join
 from torchsync_lint.knowledge import lightning
 from torchsync_lint.knowledge import torch as torch_knowledge
 
@@ -108,7 +108,12 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         return k if k is not None else Kind.UNKNOWN
 
     def is_device(self, node: cst.BaseExpression) -> bool:
+        """Is ``node`` plausibly a device tensor (not a container of them)?"""
         return self.kind(node) is Kind.DEVICE
+
+    def holds_device(self, node: cst.BaseExpression) -> bool:
+        """A device tensor or a container of them: what formatting reads tensor by tensor."""
+        return self.kind(node) in DEVICE_VALUES
 
     def _reused(self, cache: dict, key: object, compute, keep: object = None):
         """``compute()``, memoised in ``cache`` (an entry holds ``keep``: the node an id in
@@ -281,7 +286,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
                 self._leaned[depth] = {}
                 self._lowest_cut = _NO_CUT
                 result = compute()
-                if result is Kind.DEVICE and not self.uses_accelerator:
+                if (result is Kind.DEVICE or result is Kind.CONTAINER) and not self.uses_accelerator:
                     result = Kind.HOST_TENSOR
                 if self._lowest_cut != depth or self._approx.get(key) == result:
                     break  # no cycle through this node, or its fixed point is reached
@@ -356,19 +361,19 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         if kind is cst.Dict:
             return self._container([self._eval(el.value) for el in node.elements if isinstance(el, cst.DictElement)], partial=True)
         if kind is cst.ListComp or kind is cst.SetComp or kind is cst.GeneratorExp:
-            return Kind.DEVICE if self._eval(node.elt) is Kind.DEVICE else Kind.UNKNOWN
+            return Kind.CONTAINER if self._eval(node.elt) in DEVICE_VALUES else Kind.UNKNOWN
         if kind is cst.DictComp:
-            return Kind.DEVICE if self._eval(node.value) is Kind.DEVICE else Kind.UNKNOWN
+            return Kind.CONTAINER if self._eval(node.value) in DEVICE_VALUES else Kind.UNKNOWN
         if kind is cst.NamedExpr:
             return self._eval(node.value)
         return Kind.UNKNOWN
 
     @staticmethod
     def _container(kinds: list[Kind | None], partial: bool = False) -> Kind:
-        """A tuple/list/dict as a whole: a device tensor in it makes it "device" (it is read
-        element by element); all host tensors make a host-tensor container."""
-        if Kind.DEVICE in kinds:
-            return Kind.DEVICE
+        """A tuple/list/dict as a whole: a device value in it makes it a container of device
+        tensors (read element by element); all host tensors make a host-tensor container."""
+        if Kind.DEVICE in kinds or Kind.CONTAINER in kinds:
+            return Kind.CONTAINER
         if not partial and kinds and all(k in HOST_KINDS for k in kinds):
             return Kind.HOST_TENSOR if Kind.HOST_TENSOR in kinds else Kind.HOST
         return Kind.UNKNOWN
@@ -392,7 +397,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             return Kind.HOST  # the `else` of `isinstance(value, torch.Tensor)`
         kinds = [self._def(d) for d in defs]
         if any(d.how == "assign" and type(d.value) in (cst.List, cst.Dict) for d in defs) and self._device_added_to(node):
-            kinds.append(Kind.DEVICE)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
+            kinds.append(Kind.CONTAINER)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
         return join(kinds) if any(k is not None for k in kinds) else None
 
     def _device_added_to(self, node: cst.Name) -> bool:
@@ -401,7 +406,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         frame = self.index.frame_of(node)
         seq = self.index.seq(node)
         for store, value in self._stores_into().get(node.value, ()):
-            if self.index.seq(store) < seq and self.index.frame_of(store) is frame and self._eval(value) in (Kind.DEVICE, Kind.MOVED):
+            if self.index.seq(store) < seq and self.index.frame_of(store) is frame and self._eval(value) in _HOLDS_DEVICE:
                 return True
         return False
 
@@ -479,6 +484,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
 
 _NO_CUT = 1 << 30
+_HOLDS_DEVICE = DEVICE_VALUES | {Kind.MOVED}
 _ADDING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault"})  # what puts a value into a container
 
 

@@ -36,6 +36,9 @@ BATCH_HOOK_PARAMS: dict[str, tuple[int, ...]] = {
     "on_before_zero_grad": (),
 }
 BATCH_HOOKS = frozenset(BATCH_HOOK_PARAMS)
+# The trainers' own count of optimizer steps (`self.global_step` of a LightningModule,
+# `trainer.global_step`, HF `state.global_step`): `if self.global_step == 0:` runs once.
+STEP_COUNTERS = frozenset({"global_step"})
 # Hooks whose returned DataLoaders Lightning iterates (and moves to the device).
 LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
 # Trainer methods that take a module and loaders and run them on the accelerator.

@@ -12,7 +12,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.calls import is_operand_function
 from torchsync_lint.analysis.imports import dotted_parts
-from torchsync_lint.analysis.kinds import Kind
+from torchsync_lint.analysis.kinds import DEVICE_VALUES, Kind
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
 from torchsync_lint.analysis.index import param_index
@@ -95,8 +95,8 @@ class AbstractValues:
         kind = type(expr)  # exact types (analysis/tree.exact_types): asked of most expressions
         if kind is cst.Name:
             value = self._name(expr, depth)
-            if absval.kind_of(value) is Kind.UNKNOWN and value.get("k") not in absval.SYMBOLIC and self.values.kind(expr) is Kind.DEVICE:
-                return {"k": "device"}  # what the module alone knows better (`d = {}` later filled with losses)
+            if absval.kind_of(value) is Kind.UNKNOWN and value.get("k") not in absval.SYMBOLIC and self.values.kind(expr) in DEVICE_VALUES:
+                return absval.of_kind(self.values.kind(expr))  # what the module alone knows better (`d = {}` later filled with losses)
             return value
         operands = self._operands(expr)
         if operands and self.values.kind(expr) is Kind.UNKNOWN:  # else the module alone knows better

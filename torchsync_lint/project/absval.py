@@ -44,7 +44,7 @@ an import name as written (`proj.data.make_loader`, `.engine.f`), resolved by th
 
 from __future__ import annotations
 
-from torchsync_lint.analysis.kinds import Kind, join
+from torchsync_lint.analysis.kinds import DEVICE_VALUES, Kind, join
 
 UNKNOWN = {"k": "unknown"}
 SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall", "to", "entry", "params")  # resolved by the view
@@ -78,15 +78,18 @@ def kind_of(value: dict | None) -> Kind:
     if k == "devspec":
         return Kind.HOST
     if k == "tuple":
-        return join(kind_of(v) for v in value["items"]) if value["items"] else Kind.HOST
+        kinds = [kind_of(v) for v in value["items"]]
+        if any(k in DEVICE_VALUES for k in kinds):
+            return Kind.CONTAINER  # a tuple of device tensors: its elements are tensors, it is none
+        return join(kinds) if kinds else Kind.HOST
     if k == "dict":
         kinds = [kind_of(v) for v in value["items"].values()]
-        return Kind.DEVICE if Kind.DEVICE in kinds else Kind.UNKNOWN
+        return Kind.CONTAINER if any(k in DEVICE_VALUES for k in kinds) else Kind.UNKNOWN
     if k == "item":
         inner = kind_of(value["of"])
         if inner is Kind.UNKNOWN and value.get("batch"):
             return Kind.HOST_TENSOR  # an item of a per-step loop over what we cannot place: a host batch
-        return {Kind.LOADER: Kind.HOST_TENSOR, Kind.DEVICE_LOADER: Kind.DEVICE, Kind.PREPARED: Kind.DEVICE}.get(
+        return {Kind.LOADER: Kind.HOST_TENSOR, Kind.DEVICE_LOADER: Kind.DEVICE, Kind.PREPARED: Kind.DEVICE, Kind.CONTAINER: Kind.DEVICE}.get(
             inner, inner if inner in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN
         )
     if k == "params":  # a module's parameters: on the device when it may be there
@@ -94,7 +97,7 @@ def kind_of(value: dict | None) -> Kind:
         return {Kind.MODEL: Kind.DEVICE, Kind.MOVED: Kind.DEVICE, Kind.PREPARED: Kind.DEVICE, Kind.CPU_MODEL: Kind.HOST_TENSOR}.get(inner, Kind.UNKNOWN)
     if k == "like":  # a tensor computed from another value: on its device
         inner = kind_of(value["of"])
-        return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR) else Kind.UNKNOWN
+        return Kind.DEVICE if inner is Kind.CONTAINER else (inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR) else Kind.UNKNOWN)
     if k == "any":
         return join(kind_of(v) for v in value["of"])
     if k == "to":
@@ -147,12 +150,14 @@ def element(value: dict, position: int) -> dict:
         return value["items"][position]
     if value.get("k") == "any" and not any(alt.get("k") in SYMBOLIC for alt in value["of"]):
         return join_abs([element(alt, position) for alt in value["of"]])  # `return a, b` or `return loader`
-    if value.get("k") == "item" and kind_of(value) in (Kind.HOST_TENSOR, Kind.DEVICE):
+    if value.get("k") == "item" and kind_of(value) in (Kind.HOST_TENSOR, Kind.DEVICE, Kind.CONTAINER):
         return of_kind(kind_of(value))  # part of a batch: where the batch is
     if value.get("k") == "like":
         return value  # `v, i = x.max(dim=0)` of a tensor computed from a parameter: where it is
     if value.get("k") in SYMBOLIC:
         return {"k": "elem", "of": value, "i": position}  # resolved by the view
     kind = kind_of(value)
+    if kind is Kind.CONTAINER:
+        return of_kind(Kind.DEVICE)  # an element of a container of device tensors
     return of_kind(kind if kind in (Kind.DEVICE, Kind.HOST, Kind.HOST_TENSOR) else Kind.UNKNOWN)
 

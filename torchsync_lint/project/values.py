@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from torchsync_lint.analysis.kinds import Kind
+from torchsync_lint.analysis.kinds import DEVICE_VALUES, Kind
 from torchsync_lint.knowledge.torch import MODEL_METHODS_KEEPING_MODEL
 from torchsync_lint.project import absval
 
@@ -27,6 +27,8 @@ def _moved(value: dict) -> dict:
         return {**value, "placed": True}
     if kind == "any":
         return absval.join_abs([_moved(alt) for alt in value["of"]])
+    if absval.kind_of(value) is Kind.CONTAINER:
+        return {"k": "device-container"}  # a dict-like batch's own `.to()`: the same container, placed
     if kind in ("device", "host-tensor", "like") or absval.kind_of(value) in (Kind.DEVICE, Kind.HOST_TENSOR):
         return {"k": "device"}  # (a "host" value is no tensor: an object of unknown type, moved)
     return {"k": "moved"}
@@ -288,7 +290,7 @@ class ValueAnswers:
         if receiver is not None and absval.kind_of(receiver) in (Kind.MODEL, Kind.CPU_MODEL, Kind.MOVED):
             # `self.model(x)`: the forward of a module held on the object; where its output
             # lives is the module's place (its body's submodules do not know it)
-            on_device = absval.kind_of(receiver) is not Kind.CPU_MODEL or any(absval.kind_of(a) is Kind.DEVICE for a in args)
+            on_device = absval.kind_of(receiver) is not Kind.CPU_MODEL or any(absval.kind_of(a) in DEVICE_VALUES for a in args)
             if not on_device and self._owned_by_module(callee):
                 return absval.UNKNOWN  # a submodule built in `__init__` moves with its parent, whose place this does not know
             return {"k": "device" if on_device else "host-tensor"}

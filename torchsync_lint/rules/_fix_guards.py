@@ -318,7 +318,7 @@ def _device_valued(analysis, expr: cst.BaseExpression) -> bool:
         return any(_device_valued(analysis, el.value) for el in expr.elements)
     if isinstance(expr, cst.Dict):
         return any(isinstance(el, cst.DictElement) and _device_valued(analysis, el.value) for el in expr.elements)
-    return analysis.kind(expr) is Kind.DEVICE
+    return analysis.kind(expr) in (Kind.DEVICE, Kind.CONTAINER)
 
 
 # -- TSL301: asynchronous copies ---------------------------------------------------------------------

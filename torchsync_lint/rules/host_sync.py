@@ -45,6 +45,8 @@ class HostReadInLoop(Rule):
     done, so the GPU drains its queue and idles while Python prepares the next step. One
     `.item()` per step is the most common reason a GPU sits under-utilised. Reads behind
     `if step % N == 0:` still sync on those steps; the message says when a read is gated.
+    A branch that runs a bounded number of times (`if step == 0:`, `if batch_idx < 2:`, a
+    first-batch flag the branch clears) is not per-step code: nothing in it is reported.
 
     ## Example
     ```python

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis import Kind, dotted_parts
+from torchsync_lint.analysis.kinds import DEVICE_VALUES
 from torchsync_lint.analysis.masks import mask_evidence
 from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.rule import Rule
@@ -87,7 +88,7 @@ class TensorFormatInLoop(Rule):
                         self.report(arg.value, expr=self.snippet(arg.value, 40), hot=hot)
             for arg, attr in _formatted_attributes(func.value, node):
                 # `"{top1.val:.3f}".format(top1=top1)`: the field reads an attribute of the argument
-                if self.analysis.values.attribute_of(arg.value, attr) is Kind.DEVICE:
+                if self.analysis.values.attribute_of(arg.value, attr) in DEVICE_VALUES:
                     hot = self.hot(node)
                     if hot is not None:
                         self.report(arg.value, expr=f"{self.snippet(arg.value, 30)}.{attr}", hot=hot)
@@ -122,10 +123,10 @@ class TensorFormatInLoop(Rule):
         if info is None:
             return False
         values = self.analysis.values
-        return any(values._def(d) is Kind.DEVICE for defs in info.self_attrs.values() for d in defs)  # noqa: SLF001
+        return any(values._def(d) in DEVICE_VALUES for defs in info.self_attrs.values() for d in defs)  # noqa: SLF001
 
     def _check(self, expr: cst.BaseExpression, at: cst.CSTNode, message: str | None = None) -> None:
-        if not self.analysis.is_device(expr):
+        if not self.analysis.values.holds_device(expr):  # a tensor, or a container formatting its tensors
             return
         if isinstance(expr, (cst.FormattedString, cst.SimpleString)):
             return

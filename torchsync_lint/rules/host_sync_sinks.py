@@ -192,7 +192,7 @@ class TensorLoggedInLoop(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         reads = self.analysis.extension("sinks", SinkAnalysis).host_reads(node)
-        on_device = [r for r in reads if r.device_value or self.analysis.is_device(r.expr)]
+        on_device = [r for r in reads if r.device_value or self.analysis.values.holds_device(r.expr)]  # (a dict of tensors: each read)
         if not on_device:
             return
         hot = self.hot(node)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker, literal_value, loaders
-from torchsync_lint.knowledge import torch as torch_knowledge
 from torchsync_lint.rule import Rule
+from torchsync_lint.rules._host_built import CPU_FACTORIES, FRESH_HOST_TENSOR, LEGACY_CONSTRUCTORS, fresh_host_fill, host_built, keeps_place  # noqa: F401 (re-exported)
 from torchsync_lint.rules._fix_guards import serves_device_tensors, shadowed, yields_per_worker
 from torchsync_lint.rules._pin_value import pin_value
 from torchsync_lint.rules._pipeline_cases import _GPU_STRING, _ON_CUDA, DEVICE_DATASET, LOADER_LINE, pipeline
@@ -43,36 +43,10 @@ def _append_keyword(rule: Rule, call: cst.Call, keyword: str, value: str) -> Edi
     return Edit(end.line, end.column, end.line, end.column, f"{keyword}={value}")
 
 
-_LEGACY_CONSTRUCTORS = frozenset(
-    f"torch.{n}" for n in "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor ByteTensor BoolTensor".split()
-)  # always build a CPU tensor (they reject CUDA input)
-_FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"}) | _LEGACY_CONSTRUCTORS
-_CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
-
-
-def keeps_place(method: str) -> bool:
-    """A tensor method whose result is the tensor itself, a view or a cast of it, where it is:
-    a reshape (`unsqueeze`, `expand_as`, `long`) or an in-place fill (`zero_`, `scatter_`)."""
-    return method in torch_knowledge.RESHAPING_METHODS or (method.endswith("_") and not method.startswith("_"))
-
-
-def fresh_host_fill(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str | None:
-    """The factory (`zeros`, `randn`...) of a tensor filled on the CPU that ``expr`` is, else
-    None: the call itself, reshaped or filled in place there (TorchTidy's "Extra CUDA Copy"),
-    or a name every definition of which binds one (`noise = torch.randn(n)`, then
-    `noise = noise.cuda()` a line later)."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and keeps_place(expr.func.attr.value):
-        expr = expr.func.value
-    if isinstance(expr, cst.Call):
-        qn = analysis.qualname(expr.func) or ""
-        last = qn.rsplit(".", 1)[-1]
-        placed = any(a.keyword is not None and a.keyword.value == "device" for a in expr.args)
-        return last if qn.count(".") == 1 and qn.startswith("torch.") and last in _CPU_FACTORIES and not placed else None
-    if isinstance(expr, cst.Name) and depth < 4:
-        defs = analysis.values.reaching_defs(expr)
-        found = {fresh_host_fill(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
-        return found.pop() if len(found) == 1 and None not in found else None
-    return None
+# (kept importable from here: the TSL305 rule and fixers read them)
+_LEGACY_CONSTRUCTORS = LEGACY_CONSTRUCTORS
+_FRESH_HOST_TENSOR = FRESH_HOST_TENSOR
+_CPU_FACTORIES = CPU_FACTORIES
 _DTYPE_WORDS = frozenset({"float32", "float16", "bfloat16", "float64", "int64", "int32", "long", "float", "half", "double", "uint8", "bool", "int8", "int16"})
 
 

@@ -13,7 +13,8 @@ from torchsync_lint.analysis.loaders import LoaderInfo, literal_value, loaders
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import custom_batch, uses_streams, written_in_place
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, pipeline
-from torchsync_lint.rules.input_pipeline import _DTYPE_WORDS, _FRESH_HOST_TENSOR, _append_keyword, fresh_host_fill
+from torchsync_lint.rules._host_built import host_built
+from torchsync_lint.rules.input_pipeline import _DTYPE_WORDS, _append_keyword
 from torchsync_lint.types import Invalid, Valid
 
 
@@ -147,8 +148,10 @@ class BlockingHostToDeviceCopy(Rule):
         if not tracker.module_feeds_accelerator:
             return  # `Trainer(accelerator="cpu")`: the copy never reaches a GPU
         receiver = node.func.value
-        if fresh_host_fill(self.analysis, receiver) is not None or (isinstance(receiver, cst.Call) and self.analysis.qualname(receiver.func) in _FRESH_HOST_TENSOR):
-            return  # `torch.tensor(v).to(device)`, `torch.randn(n).to(device)`, `z = torch.zeros(n); z.cuda()`: TSL305's findings
+        if host_built(self.analysis, receiver) is not None:
+            # `torch.tensor(v).float().to(device)`, `z = torch.zeros(n) * -1; z.cuda()`: a tensor
+            # built on the host in the step is TSL305's finding (one hazard, one finding)
+            return
         state, arg = self._non_blocking(node)
         if state in ("true", "unknown"):
             return

@@ -7,6 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis import Kind
+from torchsync_lint.analysis.kinds import DEVICE_VALUES
 from torchsync_lint.analysis.images import divided_operand, is_divide_by_255
 from torchsync_lint.analysis.loaders import literal_value, loaders
 from torchsync_lint.knowledge.transforms import CONVERTERS
@@ -20,9 +21,9 @@ from torchsync_lint.rules.input_pipeline import (
     _LEGACY_CONSTRUCTORS,
     _append_keyword,
     _render,
-    fresh_host_fill,
     keeps_place,
 )
+from torchsync_lint.rules._host_built import host_built
 from torchsync_lint.types import Applicability, Invalid, Valid
 
 
@@ -356,7 +357,7 @@ class HostTensorInLoop(Rule):
         data = positional[0].value
         if node.func.attr.value == "new" and not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):  # type: ignore[union-attr]
             return  # `t.new(n)`, `t.new(x.shape)`: an uninitialised tensor of that size, no data copied
-        if self.analysis.kind(data) is Kind.DEVICE:
+        if self.analysis.kind(data) in DEVICE_VALUES:
             return
         hot = self.hot(node)
         if hot is not None:
@@ -396,7 +397,7 @@ class HostTensorInLoop(Rule):
             return  # a CPU tensor: no copy here
         kind = self.analysis.kind(data)
         if kind is Kind.DEVICE:
-            return  # already on the device: no host round trip
+            return  # already on the device: no host round trip (a list of device tensors is read into a host tensor)
         if qn != "torch.tensor" and qn not in _LEGACY_CONSTRUCTORS and kind not in (Kind.HOST, Kind.HOST_TENSOR):
             return  # `as_tensor(x)` of something we cannot place may be a no-op
         hot = self.hot(node)
@@ -437,19 +438,21 @@ class HostTensorInLoop(Rule):
         self.report(copy, fix=fix, hot=hot, expr=self.snippet(copy), advice=advice)
 
     def _named_fill_copied(self, copy: cst.Call) -> None:
-        """`noise = torch.randn(n)` ... `noise = noise.cuda()`: a name holding a tensor filled on
-        the CPU, copied (the chained form `torch.randn(n).cuda()` is found from the factory)."""
+        """`noise = torch.randn(n)` ... `noise = noise.cuda()`, `(torch.ones(s) * -1).cuda()`,
+        `anchors = torch.from_numpy(a)` ... `anchors.cuda()`: a name or an expression holding
+        a tensor built on the CPU in the step, copied (the chained forms `torch.randn(n).cuda()`
+        and `torch.tensor(v).cuda()` are found from the factory)."""
         receiver = copy.func.value  # type: ignore[union-attr]
         while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and keeps_place(receiver.func.attr.value):
             receiver = receiver.func.value
-        if not isinstance(receiver, cst.Name):
+        if not isinstance(receiver, (cst.Name, cst.BinaryOperation)):
             return
-        factory = fresh_host_fill(self.analysis, receiver)
+        factory = host_built(self.analysis, receiver)
         if factory is None or not self._moves_to_accelerator(copy) or not loaders(self.analysis).module_feeds_accelerator:
             return
         hot = self.hot(copy)
         if hot is not None:
-            advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy"
+            advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy" if factory in _CPU_FACTORIES else self._HOIST
             self.report(copy, hot=hot, expr=self.snippet(copy), advice=advice)
 
     def _moves_to_accelerator(self, copy: cst.Call) -> bool:

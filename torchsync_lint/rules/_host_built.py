@@ -1,0 +1,107 @@
+"""Tensors built on the host in the step: what TSL305 reports and TSL301 leaves to it.
+
+One hazard, one finding: a tensor made on the CPU in the step and then copied to the device
+(`torch.tensor(0).float().cuda()`, `targets = torch.ones(s) * -1; targets = targets.cuda()`,
+`norm = torch.Tensor([[0.1, 0.2]]); norm.cuda()`) is TSL305's (build it on the device, or
+once); TSL301 (a blocking copy) is about data: a batch, or an array the step is handed
+(`torch.from_numpy(obs).to(device)`, `img = torch.Tensor(image); img.cuda()`).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchsync_lint.analysis import Kind
+from torchsync_lint.analysis.kinds import HOST_KINDS
+from torchsync_lint.knowledge import torch as torch_knowledge
+
+LEGACY_CONSTRUCTORS = frozenset(
+    f"torch.{n}" for n in "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor ByteTensor BoolTensor".split()
+)  # always build a CPU tensor (they reject CUDA input)
+FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"}) | LEGACY_CONSTRUCTORS
+CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
+_DISPLAYS = frozenset({cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float})
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power)
+
+
+def keeps_place(method: str) -> bool:
+    """A tensor method whose result is the tensor itself, a view or a cast of it, where it is:
+    a reshape (`unsqueeze`, `expand_as`, `long`) or an in-place fill (`zero_`, `scatter_`)."""
+    return method in torch_knowledge.RESHAPING_METHODS or (method.endswith("_") and not method.startswith("_"))
+
+
+def fresh_host_fill(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str | None:
+    """The factory (`zeros`, `randn`...) of a tensor filled on the CPU that ``expr`` is, else
+    None: the call itself, reshaped or filled in place there (TorchTidy's "Extra CUDA Copy"),
+    or a name every definition of which binds one (`noise = torch.randn(n)`, then
+    `noise = noise.cuda()` a line later)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and keeps_place(expr.func.attr.value):
+        expr = expr.func.value
+    if isinstance(expr, cst.Call):
+        qn = analysis.qualname(expr.func) or ""
+        last = qn.rsplit(".", 1)[-1]
+        placed = any(a.keyword is not None and a.keyword.value == "device" for a in expr.args)
+        return last if qn.count(".") == 1 and qn.startswith("torch.") and last in CPU_FACTORIES and not placed else None
+    if isinstance(expr, cst.Name) and depth < 4:
+        defs = analysis.values.reaching_defs(expr)
+        found = {fresh_host_fill(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
+        return found.pop() if len(found) == 1 and None not in found else None
+    return None
+
+
+def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str | None:
+    """What built ``expr`` on the host, when a torch call of this code did: a CPU factory's
+    name (`zeros`: it can fill the device instead), or "data" for a tensor made from host
+    data (`torch.tensor(0)`, `torch.Tensor([[...]])`; named first, only of constants or of
+    values gathered in a list); through
+    reshapes and casts, arithmetic with host numbers or other such tensors
+    (`torch.ones(s) * alpha`), and names every definition of which binds one."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and keeps_place(expr.func.attr.value):
+        expr = expr.func.value
+    if expr is None or depth > 4:
+        return None
+    if isinstance(expr, cst.Call):
+        factory = fresh_host_fill(analysis, expr)
+        if factory is not None:
+            return factory
+        qn = analysis.qualname(expr.func) or ""
+        positional = [a for a in expr.args if a.keyword is None]
+        if qn in FRESH_HOST_TENSOR and not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args):
+            if not positional or positional[0].star:
+                return None
+            data = positional[0].value
+            kind = analysis.kind(data)
+            if kind is Kind.DEVICE or kind is Kind.MOVED:
+                return None  # of a device tensor: on the device already
+            if qn in ("torch.as_tensor", "torch.asarray") and kind not in HOST_KINDS:
+                return None  # `as_tensor(x)` of something we cannot place keeps it where it is
+            if depth and not (type(data) in _DISPLAYS or kind is Kind.CONTAINER or (qn in LEGACY_CONSTRUCTORS and _is_size(positional))):
+                # named, then copied: constants (`norm = torch.Tensor([[0.1, 0.2]])`) or values
+                # gathered in the step are built here; an array handed in (an image, an
+                # observation) is the data itself, and its copy is TSL301's
+                return None
+            return "data"
+        return None
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITHMETIC):
+        sides = [host_built(analysis, s, depth + 1) for s in (expr.left, expr.right)]
+        built = [s for s in sides if s is not None]
+        if not built:
+            return None
+        others = [s for s, b in zip((expr.left, expr.right), sides) if b is None]
+        return built[0] if all(analysis.kind(o) is Kind.HOST for o in others) else None
+    if isinstance(expr, cst.Name):
+        defs = analysis.values.reaching_defs(expr)
+        found = {host_built(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
+        return found.pop() if len(found) == 1 and None not in found else None
+    return None
+
+
+def _is_size(positional: list[cst.Arg]) -> bool:
+    """`torch.BoolTensor(x.size())`, `torch.FloatTensor(b, n)`: a legacy constructor given a
+    size allocates (a fill on the CPU), it copies no data."""
+    if len(positional) > 1:
+        return True
+    value = positional[0].value
+    if isinstance(value, cst.Attribute):
+        return value.attr.value == "shape"
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size"
