@@ -8,8 +8,10 @@
 # confirmed at its line, then the original, the whole fix and each fix applied alone timed in
 # $REPEATS alternating fresh runs, median and spread) and writes
 # $DOCS/<device>-scale.{md,json} (docs/verification/cuda-h200-scale.md on an H200). The results
-# and the environment are also packed into $OUT/results.tar.gz. Budget on a GPU (3 scripts, 10
-# timed variants, 5 runs each, ~6 s a run at --scale large): about 6 minutes; $END bounds it.
+# and the environment are also packed into $OUT/results.tar.gz. Budget on a GPU, estimated (it
+# has not run on one yet): 3 scripts x (attribution, profile, fixed attribution) + 10 timed
+# variants x 5 runs, ~60 fresh processes of ~5-6 s each at --scale large: about 6 minutes.
+# $END bounds it (a run cut there writes no page: lower REPEATS or STEPS first).
 # A wheel folder .whl/ (libcst for the machine's Python) is installed into /tmp/site first; the
 # repository root goes on PYTHONPATH, so nothing is installed into the machine's Python.
 set -u
