@@ -82,7 +82,7 @@ def test_a_script_importing_one_name_of_a_large_package_reads_only_that_name_s_m
     session = Session(tmp_path, Config(), files=[str(tmp_path / "train.py")])
     findings = session.lint(str(tmp_path / "train.py")).findings
     assert session.scope("train.py").modules == ("lib/__init__.py", "lib/m7.py", "train.py")
-    assert session.view("train.py").resolve_name(f"lib.f7", "train.py") == ("function", "lib/m7.py", "f7")
+    assert session.view("train.py").resolve_name("lib.f7", "train.py") == ("function", "lib/m7.py", "f7")
     assert sorted(set(summarised)) == ["lib/__init__.py", "lib/m7.py", "train.py"]
     # the script's outline, the package's, the one module named; no other module mentions `train`
     assert sorted(set(outlined)) == ["lib/__init__.py", "lib/m7.py", "train.py"]

@@ -58,7 +58,7 @@ class Config:
     respect_gitignore: bool = True  # skip what .gitignore / .ignore exclude during walks
     torchmetrics_version: str | None = None
     src: list[str] = field(default_factory=list)  # extra source roots, relative to the root
-    project_depth: int = 3  # how many imports away the project view follows a name (project/demand.py)
+    project_depth: int = 2  # how many imports away the project view follows a name (project/demand.py)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns are anchored
     source: Path | None = None  # the pyproject.toml read, if any
     # Selectors of later sources (the command line's), applied after the file's own (selection.py).

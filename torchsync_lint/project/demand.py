@@ -21,8 +21,11 @@ The scope of a module is its callers (backward, transitively, however far: a cal
 decides what runs every step) and everything they use (forward), at most ``depth`` imports
 away from a caller (the `project-depth` setting): a name defined further away is not the
 project's to answer, so unknown, and silent. A package `__init__` among the callers is read as
-a hop: it re-exports what it uses. Hops are free: a chain
-of re-exports is bounded by the view's own limit (``_MAX_HOPS``, as view._MAX_NAME_DEPTH).
+a hop: it re-exports what it uses. Hops are free: a chain of re-exports is bounded by the
+view's own limit (``_MAX_HOPS``, as view._MAX_NAME_DEPTH). The users of a module of the scope
+that lies in the linted module's own package (for a module in no package: a module in none, a
+script's helper) are callers too: whether the helper's loaders are fed, or which class a method
+of an unpickled model runs, is decided by every script that uses it.
 Everything here is a function of the project's texts: the same module gets the same scope
 whichever files a run names and in whichever order.
 """
@@ -32,10 +35,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from torchsync_lint.project.graph import import_hints
 from torchsync_lint.project.layout import Layout
-from torchsync_lint.project.outline import _join
+from torchsync_lint.project.outline import join_name
 
-DEFAULT_DEPTH = 3
+DEFAULT_DEPTH = 2  # (config.Config.project_depth: the same default)
 _MAX_HOPS = 6
 
 
@@ -56,6 +60,7 @@ class Demand:
         self._located: dict[tuple[str, str, int], tuple[str | None, tuple[str, ...]]] = {}
         self._uses: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
         self._scopes: dict[str, Scope] = {}
+        self._hinted: dict[str, tuple[frozenset[str], bool]] = {}
         self._searched: dict[str, tuple[dict[str, int], list[str]]] = {}
         self._packages = {m[: -len("/__init__.py")] for m in modules if m.endswith("/__init__.py")}
 
@@ -86,7 +91,7 @@ class Demand:
             for star in outline["stars"]:  # `from .b import *`: the name may be b's
                 if hops_left <= 0:
                     break
-                target, hops, seen = self.locate(_join(star, rest), rel, hops_left - 1)
+                target, hops, seen = self.locate(join_name(star, rest), rel, hops_left - 1)
                 read |= seen
                 if target is not None:
                     return target, (rel, *hops), read
@@ -167,9 +172,17 @@ class Demand:
         text = self.text_of(rel)
         if text is None or "import" not in text:
             return False
-        if any(w in text for w in words):
-            return True
+        if any(w in text for w in words):  # (fast; then the words of its import statements: `train` is in `train_lora`)
+            hinted, relative = self._hints(rel, text)
+            if not hinted.isdisjoint(words):
+                return True
+            return relative and self._package_of(rel) in packages
         return "from ." in text and self._package_of(rel) in packages  # (a relative import names no path)
+
+    def _hints(self, rel: str, text: str) -> tuple[frozenset[str], bool]:
+        if rel not in self._hinted:
+            self._hinted[rel] = import_hints(text)
+        return self._hinted[rel]
 
     # -- the scope -----------------------------------------------------------------------------
     def scope(self, rel: str) -> Scope:

@@ -53,13 +53,13 @@ def outline(text: str | None) -> dict:
         elif isinstance(node, ast.ImportFrom):
             base = "." * node.level + (node.module or "")
             for alias in node.names:
-                demands.append(base if alias.name == "*" else _join(base, alias.name))
+                demands.append(base if alias.name == "*" else join_name(base, alias.name))
     demands += _attribute_demands(tree, plain)
     out.update(defines=sorted(defines), binds=binds, lazy=_lazy_structure(tree), demands=sorted(set(demands)), stars=stars)
     return out
 
 
-def _join(base: str, name: str) -> str:
+def join_name(base: str, name: str) -> str:
     return f"{base}{name}" if base.endswith(".") or not base else f"{base}.{name}"
 
 
@@ -88,7 +88,7 @@ def _top_level(body: list[ast.stmt], defines: set[str], binds: dict[str, str], s
                 if alias.name == "*":
                     stars.append(base)
                 else:
-                    binds.setdefault(alias.asname or alias.name, _join(base, alias.name))
+                    binds.setdefault(alias.asname or alias.name, join_name(base, alias.name))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defines.add(node.name)
         else:
@@ -140,17 +140,18 @@ def _attribute_demands(tree: ast.Module, plain: dict[str, str]) -> list[str]:
     if not plain:
         return []
     out: set[str] = set()
+    inside: set[int] = set()  # ids of the nodes of a chain already read from its outermost attribute
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and not isinstance(getattr(node, "_tsl_inner", None), bool):
+        if isinstance(node, ast.Attribute) and id(node) not in inside:
             parts: list[str] = []
             inner: ast.expr = node
             while isinstance(inner, ast.Attribute):
                 parts.append(inner.attr)
                 inner = inner.value
-                inner._tsl_inner = True  # type: ignore[attr-defined]  # (its chain is read from the outermost)
+                inside.add(id(inner))
             if isinstance(inner, ast.Name) and inner.id in plain:
                 out.add(".".join([plain[inner.id], *reversed(parts)]))
-        elif isinstance(node, ast.Name) and node.id in plain and not hasattr(node, "_tsl_inner") and isinstance(node.ctx, ast.Load):
+        elif isinstance(node, ast.Name) and node.id in plain and id(node) not in inside and isinstance(node.ctx, ast.Load):
             out.add(plain[node.id])  # the module itself handed on (`getattr(dataloaders, name)`): all of it may be read
     return sorted(out)
 
