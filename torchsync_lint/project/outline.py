@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 
-from torchsync_lint.project.graph import parse_module
+from torchsync_lint.pytree import parse_tree
 
 OUTLINE_VERSION = 1
 _LAZY_CALLS = ("_LazyModule", "LazyModule", "_LazyLoader")  # (the call a lazy package's structure is handed to)
@@ -36,7 +36,10 @@ _LAZY_CALLS = ("_LazyModule", "LazyModule", "_LazyLoader")  # (the call a lazy p
 def outline(text: str | None) -> dict:
     """The outline of a module's ``text`` (an empty one when it does not parse)."""
     out = {"defines": [], "binds": {}, "lazy": {}, "demands": [], "stars": []}
-    tree = parse_module(text) if text is not None else None
+    try:
+        tree = parse_tree(text) if text is not None else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
     if tree is None:
         return out
     defines: set[str] = set()
