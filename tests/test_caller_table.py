@@ -52,13 +52,13 @@ def _every_call_every_round(view: ProjectView) -> dict:
 @pytest.mark.parametrize("root", PROJECTS, ids=lambda p: p.name)
 def test_the_table_is_the_one_every_round_computing_every_call_gives(root: Path) -> None:
     session = Session(root, Config(), use_cache=False)
-    tops = {}
+    scopes = {}  # (each module's view holds its scope: project/demand.py)
     for rel in session.modules():
-        if session.connected(rel):
-            tops.setdefault(session._top[rel], rel)
-    assert tops  # (each project here has connected modules)
+        if session.linked(rel):
+            scopes.setdefault(session.scope(rel).modules, rel)
+    assert scopes  # (each project here has linked modules)
     objects = 0
-    for rel in tops.values():
+    for rel in scopes.values():
         summaries = session.view(rel).summaries
         objects += sum(c["callee"].startswith(("^", "~", "@", "%")) for s in summaries.values() for c in s["calls"])
         built = ProjectView(session.layout, summaries)

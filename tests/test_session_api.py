@@ -123,22 +123,26 @@ def test_a_package_building_an_extension_in_place_belongs_to_the_project_around_
 
 
 def test_the_import_graph_parses_import_statements_not_whole_modules(tmp_path, monkeypatch):
-    # The graph reads every module's imports; Python's ast of a whole module is parsed only
-    # where positions need it, at most once per module, and the findings stay the same.
+    # The graph parses import statements, never a whole module; Python's ast of a whole module
+    # is parsed where positions need it and for a scope's outlines, at most once per module
+    # each, and the findings stay the same.
     import torchsync_lint.analysis.positions as positions
     import torchsync_lint.project.graph as graph
+    import torchsync_lint.project.outline as outline
 
     root = project(tmp_path)
     files = [str(root / name) for name in ("train.py", "utils.py", "other.py")]
     expected = [codes(Session(root, Config(), use_cache=False, files=files).lint(f)) for f in files]
     by_graph: list[str] = []
     by_positions: list[str] = []
-    for module, parsed in ((graph, by_graph), (positions, by_positions)):
+    by_outline: list[str] = []  # (the scopes' outlines: project/outline.py)
+    for module, parsed in ((graph, by_graph), (positions, by_positions), (outline, by_outline)):
         real = module.parse_tree
         monkeypatch.setattr(module, "parse_tree", lambda source, *a, real=real, parsed=parsed, **k: parsed.append(source) or real(source, *a, **k))
     session = Session(root, Config(), use_cache=False, files=files)
     assert [codes(session.lint(f)) for f in files] == expected
     texts = {(root / name).read_text() for name in ("train.py", "utils.py", "other.py")}
-    assert by_graph and not texts & set(by_graph)  # statements were parsed, never a whole module
+    assert not texts & set(by_graph)  # the graph parses statements, never a whole module (a lint reads scopes: no graph)
     assert all(t.lstrip().startswith(("import", "from", "if 1:")) for t in by_graph)
     assert len(by_positions) == len(set(by_positions))  # once each at most
+    assert by_outline and len(by_outline) == len(set(by_outline))  # a module's outline: once at most

@@ -37,6 +37,7 @@ DEFAULT_EXCLUDE = (
 KNOWN_KEYS = {
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
     "unsafe-fixes", "torchmetrics-version", "force-exclude", "respect-gitignore", "src",
+    "project-depth",
 }
 
 
@@ -57,6 +58,7 @@ class Config:
     respect_gitignore: bool = True  # skip what .gitignore / .ignore exclude during walks
     torchmetrics_version: str | None = None
     src: list[str] = field(default_factory=list)  # extra source roots, relative to the root
+    project_depth: int = 2  # how many imports away the project view follows a name (project/demand.py)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns are anchored
     source: Path | None = None  # the pyproject.toml read, if any
     # Selectors of later sources (the command line's), applied after the file's own (selection.py).
@@ -196,6 +198,7 @@ class Config:
             "force-exclude": self.force_exclude,
             "respect-gitignore": self.respect_gitignore,
             "torchmetrics-version": self.torchmetrics_version,
+            "project-depth": self.project_depth,
         }
         for key, value in values.items():
             shown = "(unset: every rule that is on by default)" if key == "select" and value is None else None
@@ -239,6 +242,12 @@ class _Table:
         value = self.table.get(key, default)
         if not isinstance(value, bool):
             raise self.error(key, "a boolean (true or false)", value)
+        return value
+
+    def count(self, key: str, default: int) -> int:
+        value = self.table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.error(key, "a whole number, 0 or more", value)
         return value
 
     def strings(self, key: str, value=None) -> list[str]:
@@ -316,6 +325,7 @@ def load_config(pyproject: Path | None) -> Config:
     config.force_exclude = typed.boolean("force-exclude", False)
     config.respect_gitignore = typed.boolean("respect-gitignore", True)
     config.src = typed.strings("src")  # source roots for the project view (as ruff's `src`)
+    config.project_depth = typed.count("project-depth", config.project_depth)
     version = table.get("torchmetrics-version")
     if version is not None:
         from torchsync_lint.analysis.metric_classes import parse_version

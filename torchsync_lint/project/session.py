@@ -5,11 +5,12 @@ the language server), so a file gets the same findings whichever way it is linte
 A Session is the project of one root (the nearest pyproject.toml, setup.cfg, setup.py or .git
 above a file; project/layout.py): the `.py` files and notebooks its walk finds, nested
 projects left out. Outside any project (no marker above the file) the project is just the
-files named together. The import graph (project/graph.py) splits the project into connected
-components; a module is linted with the view over its own component (project/view.py), which
-holds everything the project can tell it: the view is the same whether the module is linted
-alone, with its neighbours or in a run over the whole tree, and its cost is its component's.
-A module connected to no other is linted alone.
+files named together. A module is linted with the view over its scope (project/demand.py:
+the modules that may call it and those they use, name by name, up to `project-depth` imports
+away), which holds everything the project can tell it: the view is the same whether the
+module is linted alone, with its neighbours or in a run over the whole tree, and its cost is
+its scope's. A module whose scope holds no other is linted alone. The import graph
+(project/graph.py, its connected components) says which files an edit may change.
 
 **Public API** (stable; the language server builds on it):
 
@@ -32,8 +33,8 @@ A module connected to no other is linted alone.
 - ``editing(path)``: a context giving ``text -> findings`` for successive versions of one
   module (the fixer's rounds, --add-noqa's re-check), each linted with what the project says
   about that version; ``path``'s source is restored on exit.
-- ``prepare(jobs)``: the import graph, and in ``jobs`` processes the summaries the cache
-  lacks for the components of the files to lint.
+- ``prepare(jobs)``: in ``jobs`` processes, the summaries the cache lacks for the scopes of
+  the files to lint.
 
 **Cache keys** (.torchsync_cache/, project/cache.py; each also holds the code fingerprint:
 the tool's code, the Python minor version and the libcst release; no key holds a timestamp,
@@ -44,11 +45,13 @@ and nothing is cut off at a size the whole-tree view does not also have):
 - a module's summary: its path, its text, the settings, the summary format (an entry holds
   the fields computed by then: the deferred ones, project/deferred.py, are computed again
   from the module when a later run reads them);
+- a module's outline (project/outline.py): its text (SHA-256);
 - a file's findings: its path as reported, its text, the rules selected for it, the
-  settings, the installed torchmetrics release, whether `# noqa` is applied here, and when it
-  is connected to other modules, its component's digest: its modules' paths and texts, its
-  import edges, the source roots, the settings and the summary format (everything its
-  modules' summaries are made from, so none is computed to find a result still valid).
+  settings, the installed torchmetrics release, whether `# noqa` is applied here, and when its
+  scope holds other modules, the scope's digest: the project's files, the source roots, the
+  settings, `project-depth`, the summary and outline formats, and the texts of the modules of
+  its scope and of every module whose outline decided it (everything its scope's summaries
+  are made from, so none is computed to find a result still valid).
 
 In-memory sources (``set_source``, ``editing``) are never written to the cache: their import
 names, summaries, graph and component digests are worked out afresh; only their findings are
@@ -70,6 +73,7 @@ from torchsync_lint.parallel import keep_out_of_collections
 from torchsync_lint.project import checks, deferred
 from torchsync_lint.project.cache import Cache, digest
 from torchsync_lint.project.session_graph import ImportGraph
+from torchsync_lint.project.session_scope import DemandScope
 from torchsync_lint.project.layout import Layout, project_root
 from torchsync_lint.project.summarizing import Summarizers, analyse, summarize_file, summary_of, text_sha
 from torchsync_lint.project.view import SUMMARY_VERSION, ProjectView
@@ -79,7 +83,7 @@ _KEEP_ANALYSES_BYTES = 8 << 20  # parsed modules kept for the lint pass (avoids 
 MODULE_SUFFIXES = (".py", ".ipynb")
 
 
-class Session(ImportGraph):
+class Session(DemandScope, ImportGraph):
     def __init__(self, root: Path | str, config: Config | None = None, *, marked: bool = True, use_cache: bool = True, files=()) -> None:
         """``marked``: a project marker defines ``root`` and the project is its walk; without
         one the project is ``files`` (the files named together) and nothing is cached."""
@@ -88,6 +92,7 @@ class Session(ImportGraph):
         # with its own pyproject.toml is another project), whichever file the run named first.
         here = self.config.for_path(str(root))
         self.settings = here.settings()
+        self.depth = here.project_depth  # how far the view follows a name (project/demand.py)
         self.marked = marked
         self.layout = Layout(Path(root))
         self.root = self.layout.root
@@ -102,7 +107,8 @@ class Session(ImportGraph):
 
     def _forget(self, everything: bool = False, rel: str | None = None) -> None:
         """Drop what was read or worked out (about ``rel``, or ``everything``)."""
-        memos = ("_sources", "_shas", "_names", "_summaries", "_digests")
+        memos = ("_sources", "_shas", "_names", "_summaries", "_digests", "_outlines")
+        self._demand = None  # the scopes: any change may move them (project/demand.py)
         if everything:
             for name in memos:
                 setattr(self, name, {})
@@ -121,7 +127,7 @@ class Session(ImportGraph):
         self._graph: dict | None = None
         self._dirty: set[str] = set()
         self._unread: set[str] = set()  # modules whose import rows the graph has not read yet
-        self._views: dict[str, ProjectView] = {}
+        self._views: dict[tuple[str, ...], ProjectView] = {}
         self._deps: dict[str, str] = {}
 
     # -- the project's files and their texts ----------------------------------------------------
@@ -279,22 +285,20 @@ class Session(ImportGraph):
         return analysis
 
     def prepare(self, jobs: int | None) -> None:
-        """The import graph, and (in ``jobs`` processes) the summaries the cache lacks for the
-        components of the files this session will lint."""
+        """(In ``jobs`` processes) the summaries the cache lacks for the scopes of the files
+        this session will lint (project/demand.py)."""
         from torchsync_lint.parallel import map_files
 
-        self.graph()
-        tops = {self._top[rel] for rel in self._named if rel in self._top and self.connected(rel)}
+        needed = sorted({m for rel in self._named if rel in self.modules() and self.linked(rel) for m in self.scope(rel).modules})
         missing = []
-        for top in sorted(tops):
-            for rel in self._members[top]:
-                if rel in self._summaries or self._sha(rel) is None or self._in_memory(rel):
-                    continue
-                cached = self._cached_summary(rel)
-                if cached is not None:
-                    self._summaries[rel] = cached
-                else:
-                    missing.append(rel)
+        for rel in needed:
+            if rel in self._summaries or self._sha(rel) is None or self._in_memory(rel):
+                continue
+            cached = self._cached_summary(rel)
+            if cached is not None:
+                self._summaries[rel] = cached
+            else:
+                missing.append(rel)
         if len(missing) > 1 and jobs != 1:
             work = partial(summarize_file, str(self.root))
             for rel, (sha, result) in zip(missing, map_files(work, missing, jobs)):
@@ -305,19 +309,19 @@ class Session(ImportGraph):
                     self._cache_summary(rel, result)
 
     def view(self, rel: str) -> ProjectView:
-        """The settled view over ``rel``'s component (project/view.py)."""
-        self._graph_of(rel)
-        top = self._top.get(rel, rel)
-        if top not in self._views:
-            members = self.component(rel)
-            self._views[top] = ProjectView(self.layout, {m: s for m in members if (s := self.summary(m)) is not None}).settle()
-        return self._views[top]
+        """The settled view over ``rel``'s scope (project/view.py, project/demand.py): modules
+        whose scopes are the same share it."""
+        members = self.scope(rel).modules
+        if members not in self._views:
+            summaries = {m: s for m in members if (s := self.summary(m)) is not None}
+            self._views[members] = ProjectView(self.layout, summaries, lambda path: self._outline(path)["lazy"]).settle()
+        return self._views[members]
 
     def env_for(self, rel: str):
         """What the project says to ``rel`` (its component's view), or None."""
         from torchsync_lint.project.env import ModuleEnv
 
-        if not self.connected(rel) or self.summary(rel) is None:
+        if not self.linked(rel) or self.summary(rel) is None:
             return None
         return ModuleEnv(self.view(rel), rel)
 
@@ -328,7 +332,7 @@ class Session(ImportGraph):
 
         text = self._text(rel)
         qual = enclosing_function(text, line) if text is not None else None
-        return call_lines(self.view(rel), rel, qual, caller) if qual is not None and self.connected(rel) else []
+        return call_lines(self.view(rel), rel, qual, caller) if qual is not None and self.linked(rel) else []
 
     # -- linting ----------------------------------------------------------------------------------
     def lint(self, path: str, *, text: str | bytes | None = None, report_as: str | None = None, codes: set[str] | None = None, noqa: bool = True) -> FileResult:
@@ -469,7 +473,7 @@ class Session(ImportGraph):
         """What a worker process needs: the graph, the summaries, the overlays and the cache;
         not the sources, the parsed modules or the views (rebuilt there)."""
         state = dict(self.__dict__)
-        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _linting={}, _views={}, _summarizers=Summarizers(_KEEP_ANALYSES_BYTES))
+        state.update(_sources={}, _shas={}, analyses={}, _kept=0, _linting={}, _views={}, _demand=None, _summarizers=Summarizers(_KEEP_ANALYSES_BYTES))
         return state
 
 

@@ -25,6 +25,7 @@ threads each make their own).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
@@ -58,9 +59,10 @@ class CallSite:
 
 
 class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
-    def __init__(self, layout: Layout, summaries: dict[str, dict]) -> None:
+    def __init__(self, layout: Layout, summaries: dict[str, dict], lazy: Callable[[str], dict] | None = None) -> None:
         self.layout = layout
         self.summaries = summaries  # relpath -> summary
+        self._lazy = lazy  # relpath -> name -> import name, of its `_LazyModule` import structure (project/outline.py)
         # Memos, each keeping only answers that do not depend on which question came first
         # (memo.py): every module's lint of this component shares them.
         self._names = CycleMemo(_MAX_NAME_DEPTH - 1)  # (import name, path) -> what it is (the limit: see _resolve_name)
@@ -121,6 +123,9 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
             return self.resolve_name(target, path, depth + 1)
         if not tail and rest in summary["values"]:
             return ("value", path, rest)
+        lazy = self._lazy(path) if self._lazy is not None else {}
+        if head in lazy:  # a package's `_LazyModule` structure: imported from its submodule when read
+            return self.resolve_name(lazy[head] + (f".{tail}" if tail else ""), path, depth + 1)
         binding = self.star_binding(path, head) if summary.get("stars") else None
         if binding is not None:  # `from .b import *` in a package's __init__, re-exported
             return self.resolve_name(binding + (f".{tail}" if tail else ""), path, depth + 1)
