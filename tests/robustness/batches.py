@@ -53,15 +53,22 @@ class _ToSubscript(cst.CSTTransformer):
         return updated
 
 
-def _fields(target):
-    """(the names of a tuple target `(x, y)`, a function putting the batch name in its place)."""
-    if isinstance(target, cst.Tuple) and target.elements and all(isinstance(e.value, cst.Name) for e in target.elements):
-        return [e.value.value for e in target.elements], lambda b: cst.Name(b)
+def _fields(target, enumerated: bool):
+    """(the names of the batch's fields, `(x, y)`; a function putting the batch name in
+    their place), or (None, None) when the batch is not unpacked into names."""
+
+    def names_of(node):
+        if isinstance(node, cst.Tuple) and node.elements and all(isinstance(e.value, cst.Name) for e in node.elements):
+            return [e.value.value for e in node.elements]
+        return None
+
+    if not enumerated:
+        names = names_of(target)
+        return (names, lambda b: cst.Name(b)) if names else (None, None)
     if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[0].value, cst.Name):
-        inner = target.elements[1].value
-        if isinstance(inner, cst.Tuple) and all(isinstance(e.value, cst.Name) for e in inner.elements):
-            return [e.value.value for e in inner.elements], lambda b: target.with_changes(
-                elements=[target.elements[0], target.elements[1].with_changes(value=cst.Name(b))])
+        names = names_of(target.elements[1].value)
+        if names:
+            return names, lambda b: target.with_changes(elements=[target.elements[0], target.elements[1].with_changes(value=cst.Name(b))])
     return None, None
 
 
@@ -74,12 +81,13 @@ def dict_batch(src: Source) -> Rewritten | None:
     for loop in analysis.step_loops():
         if not isinstance(loop, cst.For):
             continue
-        names, retarget = _fields(loop.target)
+        it = loop.iter
+        enumerated = isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
+        if enumerated:
+            it = it.args[0].value
+        names, retarget = _fields(loop.target, enumerated)
         if not names:
             continue
-        it = loop.iter
-        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate":
-            it = it.args[0].value
         if not isinstance(it, cst.Name):
             continue
         func = analysis.enclosing(loop, (cst.FunctionDef,))

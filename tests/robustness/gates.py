@@ -8,8 +8,9 @@
   in the whole run is not per step (DESIGN.md §3b): the finding goes.
 
 The counter is the loop's own (``for step, batch in enumerate(loader)``, ``for step in
-range(n)``); any other ``for`` loop is enumerated first (``for _gate_step, x in
-enumerate(loader)``: the same iteration). Only statements that bind no name are gated (an
+range(n)``); any other training loop is enumerated first (``for _gate_step, x in
+enumerate(loader)``: the same iteration). Only training loops (they run `.backward()`) are
+gated: ``for metric in metrics.values()`` has no step to gate on. Only statements that bind no name are gated (an
 expression, ``+=``, a store into an attribute or an item, an ``if`` whose body binds none),
 so the rest of the body sees the same bindings; ``while`` loops are left alone. Not
 semantics-preserving by design (the gated statement runs less often): only linted.
@@ -23,8 +24,11 @@ from .loops import Analysis, collect, fresh
 from .rewritten import GATED, GONE, Rewritten, Source, statement
 
 
-def _counter(loop: cst.For, module) -> tuple[str, cst.For]:
-    """The loop's step counter, and the loop (enumerated when it has none)."""
+def _counter(loop: cst.For, module, stepping: bool) -> tuple[str | None, cst.For]:
+    """The training loop's step counter, and the loop (enumerated when it has none); None for
+    a loop that is no training loop: it has no step to gate on."""
+    if not stepping:
+        return None, loop  # `for metric in metrics.values()`: an index over metrics is no step
     it = loop.iter
     if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("enumerate", "range"):
         if it.func.value == "range" and isinstance(loop.target, cst.Name):
@@ -81,7 +85,9 @@ def _gate(src: Source, condition: str, outcome) -> Rewritten | None:
     for loop in analysis.step_loops():
         if not isinstance(loop, cst.For):
             continue
-        name, loop2 = _counter(loop, analysis.module)
+        name, loop2 = _counter(loop, analysis.module, id(loop) in analysis.stepping)
+        if name is None:
+            continue
         before = len(gated)
         body = loop.body.visit(_Gate(analysis, condition.format(step=name), gated))
         if len(gated) > before:

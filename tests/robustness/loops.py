@@ -150,6 +150,7 @@ class Analysis:
         stepping = [lp for lp in loops if backward(lp)]
         marked = [lp for lp in loops if self._has_marker(lp.body) and not backward(lp)]
         marked = [lp for lp in marked if not any(self._inside(lp, s) or self._inside(s, lp) for s in stepping)]
+        self.stepping = {id(lp) for lp in stepping}
         chosen = stepping + marked
         innermost = [lp for lp in chosen if not any(o is not lp and self._inside(o, lp) for o in chosen)]
         return sorted(innermost, key=self.line)

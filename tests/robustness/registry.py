@@ -8,11 +8,14 @@ RESULT line must equal the original's (test_rewrites.py runs a sample).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Callable
 
 from .batches import dict_batch
 from .extract import extract_loop_body
 from .gates import gate_every_n, gate_once
+from .harness import load
 from .modules import move_to_module
 from .names import import_aliases, kwargs, rename_locals, rename_misleading
 from .rewritten import Rewritten, Source
@@ -57,3 +60,10 @@ REWRITES = [
 ]
 
 BY_NAME = {r.name: r for r in REWRITES}
+
+
+@lru_cache(maxsize=None)
+def rewrite_of(name: str, path: Path) -> Rewritten | None:
+    """Rewrite ``name`` of the fixture at ``path``, computed once per process (the tests of the
+    rewrites and of the invariance share it)."""
+    return BY_NAME[name].apply(load(path))

@@ -57,9 +57,20 @@ class Replacer(cst.CSTTransformer):
             body += self.before.get(id(orig), [])
             body.append(stmt)
         if self.after_imports:
-            at = last_import_index(body) + 1
+            at = first_code_index(body)
             body[at:at] = self.after_imports
         return updated.with_changes(body=body)
+
+
+def first_code_index(body) -> int:
+    """The index of the first top-level statement that is neither an import nor the docstring:
+    what a rewrite adds after the imports goes there, before any code that could use it."""
+    for i, stmt in enumerate(body):
+        is_import = isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+        is_doc = i == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString)
+        if not (is_import or is_doc):
+            return i
+    return len(body)
 
 
 def last_import_index(body) -> int:
