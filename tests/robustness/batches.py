@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .loops import Analysis, collect, fresh
+from .loops import analysis_of, collect, fresh
 from .rewritten import Replacer, Rewritten, Source, statement
 
 _WRAPPER = '''class {name}(_DictBase):
@@ -73,7 +73,7 @@ def _fields(target, enumerated: bool):
 
 
 def dict_batch(src: Source) -> Rewritten | None:
-    analysis = Analysis(src.text, src.marker_lines)
+    analysis = analysis_of(src)
     module = analysis.module
     replace = {}
     batch = fresh(module, "batch")

@@ -17,14 +17,13 @@ computes the same values. Expected: the same findings, at the moved lines.
 
 from __future__ import annotations
 
-import libcst as cst
 
-from .loops import Analysis
+from .loops import analysis_of
 from .rewritten import Replacer, Rewritten, Source, assign_to, defn, returning, statement
 
 
 def extract_loop_body(src: Source) -> Rewritten | None:
-    analysis = Analysis(src.text, src.marker_lines)
+    analysis = analysis_of(src)
     replace, before, count = {}, {}, 0
     for loop in analysis.step_loops():
         run = analysis.run(loop)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .loops import Analysis, collect, fresh
+from .loops import Analysis, analysis_of, collect, fresh
 from .rewritten import GATED, GONE, Rewritten, Source, statement
 
 
@@ -37,7 +37,7 @@ def _counter(loop: cst.For, module, stepping: bool) -> tuple[str | None, cst.For
             return loop.target.elements[0].value.value, loop
     name = fresh(module, "_gate_step")
     target = cst.Tuple([cst.Element(cst.Name(name)), cst.Element(loop.target)], lpar=[], rpar=[])
-    return name, loop.with_changes(target=target, iter=cst.parse_expression(f"enumerate(__it__)").with_changes(
+    return name, loop.with_changes(target=target, iter=cst.parse_expression("enumerate(__it__)").with_changes(
         args=[cst.Arg(loop.iter)]))
 
 
@@ -80,7 +80,7 @@ class _Gate(cst.CSTTransformer):
 
 
 def _gate(src: Source, condition: str, outcome) -> Rewritten | None:
-    analysis = Analysis(src.text, src.marker_lines)
+    analysis = analysis_of(src)
     replace, gated = {}, []
     for loop in analysis.step_loops():
         if not isinstance(loop, cst.For):

@@ -153,7 +153,6 @@ def evaluate(path: Path, rewrite) -> Outcome:
     out = Outcome(fixture, applicable=True)
     original_hits = collections.Counter((h.line, h.code) for h in before)
     used = collections.Counter()
-    claimed = collections.Counter()
     for key, line, code in marker_keys(fixture, src.markers):
         used[(line, code)] += 1
         if used[(line, code)] > original_hits[(line, code)]:
@@ -166,11 +165,8 @@ def evaluate(path: Path, rewrite) -> Outcome:
         want = rewritten.expect.get((line, code), KEPT)
         out.expectations[key] = want
         (out.held if _match(after, locs[0], code, want) else out.broken).append(key)
-        claimed[(locs[0], code)] += 1
-    marked_at = collections.Counter()
-    for loc_list, (line, code) in ((where.get(line, []), (line, code)) for line, code in src.markers):
-        for loc in loc_list[:1]:
-            marked_at[(loc, code)] += 1
+    # a finding is extra when its (place, code) has more findings than markers moved there
+    marked_at = collections.Counter((where[line][0], code) for line, code in src.markers if where.get(line))
     seen = collections.Counter()
     for h in after:
         seen[((h.file, h.line), h.code)] += 1

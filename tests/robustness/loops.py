@@ -13,6 +13,7 @@ not taken for a local of the function.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
@@ -22,7 +23,7 @@ SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def wrap(source: str) -> MetadataWrapper:
-    return MetadataWrapper(cst.parse_module(source))
+    return MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
 
 
 class _Collect(cst.CSTVisitor):
@@ -255,6 +256,17 @@ class Analysis:
                 run.loop_invariants.append(name)
         return True
 
+
+
+@lru_cache(maxsize=8)
+def _analysis(text: str, marker_lines: frozenset) -> Analysis:
+    return Analysis(text, marker_lines)
+
+
+def analysis_of(src) -> Analysis:
+    """The Analysis of a rewrite's Source, made once: resolving libcst's metadata is most of
+    what a rewrite costs, and the trees are immutable, so the rewrites of one fixture share it."""
+    return _analysis(src.text, frozenset(src.marker_lines))
 
 
 def fresh(module: cst.Module, base: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .harness import evaluate, fixture_paths
 from .registry import REWRITES, Rewrite, rewrite_of
+from .rewritten import KEPT
 
 BASELINE = Path(__file__).with_name("baseline.json")
 UPDATE = "python -m tests.robustness.report --update-baseline"
@@ -30,6 +31,7 @@ class Summary:
     broken: set[str] = field(default_factory=set)
     extra: set[str] = field(default_factory=set)
     lost_tags: set[str] = field(default_factory=set)
+    changed: dict[str, str] = field(default_factory=dict)  # marker -> GONE/GATED: the rewrite changes what is expected
 
     @property
     def invariance(self) -> float | None:
@@ -49,11 +51,19 @@ def measure(rewrite: Rewrite, paths: list[Path] | None = None) -> Summary:
         summary.broken |= set(out.broken)
         summary.extra |= set(out.extra)
         summary.lost_tags |= set(out.lost_tags)
+        summary.changed.update({k: v for k, v in out.expectations.items() if v != KEPT})
     return summary
 
 
 def measure_all(names: list[str] | None = None) -> list[Summary]:
     return [measure(r) for r in REWRITES if names is None or r.name in names]
+
+
+def compare(want: dict, got: Summary) -> tuple[list[str], list[str], list[str], list[str]]:
+    """Against a baseline entry: (held markers lost, new extra findings) are regressions,
+    (markers newly held, extra findings gone) improvements."""
+    preserved, extra = set(want["preserved"]), set(want["extra"])
+    return sorted(preserved - got.held), sorted(got.extra - extra), sorted(got.held - preserved), sorted(extra - got.extra)
 
 
 def read_baseline() -> dict:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from libcst.metadata import ClassScope, FunctionScope, GlobalScope, MetadataWrapper, ScopeProvider
+from libcst.metadata import ClassScope, GlobalScope
 
-from .loops import collect
+from .loops import analysis_of, collect
 from .rewritten import Replacer, Rewritten, Source
 
 MISLEADING = ["cpu_list", "numpy_array", "host_count", "py_float", "cpu_value", "np_batch", "label_str", "idx", "total_int", "host_scalar"]
@@ -43,9 +43,9 @@ def _renamable(scope, name, assignments) -> bool:
 
 
 def _rename(src: Source, pool) -> Rewritten | None:
-    wrapper = MetadataWrapper(cst.parse_module(src.text))
-    scopes = wrapper.resolve(ScopeProvider)
-    used = {n.value for n in collect(wrapper.module, cst.Name)}
+    analysis = analysis_of(src)
+    module, scopes = analysis.module, analysis.scopes
+    used = {n.value for n in collect(module, cst.Name)}
     if used & {"locals", "vars", "eval", "exec"}:
         return None
     nodes, taken = {}, set(used)
@@ -69,7 +69,7 @@ def _rename(src: Source, pool) -> Rewritten | None:
                     nodes[id(r.node)] = new
     if not nodes:
         return None
-    return Rewritten({src.name: wrapper.module.visit(_Rename(nodes)).code})
+    return Rewritten({src.name: module.visit(_Rename(nodes)).code})
 
 
 def _numbered(base):
@@ -106,9 +106,8 @@ def _alias_for(name: str) -> str:
 
 
 def import_aliases(src: Source) -> Rewritten | None:
-    wrapper = MetadataWrapper(cst.parse_module(src.text))
-    scopes = wrapper.resolve(ScopeProvider)
-    module = wrapper.module
+    analysis = analysis_of(src)
+    scopes, module = analysis.scopes, analysis.module
     global_scope = scopes[module.body[0]] if module.body else None
     used = {n.value for n in collect(module, cst.Name)}
     replace, renames = {}, {}

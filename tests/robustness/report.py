@@ -15,21 +15,24 @@ import sys
 import time
 
 from .measure import measure_all, write_baseline
+from .rewritten import GATED, GONE
 
 
 def table(summaries) -> str:
     rows = [
-        "| rewrite | expected | fixtures (n/a) | markers | held | broken | invariance | extra findings |",
-        "|---|---|---|---|---|---|---|---|",
+        "| rewrite | expected | fixtures (n/a) | markers | expected gone / gated | held | broken | invariance | extra findings |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     held = broken = 0
     for s in summaries:
         inv = "-" if s.invariance is None else f"{s.invariance:.2f}"
         n = len(s.held) + len(s.broken)
         held, broken = held + len(s.held), broken + len(s.broken)
-        rows.append(f"| {s.rewrite} | {s.expected} | {s.fixtures} ({len(s.not_applicable)}) | {n} | {len(s.held)} | {len(s.broken)} | {inv} | {len(s.extra)} |")
+        gone = sum(v == GONE for v in s.changed.values())
+        gated = sum(v == GATED for v in s.changed.values())
+        rows.append(f"| {s.rewrite} | {s.expected} | {s.fixtures} ({len(s.not_applicable)}) | {n} | {gone} / {gated} | {len(s.held)} | {len(s.broken)} | {inv} | {len(s.extra)} |")
     if held + broken:
-        rows.append(f"| **all** | | | {held + broken} | {held} | {broken} | {held / (held + broken):.2f} | {sum(len(s.extra) for s in summaries)} |")
+        rows.append(f"| **all** | | | {held + broken} | | {held} | {broken} | {held / (held + broken):.2f} | {sum(len(s.extra) for s in summaries)} |")
     return "\n".join(rows)
 
 

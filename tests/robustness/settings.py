@@ -123,7 +123,7 @@ def _expect(src: Source, positions, settings) -> dict:
 
 
 def config_dict(src: Source) -> Rewritten | None:
-    wrapper = cst.metadata.MetadataWrapper(cst.parse_module(spell_out_defaults(src.text)))
+    wrapper = cst.metadata.MetadataWrapper(cst.parse_module(spell_out_defaults(src.text)), unsafe_skip_copy=True)
     module = wrapper.module
     settings = _settings(module)
     if not settings:
@@ -158,7 +158,7 @@ def _statement_positions(wrapper):
 
 
 def argparse_namespace(src: Source) -> Rewritten | None:
-    wrapper = cst.metadata.MetadataWrapper(cst.parse_module(spell_out_defaults(src.text)))
+    wrapper = cst.metadata.MetadataWrapper(cst.parse_module(spell_out_defaults(src.text)), unsafe_skip_copy=True)
     module = wrapper.module
     positions = _statement_positions(wrapper)
     replace, chosen = {}, []

@@ -18,7 +18,7 @@ from .registry import BY_NAME, REWRITES, rewrite_of
 from .rewritten import GATED, GONE, Rewritten, Source
 
 # how many fixtures each rewrite must apply to: a rewrite that quietly stops applying tests nothing
-MIN_APPLIED = {"dict_batch": 10, "gate_every_n": 10, "gate_once": 10, "move_to_module": 20}
+MIN_APPLIED = {"dict_batch": 10, "gate_every_n": 10, "gate_once": 10, "move_to_module": 20, "lightning_module": 20}
 
 
 @pytest.mark.parametrize("rewrite", REWRITES, ids=[r.name for r in REWRITES])

@@ -30,7 +30,7 @@ import warnings
 
 import pytest
 
-from .measure import UPDATE, measure, read_baseline
+from .measure import UPDATE, Summary, compare, measure, read_baseline
 from .registry import REWRITES
 
 
@@ -39,11 +39,7 @@ def test_rewrite_keeps_what_the_baseline_holds(rewrite):
     baseline = read_baseline()
     assert rewrite.name in baseline, f"no baseline for rewrite {rewrite.name!r}: run `{UPDATE}`"
     want = baseline[rewrite.name]
-    got = measure(rewrite)
-    lost = sorted(set(want["preserved"]) - got.held)
-    new_extra = sorted(got.extra - set(want["extra"]))
-    gained = sorted(got.held - set(want["preserved"]))
-    gone_extra = sorted(set(want["extra"]) - got.extra)
+    lost, new_extra, gained, gone_extra = compare(want, measure(rewrite))
     if gained or gone_extra:
         warnings.warn(
             f"{rewrite.name}: improved (markers newly held: {gained}; extra findings gone: {gone_extra}); "
@@ -58,3 +54,12 @@ def test_rewrite_keeps_what_the_baseline_holds(rewrite):
 
 def test_the_baseline_names_only_rewrites_that_exist():
     assert set(read_baseline()) <= {r.name for r in REWRITES}
+
+
+def test_a_lost_marker_or_a_new_extra_finding_is_a_regression_and_the_rest_improvements():
+    want = {"preserved": ["a.py:3:TSL101", "a.py:9:TSL301"], "extra": ["a.py|TSL103|a.py|print(x)"]}
+    got = Summary("r", "same findings", held={"a.py:3:TSL101", "b.py:5:TSL102"}, extra={"b.py|TSL101|b.py|x.item()"})
+    lost, new_extra, gained, gone_extra = compare(want, got)
+    assert lost == ["a.py:9:TSL301"] and new_extra == ["b.py|TSL101|b.py|x.item()"]
+    assert gained == ["b.py:5:TSL102"] and gone_extra == ["a.py|TSL103|a.py|print(x)"]
+    assert compare(want, Summary("r", "", held=set(want["preserved"]), extra=set(want["extra"]))) == ([], [], [], [])

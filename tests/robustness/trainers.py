@@ -9,19 +9,21 @@
   through the subclass.
 - ``lightning_module``: the loop body becomes ``training_step(self, batch, batch_idx)`` of a
   ``LightningModule`` (manual optimisation: the body still steps its optimizer) that
-  ``lightning.Trainer(max_epochs=1).fit`` runs over the loop's iterable. Loop-carried values
+  ``lightning.Trainer(max_epochs=1).fit`` runs over the loop's iterable (not for a loop over
+  ``range(n)``: no loader to hand Lightning). Loop-carried values
   live on the module (``self.running_loss``). Lint-only: Lightning's loop differs from the
   fixture's (it does not stop at ``--steps``), so its RESULT is not compared.
 
-Expected for all three: the same findings, at the moved lines.
+Expected for all three: the same findings, at the moved lines; but in ``training_step`` a
+batch's ``.to(device)`` (TSL301) copies nothing (Lightning moved the batch already): gone.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from .loops import Analysis, attr_for, collect, fresh, rename_reads
-from .rewritten import Replacer, Rewritten, Source, assign_to, defn, returning, statement
+from .loops import analysis_of, attr_for, collect, fresh, rename_reads
+from .rewritten import GONE, Replacer, Rewritten, Source, assign_to, defn, returning, statement
 
 
 def _init(fields: list[str], extra: list[str] = (), suffix: str = "") -> cst.BaseStatement:
@@ -41,7 +43,7 @@ def _new_body(loop, start, stop, call) -> cst.IndentedBlock:
 
 
 def trainer_class(src: Source) -> Rewritten | None:
-    analysis = Analysis(src.text, src.marker_lines)
+    analysis = analysis_of(src)
     replace, before = {}, {}
     for loop in analysis.step_loops():
         run = analysis.run(loop)
@@ -69,7 +71,7 @@ def trainer_class(src: Source) -> Rewritten | None:
 
 
 def base_trainer(src: Source) -> Rewritten | None:
-    analysis = Analysis(src.text, src.marker_lines)
+    analysis = analysis_of(src)
     replace, before = {}, {}
     for loop in analysis.step_loops():
         run = analysis.run(loop)
@@ -85,7 +87,7 @@ def base_trainer(src: Source) -> Rewritten | None:
         inner = loop.with_changes(body=_new_body(loop, run.start, run.stop, call))
         inner = rename_reads(inner, fields)
         fit = _method(f"def fit({', '.join(['self'] + fit_args)}):", [inner] + returning(run.loop_outputs))
-        abstract = _method(f"def train_step(self, *args):", [statement("raise NotImplementedError")])
+        abstract = _method("def train_step(self, *args):", [statement("raise NotImplementedError")])
         steps = [rename_reads(s, run.invariants) for s in run.statements]
         step = defn(f"def train_step({', '.join(['self'] + step_args)}):", steps + returning(run.outputs), blank_lines=0)
         before.setdefault(id(run.top), []).extend([defn(f"class {base}:", [_init(fields), fit, abstract]), defn(f"class {sub}({base}):", [step])])
@@ -125,12 +127,15 @@ class _LeaveStep(cst.CSTTransformer):
         return cst.Return(value=cst.Name("None")) if self.depth == 0 else updated
 
 
+# Lightning copies each batch to the module's device before `training_step` (its
+# `batch_to_device`): the step's own `.to(device)` then copies nothing
+_MOVED_BY_LIGHTNING = {"TSL301"}
 _SUFFIX = "_"  # `self.device_`: LightningModule has its own `device`, `trainer`, `logger`...
 
 
 def lightning_module(src: Source) -> Rewritten | None:
-    analysis = Analysis(src.text, src.marker_lines)
-    replace, before = {}, {}
+    analysis = analysis_of(src)
+    replace, before, expect = {}, {}, {}
     for loop in analysis.step_loops():
         if not isinstance(loop, cst.For) or loop.orelse is not None:
             continue
@@ -143,6 +148,8 @@ def lightning_module(src: Source) -> Rewritten | None:
             it = it.args[0].value
             if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
                 continue
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range":
+            continue  # `for step in range(n)` makes its data in the loop: Lightning would feed it ints as batches
         k = len(replace) + 1
         cls = fresh(analysis.module, "LitStep") if k == 1 else f"LitStep{k}"
         obj = fresh(analysis.module, "lit_module")
@@ -163,7 +170,9 @@ def lightning_module(src: Source) -> Rewritten | None:
         stmts = [statement(f"{obj} = {cls}({', '.join(fields)})"), statement(f"{trainer}.fit({obj}, train_dataloaders={code(it)})")]
         stmts += [statement(f"{n} = {obj}.{attr_for(n, _SUFFIX)}") for n in run.loop_outputs if n not in run.target_names]
         replace[id(loop)] = stmts
+        pos = analysis.positions[loop.body]
+        expect.update({(line, code): GONE for line, code in src.markers if code in _MOVED_BY_LIGHTNING and pos.start.line <= line <= pos.end.line})
     if not replace:
         return None
     module = analysis.module.visit(Replacer(replace, before, after_imports=[statement("import lightning")]))
-    return Rewritten({src.name: module.code})
+    return Rewritten({src.name: module.code}, expect)
