@@ -479,7 +479,8 @@ def test_an_array_handed_to_the_step_is_data_not_a_constant():
     assert "TSL305" not in {c for _, c in found(src)}
 
 
-def test_a_host_copy_for_a_plot_is_no_device_copy():
+@pytest.mark.parametrize("empty", ["{}", "dict()"])
+def test_a_host_copy_for_a_plot_is_no_device_copy(empty):
     """`images[k] = images[k].cpu()` of the dict a model's `log_images` returns: a dict entry
     replaced by a host copy (the read is TSL101's), nothing copied to the device."""
     src = """\
@@ -488,7 +489,7 @@ def test_a_host_copy_for_a_plot_is_no_device_copy():
 
     class Lit(L.LightningModule):
         def log_images(self, batch):
-            log = {}
+            log = EMPTY
             log["inputs"] = batch["x"]
             log["recon"] = self.net(batch["x"])
             return log
@@ -498,8 +499,29 @@ def test_a_host_copy_for_a_plot_is_no_device_copy():
             for k in images:
                 images[k] = images[k].detach().cpu()
             return self.net(batch["x"]).sum()
+    """.replace("EMPTY", empty)
+    assert found(src) == {(line_of(src, "images[k] = images[k]"), "TSL101")}
+
+
+def test_a_dict_indexed_by_the_keys_it_is_iterated_for_is_a_container():
+    src = """\
+    import torch
+
+
+    def train(model, loader, opt, device):
+        for x in loader:
+            outs = model(x.to(device, non_blocking=True))
+            for k in outs:
+                outs[k] = outs[k].float()
+            if outs:
+                pass
+            loss = sum(outs.values())
+            loss.backward()
+            opt.step()
     """
-    assert {c for _, c in found(src)} == {"TSL101"}
+    assert found(src) == set()
+    rows = src.replace("outs[k] = outs[k].float()", "print(k.sum().item())")  # a tensor's rows
+    assert found(rows) == {(line_of(rows, "if outs:"), "TSL102"), (line_of(rows, "print(k.sum"), "TSL101")}
 
 
 # -- the domain itself ------------------------------------------------------------------------------

@@ -236,8 +236,19 @@ class Evidence:
                 if arg.star == "**" and type(arg.value) is cst.Name:
                     yield arg.value, "mapping"  # `model(**batch)`
         for sub in index.nodes_of(cst.Subscript):
+            if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and self._iterated_key(sub):
+                yield sub.value, "mapping"  # `for k in images: images[k]`: indexed by its own keys
             if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and isinstance(sub.slice[0].slice.value, _TEXT):
                 yield sub.value, "mapping"  # `batch["mask"]`: a tensor is indexed by numbers
+
+    def _iterated_key(self, sub: cst.Subscript) -> bool:
+        """`x[k]` where `k` is an item of `for k in x`: iterating a tensor gives its rows,
+        which index nothing; iterating a mapping gives the keys it is indexed by."""
+        key, base = sub.slice[0].slice.value, sub.value
+        if type(key) is not cst.Name or type(base) is not cst.Name:
+            return False
+        defs = self.reaching_defs(key)
+        return bool(defs) and all(d.how == "for" and not d.path and type(d.value) is cst.Name and d.value.value == base.value for d in defs)
 
     def is_mapping(self, expr: cst.BaseExpression) -> bool:
         """A dict: a name every binding of which is a dict display, comprehension or

@@ -396,7 +396,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         if self._not_a_tensor_here(node, defs):
             return Kind.HOST  # the `else` of `isinstance(value, torch.Tensor)`
         kinds = [self._def(d) for d in defs]
-        if any(d.how == "assign" and type(d.value) in (cst.List, cst.Dict) for d in defs) and self._device_added_to(node):
+        if any(d.how == "assign" and (type(d.value) in (cst.List, cst.Dict) or _empty_container_call(d.value, self.index)) for d in defs) and self._device_added_to(node):
             kinds.append(Kind.CONTAINER)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
         return join(kinds) if any(k is not None for k in kinds) else None
 
@@ -481,6 +481,12 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         if isinstance(parent, (cst.Comparison, cst.IfExp, cst.If, cst.While, cst.Assert, cst.FormattedStringExpression, cst.BooleanOperation)):
             return False  # read, not handed on
         return True  # returned, stored, aliased, put in a container, passed through `**`...
+
+
+def _empty_container_call(value, index) -> bool:
+    """`dict()` / `list()` (of the builtins): an empty container to be filled."""
+    func = value.func if type(value) is cst.Call else None
+    return type(func) is cst.Name and func.value in ("dict", "list") and not value.args and not index.binds_locally(func.value, func)
 
 
 _NO_CUT = 1 << 30
