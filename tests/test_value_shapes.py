@@ -83,6 +83,8 @@ CONTAINER_VALID = [
     (LOOP, 'if "mask" in batch:\n            pass'),
     (LOOP, 'if "logits" in outputs:\n            pass'),
     (LOOP, "if len(batch) > 2:\n            pass"),
+    (LOOP, 'for key in ("mask", "ids"):\n            if key in outputs:\n                pass'),
+    (LOOP, 'key = "mask"\n        if key not in batch:\n            continue'),
     (LOOP, "for k in batch.keys():\n            pass"),
     (LOOP, "if batch:\n            pass"),
     (LOOP, "if not batch:\n            continue"),
@@ -98,6 +100,7 @@ CONTAINER_INVALID = [
     (LOOP, 'if (outputs["logits"] > 0).all():\n            pass', "TSL102"),
     (LOOP, 'x = batch["x"]\n        if x.sum() > 0:\n            pass', "TSL102"),
     (LOOP, 'if "a" in outputs:\n            print(outputs["a"].item())', "TSL101"),
+    (OUTPUTS, 'n = 3\n        if n in outputs.logits:\n            pass', "TSL102"),  # a number in a tensor: Tensor.__contains__
     (OUTPUTS, "if outputs.loss > 0:\n            pass", "TSL102"),
     (OUTPUTS, 'for v in outputs.values():\n            print(v.item())', "TSL101"),
     (OUTPUTS, 'print(outputs)', "TSL103"),  # formatting a dict of device tensors formats each

@@ -217,8 +217,8 @@ class Evidence:
         index = self.index
         for cmp in index.nodes_of(cst.Comparison):
             if len(cmp.comparisons) == 1 and type(cmp.comparisons[0].operator) in (cst.In, cst.NotIn):
-                if isinstance(cmp.left, _TEXT):
-                    yield cmp.comparisons[0].comparator, "mapping"  # `"mask" in batch`
+                if self._is_text(cmp.left):
+                    yield cmp.comparisons[0].comparator, "mapping"  # `"mask" in batch`, `key in batch`
         for call in index.calls:
             func = call.func
             if type(func) is cst.Attribute:
@@ -240,6 +240,20 @@ class Evidence:
                 yield sub.value, "mapping"  # `for k in images: images[k]`: indexed by its own keys
             if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and isinstance(sub.slice[0].slice.value, _TEXT):
                 yield sub.value, "mapping"  # `batch["mask"]`: a tensor is indexed by numbers
+
+    def _is_text(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A string: a literal, or a name every binding of which is one or an item of a
+        display of them (`for key in ("image", "mask"):`)."""
+        if isinstance(expr, _TEXT):
+            return True
+        if type(expr) is not cst.Name or depth > 2:
+            return False
+        defs = self.reaching_defs(expr)
+        return bool(defs) and all(
+            (d.how == "assign" and d.value is not None and self._is_text(d.value, depth + 1))
+            or (d.how == "for" and not d.path and type(d.value) in (cst.List, cst.Tuple) and d.value.elements and all(isinstance(el.value, _TEXT) for el in d.value.elements))
+            for d in defs
+        )
 
     def _iterated_key(self, sub: cst.Subscript) -> bool:
         """`x[k]` where `k` is an item of `for k in x`: iterating a tensor gives its rows,
