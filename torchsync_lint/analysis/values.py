@@ -1,4 +1,5 @@
-"""What an expression holds: a device tensor, a host value, a model, a loader, an optimizer.
+"""What an expression holds: a device tensor, a container of them, a host value, a model, a
+loader, an optimizer (kinds.py: what a value is and where it lives).
 
 The question every TSL1xx rule asks is "is this plausibly a torch tensor on an accelerator?".
 We answer it from the code, never from names: values of torch factories with a device,
@@ -10,7 +11,8 @@ assignment, same-module calls and, with a project view, calls and call sites in 
 Calls are evaluated in analysis/calls.py, device arguments in analysis/devices.py, elements
 (unpacking, subscripts, loop items) in analysis/elements.py and attributes in
 analysis/attributes.py, parameters in analysis/params.py and what a class is in
-analysis/class_queries.py; this module holds the evaluation loop and names.
+analysis/class_queries.py, what the code's use shows a value to be (a container, a module)
+in analysis/shapes.py; this module holds the evaluation loop and names.
 
 Cycles (`x = x + y` in a loop, mutually recursive helpers) are solved to a fixed point at the
 node where the cycle was entered, and nothing computed on top of an unfinished node is
