@@ -83,6 +83,8 @@ CONTAINER_VALID = [
     (LOOP, 'if "mask" in batch:\n            pass'),
     (LOOP, 'if "logits" in outputs:\n            pass'),
     (LOOP, "if len(batch) > 2:\n            pass"),
+    (LOOP, 'for key in ("mask", "ids"):\n            if key in outputs:\n                pass'),
+    (LOOP, 'key = "mask"\n        if key not in batch:\n            continue'),
     (LOOP, "for k in batch.keys():\n            pass"),
     (LOOP, "if batch:\n            pass"),
     (LOOP, "if not batch:\n            continue"),
@@ -98,6 +100,7 @@ CONTAINER_INVALID = [
     (LOOP, 'if (outputs["logits"] > 0).all():\n            pass', "TSL102"),
     (LOOP, 'x = batch["x"]\n        if x.sum() > 0:\n            pass', "TSL102"),
     (LOOP, 'if "a" in outputs:\n            print(outputs["a"].item())', "TSL101"),
+    (OUTPUTS, 'n = 3\n        if n in outputs.logits:\n            pass', "TSL102"),  # a number in a tensor: Tensor.__contains__
     (OUTPUTS, "if outputs.loss > 0:\n            pass", "TSL102"),
     (OUTPUTS, 'for v in outputs.values():\n            print(v.item())', "TSL101"),
     (OUTPUTS, 'print(outputs)', "TSL103"),  # formatting a dict of device tensors formats each
@@ -479,7 +482,8 @@ def test_an_array_handed_to_the_step_is_data_not_a_constant():
     assert "TSL305" not in {c for _, c in found(src)}
 
 
-def test_a_host_copy_for_a_plot_is_no_device_copy():
+@pytest.mark.parametrize("empty", ["{}", "dict()"])
+def test_a_host_copy_for_a_plot_is_no_device_copy(empty):
     """`images[k] = images[k].cpu()` of the dict a model's `log_images` returns: a dict entry
     replaced by a host copy (the read is TSL101's), nothing copied to the device."""
     src = """\
@@ -488,7 +492,7 @@ def test_a_host_copy_for_a_plot_is_no_device_copy():
 
     class Lit(L.LightningModule):
         def log_images(self, batch):
-            log = {}
+            log = EMPTY
             log["inputs"] = batch["x"]
             log["recon"] = self.net(batch["x"])
             return log
@@ -498,8 +502,29 @@ def test_a_host_copy_for_a_plot_is_no_device_copy():
             for k in images:
                 images[k] = images[k].detach().cpu()
             return self.net(batch["x"]).sum()
+    """.replace("EMPTY", empty)
+    assert found(src) == {(line_of(src, "images[k] = images[k]"), "TSL101")}
+
+
+def test_a_dict_indexed_by_the_keys_it_is_iterated_for_is_a_container():
+    src = """\
+    import torch
+
+
+    def train(model, loader, opt, device):
+        for x in loader:
+            outs = model(x.to(device, non_blocking=True))
+            for k in outs:
+                outs[k] = outs[k].float()
+            if outs:
+                pass
+            loss = sum(outs.values())
+            loss.backward()
+            opt.step()
     """
-    assert {c for _, c in found(src)} == {"TSL101"}
+    assert found(src) == set()
+    rows = src.replace("outs[k] = outs[k].float()", "print(k.sum().item())")  # a tensor's rows
+    assert found(rows) == {(line_of(rows, "if outs:"), "TSL102"), (line_of(rows, "print(k.sum"), "TSL101")}
 
 
 # -- the domain itself ------------------------------------------------------------------------------

@@ -12,16 +12,7 @@
   tensor, and so are the terms of a container it sums (`sum(losses.values())`). A value the
   analysis already places (a CPU model's output, a host number) keeps its place: evidence only
   turns unknown into known.
-- Containers: a binding the code uses as a mapping or a list (`"mask" in batch` with a string,
-  `batch["mask"]`, `outputs.items()`, `.get()`, `.keys()`, `.append()`, `model(**batch)`) is a
-  Python container, not a tensor: a tensor has none of these (`Tensor.__contains__` takes a
-  number or a tensor, and a tensor is indexed by numbers). Of a device value, it makes a
-  container of device tensors (kinds.py: its membership, keys and truth value are host reads).
-- Modules: a binding whose module methods the code calls (`ema.parameters()`, `.state_dict()`,
-  `.eval()`, `.named_modules()`, also on `self.ema`, also after a `ema.to(device)` statement)
-  is a module (or an object holding a
-  module's state, such as an EMA of its parameters), not a tensor: its `.to("cpu")`/`.cpu()`
-  moves parameters for a checkpoint, it is no tensor read on the host.
+- Shapes (what a device value is: a container, a module), by use: analysis/shapes.py.
 """
 
 from __future__ import annotations
@@ -31,22 +22,12 @@ import libcst as cst
 from torchsync_lint.analysis.index import Def
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import registry
-from torchsync_lint.knowledge import torch as torch_knowledge
 
 _FRAME_TYPES = frozenset({cst.FunctionDef, cst.Lambda, cst.Module})
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.cuda.FloatTensor", "torch.nn.Parameter"})
 _PYTHON_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "complex"})
 # Methods of objects that backpropagate the value they are given (Lightning's LightningModule).
 _BACKWARD_METHODS = frozenset({"manual_backward"})
-# Methods of Python mappings and lists that a tensor lacks: calling one shows a container.
-_MAPPING_METHODS = frozenset({"keys", "items", "get", "setdefault", "update", "popitem"}) - torch_knowledge.TENSOR_METHODS
-_SEQUENCE_METHODS = frozenset({"append", "extend", "insert"}) - torch_knowledge.TENSOR_METHODS
-_MODULE_METHODS = frozenset(
-    {"parameters", "named_parameters", "modules", "named_modules", "children", "named_children", "buffers", "named_buffers",
-     "state_dict", "load_state_dict", "eval", "train", "register_forward_hook", "register_forward_pre_hook", "register_buffer"}
-) - torch_knowledge.TENSOR_METHODS
-_USE_RANK = {"sequence": 0, "mapping": 1, "module": 2}  # a module with a dict's methods is a module
-_TEXT = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 # Reductions whose result is backpropagated into every term of the container they reduce.
 _SUMMING = frozenset({"sum", "torch.sum", "torch.stack", "torch.cat", "torch.mean"})
 
@@ -182,75 +163,6 @@ class Evidence:
             for term in self.reaching_defs(container):
                 found.setdefault(id(term), "terms")
 
-    # -- containers ---------------------------------------------------------------------------
-    def container_use(self, d: Def) -> str | None:
-        """"mapping" when the code uses what ``d`` binds as a mapping (`"k" in v`, `v["k"]`,
-        `v.items()`, `f(**v)`), "sequence" as a list (`v.append(x)`), "module" as a module
-        (`v.parameters()`, `v.state_dict()`), else None."""
-        return self._reused(self._module_facts, "containers", self._find_container_defs).get(id(d))
-
-    def _find_container_defs(self) -> dict[int, str]:
-        found: dict[int, str] = {}
-        for receiver, use in self._container_uses():
-            for d in self._receiver_defs(receiver):
-                if _USE_RANK[use] > _USE_RANK.get(found.get(id(d)), -1):
-                    found[id(d)] = use
-        return found
-
-    def _receiver_defs(self, receiver: cst.BaseExpression) -> list[Def]:
-        """The bindings a used name (or `self.<attr>`, any store of the class) may hold."""
-        if type(receiver) is cst.Name:
-            defs, seen = self.reaching_defs(receiver), set()
-            for d in defs:  # `ema.to("cpu")` as a statement rebinds `ema`: it is what was moved
-                if d.how == "module-move" and id(d) not in seen:
-                    seen.add(id(d))
-                    defs += [m for m in self.reaching_defs(d.stmt.value.func.value) if m not in defs]
-            return defs
-        if type(receiver) is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
-            info = self.index.class_of(receiver)
-            return info.self_attrs.get(receiver.attr.value, []) if info is not None else []
-        return []
-
-    def _container_uses(self):
-        """(receiver, "mapping"|"sequence"|"module") for each read of a name (or of `self.x`)
-        that only a container, or a module, allows."""
-        index = self.index
-        for cmp in index.nodes_of(cst.Comparison):
-            if len(cmp.comparisons) == 1 and type(cmp.comparisons[0].operator) in (cst.In, cst.NotIn):
-                if isinstance(cmp.left, _TEXT):
-                    yield cmp.comparisons[0].comparator, "mapping"  # `"mask" in batch`
-        for call in index.calls:
-            func = call.func
-            if type(func) is cst.Attribute:
-                method = func.attr.value
-                if method in _MAPPING_METHODS:
-                    yield func.value, "mapping"
-                elif method in _SEQUENCE_METHODS:
-                    yield func.value, "sequence"
-                elif method in _MODULE_METHODS:
-                    receiver = func.value
-                    while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and receiver.func.attr.value in torch_knowledge.MODEL_METHODS_RETURNING_MODEL:
-                        receiver = receiver.func.value  # `ema.cpu().state_dict()`: of `ema`
-                    yield receiver, "module"
-            for arg in call.args:
-                if arg.star == "**" and type(arg.value) is cst.Name:
-                    yield arg.value, "mapping"  # `model(**batch)`
-        for sub in index.nodes_of(cst.Subscript):
-            if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and isinstance(sub.slice[0].slice.value, _TEXT):
-                yield sub.value, "mapping"  # `batch["mask"]`: a tensor is indexed by numbers
-
-    def is_mapping(self, expr: cst.BaseExpression) -> bool:
-        """A dict: a name every binding of which is a dict display, comprehension or
-        `dict(...)` call, or that the code uses as a mapping."""
-        if isinstance(expr, (cst.Dict, cst.DictComp)):
-            return True
-        if type(expr) is not cst.Name:
-            return False
-        defs = self.reaching_defs(expr)
-        return bool(defs) and all(
-            self.container_use(d) == "mapping" or (d.how == "assign" and (isinstance(d.value, (cst.Dict, cst.DictComp)) or _is_dict_call(d.value, self.index))) for d in defs
-        )
-
     def with_evidence(self, d: Def, kind: Kind | None) -> Kind | None:
         """``kind`` of binding ``d``, turned from unknown into a device value when ``d`` is
         backpropagated (or holds the terms of what is) in a module that may use an
@@ -267,7 +179,3 @@ class Evidence:
             return kind
         return Kind.DEVICE if self.backpropagated(d) is not None else kind
 
-
-def _is_dict_call(value, index) -> bool:
-    func = value.func if isinstance(value, cst.Call) else None
-    return isinstance(func, cst.Name) and func.value == "dict" and not index.binds_locally("dict", func)

@@ -1,4 +1,5 @@
-"""What an expression holds: a device tensor, a host value, a model, a loader, an optimizer.
+"""What an expression holds: a device tensor, a container of them, a host value, a model, a
+loader, an optimizer (kinds.py: what a value is and where it lives).
 
 The question every TSL1xx rule asks is "is this plausibly a torch tensor on an accelerator?".
 We answer it from the code, never from names: values of torch factories with a device,
@@ -10,7 +11,8 @@ assignment, same-module calls and, with a project view, calls and call sites in 
 Calls are evaluated in analysis/calls.py, device arguments in analysis/devices.py, elements
 (unpacking, subscripts, loop items) in analysis/elements.py and attributes in
 analysis/attributes.py, parameters in analysis/params.py and what a class is in
-analysis/class_queries.py; this module holds the evaluation loop and names.
+analysis/class_queries.py, what the code's use shows a value to be (a container, a module)
+in analysis/shapes.py; this module holds the evaluation loop and names.
 
 Cycles (`x = x + y` in a loop, mutually recursive helpers) are solved to a fixed point at the
 node where the cycle was entered, and nothing computed on top of an unfinished node is
@@ -30,6 +32,7 @@ from torchsync_lint.analysis.devices import DeviceArguments, source_names_accele
 from torchsync_lint.analysis.elements import ElementKinds
 from torchsync_lint.analysis.env import NULL_ENV, Env
 from torchsync_lint.analysis.evidence import Evidence
+from torchsync_lint.analysis.shapes import ShapeEvidence, empty_container_call
 from torchsync_lint.analysis.instances import InstanceKinds
 from torchsync_lint.analysis.params import ParameterKinds
 from torchsync_lint.analysis.imports import canonical, dotted_parts
@@ -53,7 +56,7 @@ MAX_ROUNDS = 4
 _LITERAL_TYPES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString})
 
 
-class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Evidence, InstanceKinds, ParameterKinds, ClassQueries):
+class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Evidence, ShapeEvidence, InstanceKinds, ParameterKinds, ClassQueries):
     """Lazily evaluates and memoises the Kind of expressions in one module."""
 
     def __init__(self, index: ModuleIndex, mentions_device: bool, names_accelerator: bool | None = None, env: Env = NULL_ENV, seed: ValueAnalysis | None = None) -> None:
@@ -396,39 +399,9 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         if self._not_a_tensor_here(node, defs):
             return Kind.HOST  # the `else` of `isinstance(value, torch.Tensor)`
         kinds = [self._def(d) for d in defs]
-        if any(d.how == "assign" and type(d.value) in (cst.List, cst.Dict) for d in defs) and self._device_added_to(node):
+        if any(d.how == "assign" and (type(d.value) in (cst.List, cst.Dict) or empty_container_call(d.value, self.index)) for d in defs) and self._device_added_to(node):
             kinds.append(Kind.CONTAINER)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
         return join(kinds) if any(k is not None for k in kinds) else None
-
-    def _device_added_to(self, node: cst.Name) -> bool:
-        """Was a device value appended to, or stored into, this list or dict before ``node``
-        reads it, in the same function? (`loss_dict["d"] = d_loss`, `res.append(acc)`)"""
-        frame = self.index.frame_of(node)
-        seq = self.index.seq(node)
-        for store, value in self._stores_into().get(node.value, ()):
-            if self.index.seq(store) < seq and self.index.frame_of(store) is frame and self._eval(value) in _HOLDS_DEVICE:
-                return True
-        return False
-
-    def _stores_into(self) -> dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]]:
-        """name -> (statement or call, value) for each `name[k] = value` (first) and each
-        `name.append(value)` / `extend` / `insert` / `update` / `setdefault` of the module,
-        in source order: found once, not per read."""
-        if self._stores is None and self._seed is not None:
-            self._stores = self._seed._stores_into()  # noqa: SLF001
-        if self._stores is None:
-            by_key: dict[str, list] = {}
-            for assign in self.index.nodes_of(cst.Assign):
-                for t in assign.targets:
-                    store = t.target
-                    if type(store) is cst.Subscript and type(store.value) is cst.Name:
-                        by_key.setdefault(store.value.value, []).append((assign, assign.value))
-            for call in self.index.calls:
-                func = call.func
-                if type(func) is cst.Attribute and func.attr.value in _ADDING_METHODS and type(func.value) is cst.Name and call.args:
-                    by_key.setdefault(func.value.value, []).append((call, call.args[-1].value))
-            self._stores = by_key
-        return self._stores
 
     def _def(self, d: Def) -> Kind | None:
         return self.with_evidence(d, self._bound_value(d))
@@ -484,8 +457,6 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
 
 
 _NO_CUT = 1 << 30
-_HOLDS_DEVICE = DEVICE_VALUES | {Kind.MOVED}
-_ADDING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault"})  # what puts a value into a container
 
 
 # Methods of a module that return the same object (its maker stays its origin).
