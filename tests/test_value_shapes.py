@@ -558,3 +558,43 @@ def test_what_a_value_is(body, expected):
     from tests.test_analysis import kind_of_last
 
     assert kind_of_last(KIND_HEAD + body + "\nprobe(t)\n", "t").name == expected
+
+
+# -- a step-interval gate is judged by what the code counts with, not by the counter's name ------
+GATED_COMPUTE = textwrap.dedent("""\
+    import torch
+    from torchmetrics import MeanMetric
+
+
+    def train(model, loader, opt, device, every):
+        metric = MeanMetric().to(device)
+        history = []
+        {init}
+        for x, y in loader:
+            loss = model(x.to(device, non_blocking=True)).sum()
+            loss.backward()
+            opt.step()
+            metric.update(loss.detach())
+            {count}
+            if {test}:
+                history.append(metric.compute())
+        return history
+""")
+
+
+@pytest.mark.parametrize("name", ["step", "v12", "n_done", "tick"])
+@pytest.mark.parametrize("init, count, test", [
+    ("{n} = 0", "{n} += 1", "{n} % every == 0"),
+    ("{n} = 0", "{n} += 1", "not {n} % every"),
+    ("{n} = 0", "{n} += 1", "({n} + 1) % 50 == 0"),
+])
+def test_a_gate_on_an_incremented_counter_is_gated_whatever_its_name(name, init, count, test):
+    src = GATED_COMPUTE.format(init=init.format(n=name), count=count.format(n=name), test=test.format(n=name))
+    assert not {c for _, c in found(src, {"TSL204"})}, "compute() every N steps is not per-step"
+
+
+@pytest.mark.parametrize("test", ["tick % every == 0", "len(history) % every == 0"])
+def test_a_modulo_of_no_counter_is_no_gate(test):
+    # near-misses: `tick` is never incremented, `len(history)` is no step counter
+    src = GATED_COMPUTE.format(init="tick = 0", count="pass", test=test)
+    assert {c for _, c in found(src, {"TSL204"})} == {"TSL204"}

@@ -384,7 +384,7 @@ class HotLoopAnalysis(BranchQueries):
             if kind is cst.If:
                 if self._never_taken(anc, child) or (child is anc.body and (fills_cache(anc) or is_bounded(anc, self.index, self._step_counters()))):
                     return None  # never taken, once per key, or a bounded number of times (gates.py)
-                if gate is None and child is anc.body and is_step_interval(anc.test, tree, self._loop_counters()):
+                if gate is None and child is anc.body and is_step_interval(anc.test, tree, self._step_counters()):
                     gate = anc.test
             elif kind is cst.IndentedBlock:
                 if self._leaves_loop(anc):
@@ -412,7 +412,7 @@ class HotLoopAnalysis(BranchQueries):
             kind = type(anc)
             if kind is cst.If and child is anc.body and is_bounded(anc, self.index, self._step_counters()):
                 return None, False  # a bounded number of times, whoever calls it
-            if kind is cst.If and child is anc.body and is_step_interval(anc.test, self.index.tree, self._loop_counters()):
+            if kind is cst.If and child is anc.body and is_step_interval(anc.test, self.index.tree, self._step_counters()):
                 gated = True
             if kind in LOOP_TYPES and child is anc.body:
                 return anc, gated
