@@ -598,3 +598,34 @@ def test_a_modulo_of_no_counter_is_no_gate(test):
     # near-misses: `tick` is never incremented, `len(history)` is no step counter
     src = GATED_COMPUTE.format(init="tick = 0", count="pass", test=test)
     assert {c for _, c in found(src, {"TSL204"})} == {"TSL204"}
+
+
+# -- a tensor method that returns a Python value without arguments ----------------------------
+def type_case(*lines: str) -> str:
+    body = "".join(f"        {line}\n" for line in lines)
+    return (
+        "import torch\n\n\n"
+        "def train(model, loader, opt):\n"
+        "    for x in loader:\n"
+        "        spect = model(x.cuda(non_blocking=True))\n"
+        f"{body}"
+        "        spect.sum().backward()\n"
+        "        opt.step()\n"
+    )
+
+
+@pytest.mark.parametrize("lines", [
+    ("if spect.type() == 'torch.cuda.HalfTensor':", "    pass"),
+    ("half = spect.type() == 'torch.cuda.HalfTensor'", "if half:", "    pass"),
+    ("name = spect.type()", "print(name)"),
+])
+def test_the_type_name_of_a_device_tensor_is_a_str(lines):
+    assert found(type_case(*lines)) == set()
+
+
+@pytest.mark.parametrize("lines", [
+    ("if spect.type(torch.float32).sum() > 0:", "    pass"),  # a cast: still a tensor
+    ("if (spect > 0).any():", "    pass"),
+])
+def test_a_cast_with_type_is_still_a_tensor(lines):
+    assert "TSL102" in {c for _, c in found(type_case(*lines))}

@@ -46,6 +46,9 @@ HOST_RESULT_METHODS = frozenset(
     "get_device stride storage_offset is_floating_point is_complex is_pinned is_shared "
     "__len__ __repr__ __str__ __format__ dim_order".split()
 )
+# Tensor methods whose result is a host value when called with no argument: `x.type()` is the
+# name of the tensor's type (a str, `'torch.cuda.HalfTensor'`); `x.type(dtype)` is a cast.
+HOST_RESULT_WITHOUT_ARGUMENTS = frozenset({"type"})
 HOST_ATTRIBUTES = frozenset("shape dtype device ndim is_cuda requires_grad is_leaf layout names itemsize nbytes".split())
 SAME_VALUE_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
 

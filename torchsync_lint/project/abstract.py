@@ -364,7 +364,7 @@ class AbstractValues:
             receiver = self.abs_of(func.value, depth + 1)
             if receiver.get("k") in absval.SYMBOLIC or receiver.get("k") == "instance":
                 return {"k": "params", "of": receiver}  # `net_d.parameters()` of a model another module places
-        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None:
+        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self.values.qualname(func) is None and not (func.attr.value in tk.HOST_RESULT_WITHOUT_ARGUMENTS and not expr.args):
             derived = _like(self.abs_of(func.value, depth))  # `tensor.clone()` of a parameter
             if derived is not None:
                 return derived
