@@ -8,13 +8,12 @@ to a temporary directory and checked as a tree and file by file (the answers mus
 from __future__ import annotations
 
 import collections
-import json
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from torchsync_lint.cli import main
+from tests.test_objects import project as lint_project
 from torchsync_lint.engine import lint_source
 from torchsync_lint.rule import load_rules
 
@@ -48,23 +47,7 @@ def line_of(source: str, snippet: str) -> int:
 def project(tmp_path: Path, files: dict[str, str], capsys) -> collections.Counter:
     """TSL105 findings of ``files`` linted as one project, whole and each file alone (both
     must agree): (file name, line, message) -> count."""
-    (tmp_path / "pyproject.toml").write_text("")
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-    def run(*paths) -> collections.Counter:
-        code = main(["check", "--format", "json", "--no-cache", "--select", "TSL105", *paths])
-        out, err = capsys.readouterr()
-        assert code in (0, 1), err
-        return collections.Counter((Path(r["path"]).name, r["line"], r["message"]) for r in json.loads(out))
-
-    whole = run(str(tmp_path))
-    for name in files:
-        alone = run(str(tmp_path / name))
-        assert alone == collections.Counter({k: v for k, v in whole.items() if k[0] == Path(name).name}), name
-    return whole
+    return lint_project(tmp_path, files, capsys, select="TSL105", fields=("line", "message"))
 
 
 def lines(found: collections.Counter, name: str) -> list[int]:

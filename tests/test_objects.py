@@ -41,24 +41,31 @@ def in_loop(body: str) -> str:
     return LOOP.format(body=textwrap.indent(textwrap.dedent(body), " " * 8))
 
 
-def project(tmp_path: Path, files: dict[str, str], capsys) -> collections.Counter:
-    """Lint ``files`` as one project, whole and each file alone; both must agree."""
+def project(tmp_path: Path, files: dict[str, str], capsys, *, select: str | None = None, fields=("line", "code"), relative: bool = False) -> collections.Counter:
+    """Lint ``files`` as one project, whole and each file alone; both must agree. Findings
+    count as (file, *fields): the file's name, or with ``relative`` its path in the project;
+    ``select`` narrows the rules (`--select`)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pyproject.toml").write_text("")
     for name, text in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
 
+    def file_of(path: str) -> str:
+        return Path(path).resolve().relative_to(tmp_path.resolve()).as_posix() if relative else Path(path).name
+
     def run(*paths) -> collections.Counter:
-        code = main(["check", "--format", "json", "--no-cache", *paths])
+        code = main(["check", "--format", "json", "--no-cache", *(["--select", select] if select else []), *paths])
         out, err = capsys.readouterr()
         assert code in (0, 1), err
-        return collections.Counter((Path(r["path"]).name, r["line"], r["code"]) for r in json.loads(out) if r["code"] < "TSL9")
+        return collections.Counter((file_of(r["path"]), *(r[f] for f in fields)) for r in json.loads(out) if r["code"] < "TSL9")
 
     whole = run(str(tmp_path))
     for name in files:
         alone = run(str(tmp_path / name))
-        assert alone == collections.Counter({k: v for k, v in whole.items() if k[0] == Path(name).name}), name
+        own = file_of(str(tmp_path / name))
+        assert alone == collections.Counter({k: v for k, v in whole.items() if k[0] == own}), name
     return whole
 
 

@@ -9,13 +9,12 @@ file by file (the answers must agree)."""
 from __future__ import annotations
 
 import collections
-import json
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from torchsync_lint.cli import main
+from tests.test_objects import project as lint_project
 
 FLOAT = "T.Compose([T.Resize(64), T.ToTensor(), T.Normalize((0.5,), (0.5,))])"
 UINT8 = "T.Compose([T.Resize(64), T.PILToTensor()])"
@@ -50,24 +49,7 @@ def count(cfg):
 def project(tmp_path: Path, files: dict[str, str], capsys) -> collections.Counter:
     """TSL304 findings of ``files`` linted as one project, whole and each file alone (both
     must agree): (file path, line) -> count."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "pyproject.toml").write_text("")
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-    def run(*paths) -> collections.Counter:
-        code = main(["check", "--format", "json", "--no-cache", "--select", "TSL304", *paths])
-        out, err = capsys.readouterr()
-        assert code in (0, 1), err
-        return collections.Counter((Path(r["path"]).resolve().relative_to(tmp_path.resolve()).as_posix(), r["line"]) for r in json.loads(out))
-
-    whole = run(str(tmp_path))
-    for name in files:
-        alone = run(str(tmp_path / name))
-        assert alone == collections.Counter({k: v for k, v in whole.items() if k[0] == name}), name
-    return whole
+    return lint_project(tmp_path, files, capsys, select="TSL304", fields=("line",), relative=True)
 
 
 def line_of(text: str, snippet: str) -> int:
