@@ -16,7 +16,6 @@ import libcst as cst
 
 from torchsync_lint.analysis.loaders import ArgValue, LoaderInfo, LoaderTracker, literal_value, loaders
 from torchsync_lint.rule import Rule
-from torchsync_lint.rules._host_built import CPU_FACTORIES, FRESH_HOST_TENSOR, LEGACY_CONSTRUCTORS, fresh_host_fill, host_built, keeps_place  # noqa: F401 (re-exported)
 from torchsync_lint.rules._fix_guards import serves_device_tensors, shadowed, yields_per_worker
 from torchsync_lint.rules._pin_value import pin_value
 from torchsync_lint.rules._pipeline_cases import _GPU_STRING, _ON_CUDA, DEVICE_DATASET, LOADER_LINE, pipeline
@@ -43,10 +42,6 @@ def _append_keyword(rule: Rule, call: cst.Call, keyword: str, value: str) -> Edi
     return Edit(end.line, end.column, end.line, end.column, f"{keyword}={value}")
 
 
-# (kept importable from here: the TSL305 rule and fixers read them)
-_LEGACY_CONSTRUCTORS = LEGACY_CONSTRUCTORS
-_FRESH_HOST_TENSOR = FRESH_HOST_TENSOR
-_CPU_FACTORIES = CPU_FACTORIES
 _DTYPE_WORDS = frozenset({"float32", "float16", "bfloat16", "float64", "int64", "int32", "long", "float", "half", "double", "uint8", "bool", "int8", "int16"})
 
 

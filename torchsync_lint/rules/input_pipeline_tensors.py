@@ -15,15 +15,8 @@ from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import integer_arange, movable_factory, plain_device
 from torchsync_lint.rules._host_float_sources import _NESTED_FUNCTIONS, HostFloatSources
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, GETITEM_LINE, TRANSFORM_LINE, dataset_script, pipeline, torchvision_script
-from torchsync_lint.rules.input_pipeline import (
-    _CPU_FACTORIES,
-    _FRESH_HOST_TENSOR,
-    _LEGACY_CONSTRUCTORS,
-    _append_keyword,
-    _render,
-    keeps_place,
-)
-from torchsync_lint.rules._host_built import host_built
+from torchsync_lint.rules._host_built import CPU_FACTORIES, FRESH_HOST_TENSOR, LEGACY_CONSTRUCTORS, host_built, keeps_place
+from torchsync_lint.rules.input_pipeline import _append_keyword, _render
 from torchsync_lint.types import Applicability, Invalid, Valid
 
 
@@ -342,9 +335,9 @@ class HostTensorInLoop(Rule):
         qn = self.analysis.qualname(node.func) or ""
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda") and not qn:
             self._named_fill_copied(node)
-        if qn in _FRESH_HOST_TENSOR:
+        if qn in FRESH_HOST_TENSOR:
             self._from_host_data(node, qn)
-        elif qn.startswith("torch.") and qn.count(".") == 1 and qn[6:] in _CPU_FACTORIES:
+        elif qn.startswith("torch.") and qn.count(".") == 1 and qn[6:] in CPU_FACTORIES:
             self._filled_then_copied(node, qn[6:])
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("new", "new_tensor") and not qn:
             self._new_from_host_data(node)
@@ -398,7 +391,7 @@ class HostTensorInLoop(Rule):
         kind = self.analysis.kind(data)
         if kind is Kind.DEVICE:
             return  # already on the device: no host round trip (a list of device tensors is read into a host tensor)
-        if qn != "torch.tensor" and qn not in _LEGACY_CONSTRUCTORS and kind not in (Kind.HOST, Kind.HOST_TENSOR):
+        if qn != "torch.tensor" and qn not in LEGACY_CONSTRUCTORS and kind not in (Kind.HOST, Kind.HOST_TENSOR):
             return  # `as_tensor(x)` of something we cannot place may be a no-op
         hot = self.hot(node)
         if hot is None:
@@ -410,7 +403,7 @@ class HostTensorInLoop(Rule):
             and ok
             and isinstance(value, (int, float, bool))
             and isinstance(node.func, cst.Attribute)
-            and qn not in _LEGACY_CONSTRUCTORS  # `torch.Tensor(3)` is three uninitialised numbers, not 3
+            and qn not in LEGACY_CONSTRUCTORS  # `torch.Tensor(3)` is three uninitialised numbers, not 3
             and all(a.keyword is None or a.keyword.value in _FULL_KEYWORDS for a in node.args)
             and len(positional) == 1
         ):
@@ -452,7 +445,7 @@ class HostTensorInLoop(Rule):
             return
         hot = self.hot(copy)
         if hot is not None:
-            advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy" if factory in _CPU_FACTORIES else self._HOIST
+            advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy" if factory in CPU_FACTORIES else self._HOIST
             self.report(copy, hot=hot, expr=self.snippet(copy), advice=advice)
 
     def _moves_to_accelerator(self, copy: cst.Call) -> bool:
