@@ -431,7 +431,13 @@ def _step_loop(setup: str, calls: str, after: str = "") -> str:
         ("a = MeanMetric().to(device)\nb = MeanMetric(nan_strategy='ignore').to(device)", "train_step(x, y, a)\ntrain_step(x, y, b)", False),  # two configs
         ("a = MeanMetric().to(device)\nb = MeanMetric()", "train_step(x, y, a)\ntrain_step(x, y, b)", False),  # two devices
         ("avg = MeanMetric().to(device)", "train_step(*batch, avg)", False),
-        ("avg = MeanMetric().to(device)\nkw = {'metric': avg}", "train_step(x, y, **kw)", False),
+        # `**kw` whose keys the code shows passes `metric` by keyword (index.spread_keywords)
+        ("avg = MeanMetric().to(device)\nkw = {'metric': avg}", "train_step(x, y, **kw)", True),
+        ("avg = MeanMetric().to(device)", "train_step(x, y, **{'metric': avg})", True),
+        ("avg = MeanMetric().to(device)", "train_step(x, y, **dict(metric=avg))", True),
+        # ...but not when the dict is stored into, or its keys are not literal
+        ("avg = MeanMetric().to(device)\nkw = {'metric': avg}\nkw['metric'] = other", "train_step(x, y, **kw)", False),
+        ("avg = MeanMetric().to(device)\nkey = 'metric'\nkw = {key: avg}", "train_step(x, y, **kw)", False),
         ("avg = MeanMetric().to(device)\nfrom functools import partial\nstep = partial(train_step, metric=avg)", "train_step(x, y, avg)", False),  # escapes
         ("avg = MeanMetric().to(device)\nsteps = [train_step]", "train_step(x, y, avg)", False),
         ("avg = MeanMetric().to(device)", "pass", False),  # never called

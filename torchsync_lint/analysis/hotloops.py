@@ -120,7 +120,7 @@ class HotLoopAnalysis(BranchQueries):
         # Functions called from hot regions are hot, transitively (a fixed point). So are
         # functions handed to a call that runs them at once, like the closure in
         # `optimizer.step(closure)`.
-        edges = list(self.index.call_targets().items())
+        edges = self.index.call_edges()
         for call in self.index.calls:
             if not self._runs_callbacks(call):
                 continue
@@ -215,7 +215,7 @@ class HotLoopAnalysis(BranchQueries):
         changed = True
         while changed:  # a function that calls an epoch function is one too
             changed = False
-            for call, target in self.index.call_targets().items():
+            for call, target in self.index.call_edges():
                 caller = self.index.enclosing_function(call)
                 if target in epoch_functions and caller is not None and caller not in epoch_functions and not in_loop(call):
                     epoch_functions.add(caller)

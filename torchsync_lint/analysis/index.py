@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
+from torchsync_lint.analysis import dispatch
 from torchsync_lint.analysis.imports import ImportMap, dotted_parts
 from torchsync_lint.analysis.tree import Tree, innermost
 
@@ -87,6 +88,7 @@ class ModuleIndex:
         return self.by_type.get(node_type, [])
 
     _call_targets: dict[cst.Call, cst.FunctionDef] | None = None
+    _more_targets: list[tuple[cst.Call, cst.FunctionDef]] = field(default_factory=list)  # overrides
     _binding_resolver: object = None
     _call_sites: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict)
     _scopes: dict[cst.CSTNode, Scope] = field(default_factory=dict)  # scope_of, memoised
@@ -115,7 +117,22 @@ class ModuleIndex:
                 if target is not None:
                     self._call_targets[call] = target
                     self._call_sites.setdefault(target, []).append(call)
+                    for other in self._overrides(call.func, call, target):
+                        self._more_targets.append((call, other))
+                        self._call_sites.setdefault(other, []).append(call)
         return self._call_targets
+
+    def call_edges(self) -> list[tuple[cst.Call, cst.FunctionDef]]:
+        """Every (call, function it may run) of this module: call_targets(), and the other
+        subclass overrides `self.name(...)` may run (dispatch.py)."""
+        return [*self.call_targets().items(), *self._more_targets]
+
+    def _overrides(self, func: cst.BaseExpression, at: cst.CSTNode, target: cst.FunctionDef) -> list[cst.FunctionDef]:
+        parts = dotted_parts(func)
+        if not (parts and len(parts) == 2 and parts[0] in ("self", "cls")):
+            return []
+        info = self.class_of(at)
+        return [f for f in dispatch.dispatch(self, info, parts[1]) if f is not target] if info is not None else []
 
     def call_sites(self, func: cst.FunctionDef) -> list[cst.Call]:
         self.call_targets()
@@ -141,7 +158,10 @@ class ModuleIndex:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value == param.name.value:
                     return arg.value
-        if any(a.star for a in call.args):
+            spread = self.spread_keywords(call)
+            if spread is not None and param.name.value in spread:
+                return spread[param.name.value]
+        if any(a.star == "*" for a in call.args) or (any(a.star == "**" for a in call.args) and self.spread_keywords(call) is None):
             return None
         position = param_index(func, param)
         if position is not None:
@@ -157,12 +177,33 @@ class ModuleIndex:
         params = func.params
         if keyword:
             named = {p.name.value for p in (*params.params, *params.kwonly_params)}
-            return [a.value for a in call.args if a.keyword is not None and a.keyword.value not in named]
+            spread = self.spread_keywords(call) or {}
+            given = [(a.keyword.value, a.value) for a in call.args if a.keyword is not None] + list(spread.items())
+            return [value for name, value in given if name not in named]
         count = len(params.posonly_params) + len(params.params) - self._bound_arguments(call, func)
         positional = [a for a in call.args if a.keyword is None]
         if any(a.star for a in positional[: max(count, 0)]):
             return []  # `f(*xs, y)`: which argument lands where is not known
         return [a.value for a in positional[max(count, 0):] if not a.star]
+
+    def spread_keywords(self, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+        """The keyword arguments a call's `**` arguments pass, where the code shows them:
+        `f(**{"model": model})`, `f(**dict(model=model))`, or `f(**kw)` with `kw` bound once
+        to one of those and never stored into (`kw["x"] = ...`). {} without a `**`; None when
+        a `**` argument's keys cannot be read."""
+        found: dict[str, cst.BaseExpression] = {}
+        for arg in call.args:
+            if arg.star != "**":
+                continue
+            items = dict_display_items(arg.value)
+            if items is None and type(arg.value) is cst.Name:
+                defs = self._bindings().reaching_defs(arg.value)
+                if len(defs) == 1 and defs[0].how == "assign" and not self.subscript_stores(arg.value.value):
+                    items = dict_display_items(defs[0].value)
+            if items is None:
+                return None
+            found.update(items)
+        return found
 
     def _bound_arguments(self, call: cst.Call, func: cst.FunctionDef) -> int:
         """1 when Python fills the first parameter itself (`self`/`cls` of a bound call), else 0."""
@@ -272,7 +313,7 @@ class ModuleIndex:
         if isinstance(func, cst.Name):
             found = self._nested_function(func.value, at) or self.functions.get(func.value)
             if found is None and self.local_class(func) is not None:
-                found = self.classes[func.value].methods.get("__init__")  # `Trainer(model, ...)`
+                found = dispatch.lookup(self, self.classes[func.value], "__init__")  # `Trainer(model, ...)`
             if found is None:
                 found = self._instance_call(self._bindings().reaching_defs(func))
             return found
@@ -280,7 +321,11 @@ class ModuleIndex:
         if parts and len(parts) == 2 and parts[0] in ("self", "cls"):
             info = self.class_of(at)
             if info is not None:
-                return info.methods.get(parts[1]) or self._instance_call(info.self_attrs.get(parts[1], []))
+                methods = dispatch.dispatch(self, info, parts[1])
+                if methods:  # the method this class runs, else the one override a subclass has
+                    own = dispatch.lookup(self, info, parts[1])
+                    return own if own in methods else methods[0]
+                return self._instance_call(info.self_attrs.get(parts[1], []))
         if isinstance(func, cst.Attribute) and not func.attr.value.startswith("__"):
             # `module.training_step(batch)`: a method name only one class of this module
             # defines. Receivers rooted at an import (`torch.x`) are never ours.
@@ -303,7 +348,7 @@ class ModuleIndex:
         cls = self._instance_class(defs)
         if cls is None:
             return None
-        return next((cls.methods[n] for n in names if n in cls.methods), None)
+        return next((m for m in (dispatch.lookup(self, cls, n) for n in names) if m is not None), None)
 
     def _instance_class(self, defs: list[Def]) -> ClassInfo | None:
         classes = set()
@@ -321,7 +366,7 @@ class ModuleIndex:
         cls = self._instance_class(defs) if defs else None
         if cls is None:
             return None
-        return cls.methods.get("__call__") or cls.methods.get("forward")
+        return dispatch.lookup(self, cls, "__call__") or dispatch.lookup(self, cls, "forward")
 
     def _bindings(self):
         if self._binding_resolver is None:
@@ -350,3 +395,23 @@ def literal_element(d: Def) -> cst.BaseExpression | None:
             return None
         value = value.elements[i].value
     return value
+
+
+def dict_display_items(node: cst.BaseExpression | None) -> dict[str, cst.BaseExpression] | None:
+    """{key: value} of `{"a": x, "b": y}` or `dict(a=x, b=y)` with literal string keys; None
+    for anything else (a `**` inside, a computed key, positional arguments to `dict`)."""
+    if isinstance(node, cst.Dict):
+        out = {}
+        for el in node.elements:
+            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+                return None
+            key = el.key.evaluated_value
+            if not isinstance(key, str):
+                return None
+            out[key] = el.value
+        return out
+    if isinstance(node, cst.Call) and type(node.func) is cst.Name and node.func.value == "dict":
+        if any(a.keyword is None or a.star for a in node.args):
+            return None
+        return {a.keyword.value: a.value for a in node.args}
+    return None

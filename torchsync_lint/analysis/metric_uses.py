@@ -73,7 +73,7 @@ class MetricUses:
 
     def _instance_class(self, expr: cst.BaseExpression, depth: int = 0) -> str | None:
         """`Net()` / `model` bound to `Net(...)`: the local class name it instantiates."""
-        if depth > 4:
+        if depth > 6:
             return None
         if isinstance(expr, cst.Call):
             if self.index.local_class(expr.func) is not None:
@@ -82,10 +82,26 @@ class MetricUses:
                 return self._instance_class(expr.func.value, depth + 1)
             return None
         if isinstance(expr, cst.Name):
-            names = {self._instance_class(d.value, depth + 1) for d in self.values.reaching_defs(expr) if d.how == "assign" and d.value is not None}
-            names.discard(None)
+            names = set()
+            for d in self.values.reaching_defs(expr):
+                if d.how == "assign" and d.value is not None:
+                    names.add(self._instance_class(d.value, depth + 1))
+                elif d.how == "param" and d.func is not None:
+                    # a trainer's `model` parameter: what every call site of this module passes
+                    names |= {self._instance_class(a, depth + 1) for a in self._passed(d)} or {None}
+                else:
+                    names.add(None)
+            return names.pop() if len(names) == 1 else None
+        if isinstance(expr, cst.Attribute):  # `self.model`, `trainer.model`: what is stored there
+            names = {self._instance_class(v, depth + 1) for v in self._self_attr_values(expr)}
             return names.pop() if len(names) == 1 else None
         return None
+
+    def _passed(self, d) -> list[cst.BaseExpression]:
+        """What the call sites of parameter ``d``'s function pass for it (any unknown: [None])."""
+        if self._hidden_callers(d.func):
+            return [None]
+        return [self.index.argument_for(call, d.func, d.param) for call in self.index.call_sites(d.func)]
 
     def device_of(self, site: MetricSite) -> str | None:
         """"device" when the metric is moved to an accelerator, "cpu" when it never is."""

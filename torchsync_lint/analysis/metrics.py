@@ -27,6 +27,8 @@ from dataclasses import replace
 
 import libcst as cst
 
+from torchsync_lint.analysis import dispatch
+
 from torchsync_lint.analysis.index import Def
 from torchsync_lint.analysis.metric_classes import (
     ANY_METHOD,
@@ -335,7 +337,7 @@ class MetricTracker(MetricUses, MetricParameters):
             info = self.index.classes.get(cls_name) if cls_name is not None else None
         if info is None:
             return []
-        return [d.value for d in info.self_attrs.get(expr.attr.value, []) if d.how == "assign" and d.value is not None]
+        return [d.value for d in dispatch.field_stores(self.index, info, expr.attr.value) if d.how == "assign" and d.value is not None]
 
     # -- containers -----------------------------------------------------------------------
     def container(self, expr: cst.BaseExpression, depth: int = 0) -> dict[object, list[MetricSite]] | None:
