@@ -52,7 +52,15 @@ def local_bases(index, info) -> list:
 
 
 def subclasses(index, info) -> list:
-    """The classes of this module that derive from ``info``, directly or not (source order)."""
+    """The classes of this module that derive from ``info``, directly or not (source order);
+    asked for every `self.name(...)` call, so computed once per class."""
+    memo = index._subclasses  # noqa: SLF001 - the index's memo for this module's queries
+    if id(info) not in memo:
+        memo[id(info)] = _subclasses(index, info)
+    return memo[id(info)]
+
+
+def _subclasses(index, info) -> list:
     found, frontier = [], [info]
     while frontier:
         current = frontier.pop()

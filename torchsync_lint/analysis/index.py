@@ -89,6 +89,7 @@ class ModuleIndex:
 
     _call_targets: dict[cst.Call, cst.FunctionDef] | None = None
     _more_targets: list[tuple[cst.Call, cst.FunctionDef]] = field(default_factory=list)  # overrides
+    _subclasses: dict[int, list] = field(default_factory=dict)  # dispatch.subclasses, memoised per class
     _binding_resolver: object = None
     _call_sites: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict)
     _scopes: dict[cst.CSTNode, Scope] = field(default_factory=dict)  # scope_of, memoised
@@ -154,14 +155,15 @@ class ModuleIndex:
         parameter's default; None when nothing is passed or it cannot be known (`*args`/`**kwargs`
         at the call site, unless the parameter is named: `f(x=v, **kw)` cannot pass `x` twice)."""
         params = func.params
-        if not any(p is param for p in params.posonly_params):  # positional-only: never by keyword
+        by_keyword = not any(p is param for p in params.posonly_params)  # positional-only: never by keyword
+        if by_keyword:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value == param.name.value:
                     return arg.value
-            spread = self.spread_keywords(call)
-            if spread is not None and param.name.value in spread:
-                return spread[param.name.value]
-        if any(a.star == "*" for a in call.args) or (any(a.star == "**" for a in call.args) and self.spread_keywords(call) is None):
+        spread = self.spread_keywords(call)  # once: it may look up a `**kw` binding
+        if by_keyword and spread is not None and param.name.value in spread:
+            return spread[param.name.value]
+        if spread is None or any(a.star == "*" for a in call.args):
             return None
         position = param_index(func, param)
         if position is not None:
