@@ -17,6 +17,7 @@ import libcst as cst
 from torchsync_lint.analysis import dispatch
 from torchsync_lint.analysis.imports import ImportMap, dotted_parts
 from torchsync_lint.analysis.tree import Tree, innermost
+from torchsync_lint.pytree import evaluated_literal
 
 Scope = cst.Module | cst.FunctionDef | cst.Lambda | cst.ListComp | cst.SetComp | cst.DictComp | cst.GeneratorExp
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -407,7 +408,7 @@ def dict_display_items(node: cst.BaseExpression | None) -> dict[str, cst.BaseExp
         for el in node.elements:
             if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
                 return None
-            key = el.key.evaluated_value
+            key = evaluated_literal(el.key)
             if not isinstance(key, str):
                 return None
             out[key] = el.value
