@@ -4,11 +4,13 @@ tables in torchsync_lint/knowledge/). Part of ValueAnalysis (values.py)."""
 
 from __future__ import annotations
 
+import sys
+
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import CALLABLE_MODELS, DEVICE_VALUES, HOST_KINDS, LOADER_KINDS, MODEL_KINDS, Kind, combine, join
-from torchsync_lint.knowledge import gym, lightning, registry
+from torchsync_lint.knowledge import gym, lightning, python, registry
 from torchsync_lint.knowledge import torch as tk
 
 # Builtins and modules whose results are host values whatever they are given.
@@ -20,6 +22,7 @@ SAME_KIND_BUILTINS = frozenset("abs min max sum sorted reversed list tuple iter"
 # ...of which these hold the very items they are given (`list(model.children())`).
 CONTAINER_BUILTINS = frozenset("sorted reversed list tuple iter".split())
 _FUNCTIONAL_BUILTINS = frozenset({"map", "filter"})
+_STDLIB = frozenset(sys.stdlib_module_names)
 HOST_MODULE_PREFIXES = ("numpy.", "math.", "random.", "time.", "os.", "sys.", "json.", "pandas.", "statistics.", "np.", "pathlib.")
 
 # Library table words -> kinds ("object" and "same" are handled where they are read).
@@ -155,6 +158,8 @@ class CallKinds:
         last = qn.rsplit(".", 1)[-1]
         if qn.startswith(HOST_MODULE_PREFIXES):
             return Kind.HOST
+        if _makes_no_device_tensor(qn):
+            return Kind.UNKNOWN  # `hashlib.sha1(t)`, `pickle.loads(b)`, `queue.Queue()`: not a tensor it made
         keywords = frozenset(a.keyword.value for a in call.args if a.keyword is not None)
         known = registry.call_returns(qn, keywords)
         if known is not None:
@@ -269,7 +274,16 @@ class CallKinds:
         if receiver is Kind.DEVICE:
             if method in tk.HOST_RESULT_METHODS:
                 return Kind.HOST
-            return Kind.DEVICE
+            if method in tk.TENSOR_METHODS or method in tk.TENSOR_OBJECT_METHODS:
+                return Kind.DEVICE
+            if method in _CONTAINER_METHODS:
+                return _CONTAINER_METHODS[method]  # a container taken for a tensor: `losses._asdict()` of a namedtuple
+            # torch.Tensor has no such method, nor a distribution (a method of a class of this
+            # module was resolved above, index.target_of): the receiver is some object a device value was taken for (a pipeline's PIL image,
+            # `hashlib.sha1(...)`): its method makes a device value only of device arguments, as
+            # an opaque function does (the project view reads only tensor methods as "where the
+            # receiver is": the same rule)
+            return Kind.DEVICE if any(self._eval(a.value) in _HOLDS_DEVICE for a in call.args) else Kind.UNKNOWN
         if receiver is Kind.HOST_TENSOR:
             return Kind.HOST if method in tk.HOST_RESULT_METHODS else Kind.HOST_TENSOR
         if receiver is Kind.HOST:
@@ -458,8 +472,16 @@ _HOLDS_DEVICE = DEVICE_VALUES | {Kind.MOVED}
 # A container's methods: host answers about its shape, the tensors it holds, or views of them.
 _CONTAINER_METHODS = {
     **dict.fromkeys(("keys", "__len__", "count", "index", "__contains__"), Kind.HOST),
-    **dict.fromkeys(("values", "items", "copy"), Kind.CONTAINER),
+    **dict.fromkeys(("values", "items", "copy", "_asdict", "_replace"), Kind.CONTAINER),  # (`_asdict`: a namedtuple's)
 }
+
+
+def _makes_no_device_tensor(qn: str) -> bool:
+    """Is ``qn`` a function or class of a standard-library module that builds Python objects
+    (hashlib, pickle, struct, queue...), never a device tensor of its arguments, as an opaque
+    function would be taken to (knowledge/python.py)?"""
+    root = qn.partition(".")[0]
+    return "." in qn and root in _STDLIB and root not in python.VALUE_PASSING_MODULES
 
 
 def _is_false(node: cst.BaseExpression) -> bool:

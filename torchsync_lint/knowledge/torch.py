@@ -30,6 +30,12 @@ NORM_FUNCTIONS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.cl
 # Classes whose objects hold tensors where their arguments are, and whose methods return such
 # tensors (`Categorical(logits=l).entropy()`): device inputs make device results.
 TENSOR_OBJECT_NAMESPACES = ("torch.distributions.", "torch.nn.utils.rnn.")
+# The methods (and properties) of those objects, which torch.Tensor lacks: `dist.sample()`,
+# `dist.entropy()` of a distribution built from device tensors are device tensors.
+TENSOR_OBJECT_METHODS = frozenset(
+    "sample rsample sample_n log_prob entropy cdf icdf enumerate_support perplexity expand mode "
+    "mean stddev variance probs logits unsorted_indices sorted_indices batch_sizes".split()
+)
 # Wrappers returning the module they are given (its place unchanged).
 MODEL_WRAPPERS = frozenset({"torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"})
 # Where a wrapper (`DataParallel`, `DistributedDataParallel`, `torch.compile`) keeps the module it
