@@ -120,3 +120,152 @@ def test_a_namedtuple_of_device_losses_read_as_a_dict_is_still_read():
             losses.a.backward()
         """
     assert (line_of(src, "v.item()"), "TSL101") in found(src)
+
+
+# -- a type test that holds only of host data -----------------------------------------------------
+HELPER = """\
+    import numpy as np
+    import pandas as pd
+    import torch
+
+
+    def tonumpy(data):
+        if {test}:
+            return data
+        if isinstance(data, torch.Tensor):
+            return data.detach().cpu().numpy()
+    """
+
+STEP = """\
+    model = torch.nn.Linear(4, 4).cuda()
+    loader = torch.utils.data.DataLoader(list(range(8)), num_workers=2, pin_memory=True)
+    for x in loader:
+        score = model(x.cuda(non_blocking=True))
+        label = score.argmax(1)
+        picked = tonumpy(score)[tonumpy(label) > -1]
+        score.sum().backward()
+    """
+
+
+@pytest.mark.parametrize(
+    "test",
+    ["isinstance(data, np.ndarray)", "isinstance(data, (np.ndarray, float))", "isinstance(data, pd.DataFrame)", "not isinstance(data, torch.Tensor)"],
+    ids=["numpy", "numpy-or-float", "pandas", "not-a-tensor"],
+)
+def test_a_parameter_returned_where_a_host_type_test_holds_is_host_data(test):
+    src = textwrap.dedent(HELPER.format(test=test)) + "\n\n" + textwrap.dedent(STEP)
+    got = found(src) | {(f.line, f.code) for f in lint_source(src, "case.py", {"TSL105"}, {})}
+    assert (line_of(src, "picked = "), "TSL105") not in got
+    assert (line_of(src, "data.detach().cpu()"), "TSL101") in got  # the tensor branch still reads
+
+
+@pytest.mark.parametrize("test", ["isinstance(data, list)", "data is None", "isinstance(data, MyArray)"], ids=["list", "none-test", "unknown-class"])
+def test_other_type_tests_leave_the_tensor_passed_through(test):
+    src = textwrap.dedent(HELPER.format(test=test)) + "\nfrom mylib import MyArray\n\n" + textwrap.dedent(STEP)
+    got = {(f.line, f.code) for f in lint_source(src, "case.py", {"TSL105"}, {})}
+    assert (line_of(src, "picked = "), "TSL105") in got
+
+
+def test_the_helper_in_another_module_answers_the_same(tmp_path, capsys):
+    from tests.test_objects import project
+
+    files = {
+        "array_tool.py": HELPER.format(test="isinstance(data, np.ndarray)"),
+        "train.py": "import torch\nfrom array_tool import tonumpy\n\n" + textwrap.dedent(STEP),
+    }
+    got = project(tmp_path, files, capsys, select="TSL101,TSL105")
+    assert ("array_tool.py", 10, "TSL101") in got
+    assert not [k for k in got if k[0] == "train.py"]
+    files["array_tool.py"] = HELPER.format(test="isinstance(data, list)")
+    got = project(tmp_path / "near", files, capsys, select="TSL101,TSL105")
+    assert ("train.py", 9, "TSL105") in got
+
+
+# -- `kwargs["key"]` of a `def f(**kwargs)`: what the call sites pass for that keyword ----------
+KWARGS = """\
+    import torch
+
+
+    class Pipe:
+        def __init__(self):
+            self.unet = torch.nn.Linear(4, 4).cuda()
+
+        def adapt(self, mask, **kwargs):
+            if mask.shape[0] < kwargs["batch_size"] * kwargs["n"]:
+                mask = mask.repeat(2, 1)
+            if kwargs["flag"]:
+                mask = mask * 2
+            if kwargs["emb"].sum() > 0:
+                mask = mask + 1
+            return mask
+
+        def __call__(self, x, batch_size, n):
+            emb = self.unet(x)
+            for i in range(10):
+                emb = self.unet(emb)
+                {call}
+    """
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "self.adapt(emb, batch_size=batch_size, n=n, flag=n > 1, emb=emb)",
+        'self.adapt(emb, **{"batch_size": batch_size, "n": n, "flag": n > 1, "emb": emb})',
+        "self.adapt(emb, **dict(batch_size=batch_size, n=n, flag=n > 1, emb=emb))",
+        "kw = dict(batch_size=batch_size, n=n, flag=n > 1, emb=emb)\n                self.adapt(emb, **kw)",
+    ],
+    ids=["keywords", "dict-display", "dict-call", "named-dict"],
+)
+def test_a_kwargs_entry_is_what_the_callers_pass_under_its_key(call):
+    src = KWARGS.format(call=call)
+    got = found(src)
+    assert (line_of(src, 'kwargs["emb"].sum()'), "TSL102") in got  # the device value passed under "emb"
+    assert (line_of(src, 'mask.shape[0] <'), "TSL102") not in got  # host numbers under the others
+    assert (line_of(src, 'if kwargs["flag"]'), "TSL102") not in got
+
+
+def test_a_kwargs_entry_is_unknown_when_a_caller_hides_its_keys():
+    src = KWARGS.format(call="self.adapt(emb, **options(emb))")
+    assert found(src) == set()  # what `options` puts under each key is not known: silent
+    both = KWARGS.format(call="self.adapt(emb, batch_size=batch_size, n=n, flag=n > 1, emb=emb)\n                self.adapt(emb, **options(emb))")
+    assert (line_of(both, 'if kwargs["flag"]'), "TSL102") not in found(both)
+
+
+# -- torch functions whose annotations say they make no tensor (knowledge/torch_returns.py) -------
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("torch.finfo(out.dtype).min", "HOST"),
+        ("torch.iinfo(torch.int64).max", "HOST"),
+        ("torch.result_type(out, out)", "HOST"),
+        ("torch.equal(out, out)", "HOST"),
+        ("torch.promote_types(out.dtype, torch.float16)", "HOST"),
+        # near-misses: torch functions that do make tensors where their operands are
+        ("torch.maximum(out, out)", "DEVICE"),
+        ("torch.where(out > 0, out, out)", "DEVICE"),
+        ("torch.compile(model)", "MODEL"),
+    ],
+)
+def test_torch_functions_by_their_return_annotations(expr, expected):
+    from tests.test_analysis import kind_of_last
+
+    src = f"import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nout = model(torch.ones(4, device='cuda'))\nv = {expr}\nprobe(v)\n"
+    assert kind_of_last(src, "v").name == expected
+
+
+def test_the_generated_torch_table_is_what_the_installed_torch_says():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from torchsync_lint.knowledge import torch_returns
+
+    torch_version = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, check=True).stdout.strip()
+    if torch_version != torch_returns.TORCH_VERSION:
+        pytest.skip(f"the table was generated from torch {torch_returns.TORCH_VERSION}, this is {torch_version}")
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_torch_returns.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"finfo", "iinfo", "result_type", "equal"} <= torch_returns.NEVER_TENSOR
+    assert not {"maximum", "where", "split_copy", "cat", "tensor"} & torch_returns.NEVER_TENSOR

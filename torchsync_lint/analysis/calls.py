@@ -10,7 +10,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import CALLABLE_MODELS, DEVICE_VALUES, HOST_KINDS, LOADER_KINDS, MODEL_KINDS, Kind, combine, join
-from torchsync_lint.knowledge import gym, lightning, python, registry
+from torchsync_lint.knowledge import gym, lightning, python, registry, torch_returns
 from torchsync_lint.knowledge import torch as tk
 
 # Builtins and modules whose results are host values whatever they are given.
@@ -53,7 +53,7 @@ def is_operand_function(qn: str) -> bool:
         return False
     if any(part[:1].isupper() for part in qn.split(".")[1:]) and not qn.startswith(tk.TENSOR_OBJECT_NAMESPACES):
         return False  # a module, an optimizer, an object, or a class's method (`nn.SyncBatchNorm.convert_sync_batchnorm`)
-    return not (qn.count(".") == 1 and (last in tk.HOST_RESULTS or last in tk.FACTORIES))
+    return not (qn.count(".") == 1 and (last in tk.HOST_RESULTS or last in tk.FACTORIES or last in torch_returns.NEVER_TENSOR))
 
 
 class CallKinds:
@@ -132,6 +132,9 @@ class CallKinds:
         kinds = []
         for r in returns:
             passed = self._passed_for(r, func, call) if call is not None else None
+            if passed is not None and self._not_a_tensor_here(r, self.reaching_defs(r)):
+                kinds.append(Kind.HOST)  # `if isinstance(data, np.ndarray): return data`: never the tensor passed
+                continue
             kinds.append(self._eval(passed) if passed is not None else self._eval(r))
         return join(kinds) if any(k is not None for k in kinds) else None
 
@@ -186,8 +189,8 @@ class CallKinds:
         if qn.startswith("torch.") and last.startswith(("is_", "has_", "get_", "are_")):
             return Kind.HOST  # predicates and getters (`is_traceable_wrapper_subclass(t)`) return Python values
         if qn.startswith("torch.") and qn.count(".") == 1:
-            if last in tk.HOST_RESULTS:
-                return Kind.HOST
+            if last in tk.HOST_RESULTS or last in torch_returns.NEVER_TENSOR:
+                return Kind.HOST  # (`torch.finfo(t.dtype).min`: a Python float, by torch's annotations)
             if last in tk.FACTORIES:
                 return self._factory(last, call)
         if is_operand_function(qn):

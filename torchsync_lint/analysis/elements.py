@@ -141,6 +141,8 @@ class ElementKinds:
             return [a.value for a in value.args if a.keyword.value == key] or [Kind.UNKNOWN]
         if isinstance(value, cst.Name):
             defs = self.reaching_defs(value)
+            if len(defs) == 1 and defs[0].how == "star" and defs[0].param is defs[0].func.params.star_kwarg and not self._mutated(value):
+                return self._keyword_passed(defs[0].func, key)  # `kwargs["batch_size"]` of `def f(**kwargs)`
             if not defs or any(d.how != "assign" or d.value is None for d in defs) or self._mutated(value):
                 return None
             return _gather((d.value for d in defs), lambda v: self._dict_values(v, key, depth + 1))
@@ -149,6 +151,27 @@ class ElementKinds:
             if target is not None:
                 return _gather(self.index.returns.get(target, []), lambda r: self._dict_values(r, key, depth + 1)) or None
         return None
+
+    def _keyword_passed(self, func: cst.FunctionDef, key: object) -> list | None:
+        """What the call sites of ``func`` pass for keyword ``key`` into its `**kwargs`, when
+        every call site is in this module (a `**` whose keys the code does not show passes an
+        unknown value); None when not known."""
+        calls = self.index.call_sites(func)
+        if not calls or not isinstance(key, str) or self.env.has_callers(func):
+            return None
+        named = {p.name.value for p in (*func.params.params, *func.params.kwonly_params)}
+        if key in named:
+            return None
+        found: list = []
+        for call in calls:
+            spread = self.index.spread_keywords(call)
+            if spread is None:
+                found.append(Kind.UNKNOWN)  # `f(**options())`: what it passes under ``key`` is not known
+                continue
+            given = {**{a.keyword.value: a.value for a in call.args if a.keyword is not None}, **spread}
+            if key in given:
+                found.append(given[key])
+        return found or None
 
     def _mutated(self, name: cst.Name) -> bool:
         """Is a dict bound to ``name`` changed in place in its scope (`d[k] = v`, `d.update()`)?"""

@@ -26,6 +26,8 @@ from torchsync_lint.knowledge import registry
 _FRAME_TYPES = frozenset({cst.FunctionDef, cst.Lambda, cst.Module})
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.cuda.FloatTensor", "torch.nn.Parameter"})
 _PYTHON_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "complex"})
+# Library types no tensor is an instance of: `isinstance(v, np.ndarray)` holds only of host data.
+_HOST_TYPE_NAMESPACES = ("numpy.", "pandas.", "PIL.")
 # Methods of objects that backpropagate the value they are given (Lightning's LightningModule).
 _BACKWARD_METHODS = frozenset({"manual_backward"})
 # Reductions whose result is backpropagated into every term of the container they reduce.
@@ -98,9 +100,15 @@ class Evidence:
             options = [el.value for el in types.elements] if isinstance(types, cst.Tuple) else [types]
             if options and all((self.qualname(t) or "") in _TENSOR_TYPES for t in options):
                 return True
-            if options and all(isinstance(t, cst.Name) and t.value in _PYTHON_TYPES and not self.index.binds_locally(t.value, t) for t in options):
-                return False  # `isinstance(v, float)` holds: no tensor in that branch
+            if options and all(self._host_type(t) for t in options):
+                return False  # `isinstance(v, float)`, `isinstance(v, np.ndarray)` holds: no tensor in that branch
         return None
+
+    def _host_type(self, t: cst.BaseExpression) -> bool:
+        """A Python scalar type (not rebound here) or a numpy / pandas / PIL class."""
+        if isinstance(t, cst.Name) and t.value in _PYTHON_TYPES and not self.index.binds_locally(t.value, t):
+            return True
+        return (self.qualname(t) or "").startswith(_HOST_TYPE_NAMESPACES)
 
     # -- backward ---------------------------------------------------------------------------
     def backpropagated(self, d: Def) -> str | None:

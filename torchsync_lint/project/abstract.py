@@ -293,6 +293,8 @@ class AbstractValues:
         if not defs:
             qn = self.values.qualname(expr) or self.names._star_name(expr)  # noqa: SLF001
             return {"k": "sym", "name": qn} if qn is not None else absval.UNKNOWN
+        if self.values._not_a_tensor_here(expr, defs):  # noqa: SLF001 - the module level's rule, the same answer
+            return {"k": "host"}  # `if isinstance(data, np.ndarray): return data`
         if len(defs) == 1 and defs[0].how == "param":
             found = self._param_value(defs[0])
             return found if found is not None else self.kind_or_device(expr)
