@@ -692,3 +692,56 @@ def test_tsl304_every_dataset_branch_and_subset_wrappers():
         netD(x.cuda(non_blocking=True)).mean().backward()
     """
     assert found(src) == {(6, "TSL304"), (8, "TSL304")}
+
+
+# -- TSL303: a dataset whose items are values already in memory ------------------------------------
+IN_MEMORY = """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Base(Dataset):
+    def __init__(self, prompt, n):
+        self.prompt, self.n = prompt, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        {getitem}
+
+
+class Prompts(Base):
+    pass
+
+
+model = torch.nn.Linear(4, 4).cuda()
+loader = DataLoader({dataset}("a", 4), batch_size=2, pin_memory=True)
+for batch in loader:
+    out = model(batch["index"].cuda(non_blocking=True))
+"""
+
+
+@pytest.mark.parametrize(
+    "getitem",
+    [
+        'example = {}\n        example["prompt"] = self.prompt\n        example["index"] = index\n        return example',
+        'return {"prompt": self.prompt, "index": index}',
+        "return self.prompt[index], index",
+    ],
+    ids=["dict-filled", "dict-display", "tuple"],
+)
+@pytest.mark.parametrize("dataset", ["Base", "Prompts"], ids=["own", "inherited"])
+def test_a_dataset_whose_items_are_in_memory_needs_no_workers(getitem, dataset):
+    src = IN_MEMORY.replace("{getitem}", getitem).replace("{dataset}", dataset)
+    assert (21, "TSL303") not in found(src)
+
+
+@pytest.mark.parametrize(
+    "getitem",
+    ['return torch.load(f"{index}.pt")', "return self.transform(self.prompt[index])", 'return {"prompt": self.prompt.upper(), "index": index}'],
+    ids=["load", "transform", "method-call"],
+)
+def test_a_dataset_that_computes_its_items_still_loads_in_the_step(getitem):
+    src = IN_MEMORY.replace("{getitem}", getitem).replace("{dataset}", "Prompts")
+    assert (21, "TSL303") in found(src)

@@ -269,3 +269,21 @@ def test_the_generated_torch_table_is_what_the_installed_torch_says():
     assert done.returncode == 0, done.stdout + done.stderr
     assert {"finfo", "iinfo", "result_type", "equal"} <= torch_returns.NEVER_TENSOR
     assert not {"maximum", "where", "split_copy", "cat", "tensor"} & torch_returns.NEVER_TENSOR
+
+
+# -- legacy `Variable(t)`: the tensor it wraps, where it is ----------------------------------------
+@pytest.mark.parametrize(
+    "wrap, expected",
+    [
+        ("Variable(out)", "DEVICE"),
+        ("Variable(out, requires_grad=False)", "DEVICE"),
+        ("torch.autograd.Variable(out)", "DEVICE"),
+        ("Variable(torch.zeros(3))", "HOST_TENSOR"),  # a host tensor stays one (it was an opaque object)
+        ("Variable(torch.LongTensor(3, 4))", "HOST_TENSOR"),
+    ],
+)
+def test_a_variable_is_the_tensor_it_wraps(wrap, expected):
+    from tests.test_analysis import kind_of_last
+
+    src = f"import torch\nfrom torch.autograd import Variable\nmodel = torch.nn.Linear(4, 4).cuda()\nout = model(torch.ones(4, device='cuda'))\nv = {wrap}\nprobe(v)\n"
+    assert kind_of_last(src, "v").name == expected

@@ -184,6 +184,8 @@ class CallKinds:
             return Kind.DEVICE  # the total norm, a tensor on the parameters' device
         if qn.startswith(tk.HOST_NAMESPACES):
             return Kind.HOST
+        if qn in tk.LEGACY_CONSTRUCTORS:
+            return Kind.HOST_TENSOR  # `torch.FloatTensor(np_array)`, `torch.LongTensor(n, m)`: built on the CPU
         if qn.startswith("torch.") and last[:1].isupper() and not qn.startswith(tk.TENSOR_OBJECT_NAMESPACES):
             return Kind.UNKNOWN  # an object: `SummaryWriter(...)`, `cuda.Event()`, `utils.data.Subset(...)`
         if qn.startswith("torch.") and last.startswith(("is_", "has_", "get_", "are_")):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchsync_lint.analysis import dispatch
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.framework_loaders import trainer_calls
 from torchsync_lint.analysis.kinds import Kind
@@ -28,9 +29,18 @@ class DatasetQueries:
         return any(self.values.kind(a.value) in (Kind.DEVICE, Kind.MOVED) for a in call.args)  # tensors, moved
 
     def dataset_in_memory(self, info: LoaderInfo) -> bool:
-        """A `TensorDataset`: batches are tensor slices, so worker processes add IPC, not speed."""
+        """A `TensorDataset`, or a dataset class of this module whose `__getitem__` (its own or
+        a base's) calls nothing (`return {"prompt": self.prompt, "index": index}`, `return
+        self.x[i], self.y[i]`): items are values already in memory, so worker processes add
+        IPC, not speed."""
         call = self._dataset_call(info.dataset)
-        return call is not None and (self.analysis.qualname(call.func) or "") == "torch.utils.data.TensorDataset"
+        if call is None:
+            return False
+        if (self.analysis.qualname(call.func) or "") == "torch.utils.data.TensorDataset":
+            return True
+        cls = self.index.local_class(call.func)
+        getitem = dispatch.lookup(self.index, cls, "__getitem__") if cls is not None else None
+        return getitem is not None and not any(type(n) is cst.Call for n in self.index.tree.walk_subtree(getitem))
 
     def _dataset_call(self, expr: cst.BaseExpression | None, depth: int = 0) -> cst.Call | None:
         """The call that constructed the dataset (through names and `Subset`/`random_split` wrappers)."""

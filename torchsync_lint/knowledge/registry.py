@@ -12,7 +12,7 @@ from __future__ import annotations
 from torchsync_lint.knowledge import accelerate, diffusers, evaluate, gym, lightning, loaders, meters, python, transformers
 from torchsync_lint.knowledge import torch as torch_knowledge
 
-_CALLS: dict[str, str] = {**accelerate.CALLS, **evaluate.CALLS, **transformers.CALLS, **python.CALLS, **{q: "object" for q in lightning.FABRICS}}
+_CALLS: dict[str, str] = {**accelerate.CALLS, **evaluate.CALLS, **transformers.CALLS, **python.CALLS, **torch_knowledge.CALLS, **{q: "object" for q in lightning.FABRICS}}
 _METHODS: dict[tuple[str, str], str] = {**accelerate.METHODS, **evaluate.METHODS}
 _METHODS.update({(f, m): "prepared" for f in lightning.FABRICS for m in lightning.FABRIC_SETUP})
 _METHODS.update({(f, m): "device-loader" for f in lightning.FABRICS for m in lightning.FABRIC_SETUP_LOADERS})

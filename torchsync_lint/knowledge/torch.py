@@ -36,6 +36,18 @@ TENSOR_OBJECT_METHODS = frozenset(
     "sample rsample sample_n log_prob entropy cdf icdf enumerate_support perplexity expand mode "
     "mean stddev variance probs logits unsorted_indices sorted_indices batch_sizes".split()
 )
+# Legacy typed constructors: always a CPU tensor (they reject CUDA input), filled from sizes or
+# host data (`torch.FloatTensor(np_array)`).
+LEGACY_CONSTRUCTORS = frozenset(
+    f"torch.{n}" for n in "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor ByteTensor BoolTensor".split()
+)
+# Legacy wrappers that hand back the tensor they are given, where it is (pre-0.4 code wraps
+# every batch and target: `Variable(x.cuda())` is the device tensor, `Variable(t)` of a host
+# tensor a host tensor).
+CALLS: dict[str, str] = {
+    "torch.autograd.Variable": "same",
+    "torch.autograd.variable.Variable": "same",
+}
 # Wrappers returning the module they are given (its place unchanged).
 MODEL_WRAPPERS = frozenset({"torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.jit.script"})
 # Where a wrapper (`DataParallel`, `DistributedDataParallel`, `torch.compile`) keeps the module it

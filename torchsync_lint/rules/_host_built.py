@@ -15,9 +15,7 @@ from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.kinds import HOST_KINDS
 from torchsync_lint.knowledge import torch as torch_knowledge
 
-LEGACY_CONSTRUCTORS = frozenset(
-    f"torch.{n}" for n in "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor ByteTensor BoolTensor".split()
-)  # always build a CPU tensor (they reject CUDA input)
+LEGACY_CONSTRUCTORS = torch_knowledge.LEGACY_CONSTRUCTORS
 FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"}) | LEGACY_CONSTRUCTORS
 CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
 _DISPLAYS = frozenset({cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float})

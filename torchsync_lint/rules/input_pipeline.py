@@ -246,7 +246,9 @@ class DataLoaderMainProcessLoading(_Loader):
     on a CPU-only run the training step already uses every core through intra-op threads, so
     workers compete with it rather than overlap with it (TorchFix's TOR401 flagged every
     loader and was disabled by default for being noisy). A `TensorDataset` is not flagged
-    either: its batches are tensor slices, for which worker processes add IPC, not speed.
+    either: its batches are tensor slices, for which worker processes add IPC, not speed; nor
+    is a dataset class of this module whose `__getitem__` (its own or a base's) calls nothing
+    (`return {"prompt": self.prompt, "index": index}`): its items are already in memory.
 
     ## Why is this bad?
     With no workers, the training loop itself reads, decodes, augments and collates every
