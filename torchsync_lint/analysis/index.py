@@ -353,6 +353,21 @@ class ModuleIndex:
             return None
         return next((m for m in (dispatch.lookup(self, cls, n) for n in names) if m is not None), None)
 
+    def field_defs(self, expr: cst.BaseExpression) -> list[Def] | None:
+        """The stores to the field ``expr`` reads: `self.x` in a method (its class's, else a
+        base's), or `obj.x` where every binding of the name `obj` is an instance of one class
+        of this module (`trainer = Trainer(loader, ...)`; `trainer.loader`). None when ``expr``
+        is no such field."""
+        parts = dotted_parts(expr) if type(expr) is cst.Attribute else None
+        if not parts or len(parts) != 2:
+            return None
+        if parts[0] == "self":
+            info = self.class_of(expr)
+        else:
+            defs = self._bindings().reaching_defs(expr.value) if type(expr.value) is cst.Name else []
+            info = self._instance_class(defs) if defs else None
+        return dispatch.field_stores(self, info, parts[1]) if info is not None else None
+
     def _instance_class(self, defs: list[Def]) -> ClassInfo | None:
         classes = set()
         for d in defs:

@@ -172,14 +172,10 @@ class LoaderTracker(DatasetQueries):
         if isinstance(expr, cst.IfExp):  # `DataLoader(test) if test is not None else None`
             return self.loaders_of(expr.body, depth + 1) + self.loaders_of(expr.orelse, depth + 1)
         if isinstance(expr, cst.Attribute):
-            parts = dotted_parts(expr)
-            if parts and len(parts) == 2 and parts[0] == "self":
-                info = self.index.class_of(expr)
-                if info is not None:
-                    out = []
-                    for d in info.self_attrs.get(parts[1], []):
-                        out += self._loaders_of_def(d, depth + 1)
-                    return out
+            out = []
+            for d in self.index.field_defs(expr) or ():  # `self.loader`, `trainer.loader`
+                out += self._loaders_of_def(d, depth + 1)
+            return out
         return []
 
     def _loaders_of_def(self, d, depth: int) -> list[LoaderInfo]:
@@ -215,19 +211,13 @@ class LoaderTracker(DatasetQueries):
         return []
 
     def _loaders_of_param(self, d, depth: int) -> list[LoaderInfo]:
-        func, param = d.func, d.param
-        names = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-        position = names.index(param.name.value) if param.name.value in names else None
-        if func in self.index.class_of_method and position is not None:
-            position -= 1  # `self`
+        """What the call sites pass for the parameter (keywords, positions past a bound `self`,
+        `**{...}` spreads: index.argument_for)."""
         out: list[LoaderInfo] = []
-        for call in self.index.call_sites(func):
-            match = [a.value for a in call.args if a.keyword is not None and a.keyword.value == param.name.value]
-            positional = [a.value for a in call.args if a.keyword is None and not a.star]
-            if not match and position is not None and 0 <= position < len(positional):
-                match = [positional[position]]
-            for m in match:
-                out += self.loaders_of(m, depth)
+        for call in self.index.call_sites(d.func):
+            arg = self.index.argument_for(call, d.func, d.param)
+            if arg is not None and arg is not d.param.default:
+                out += self.loaders_of(arg, depth)
         return out
 
     # -- loops and trainers -------------------------------------------------------------------
@@ -473,8 +463,8 @@ class LoaderTracker(DatasetQueries):
         if not hot.is_step_call(call):
             return False
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "step"):
-            return False  # says nothing about where the model runs
+        if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "step") and self.index.target_of(call) is None:
+            return False  # `loss.backward()`, `optimizer.step()`: say nothing about where the model runs (a `trainer.step(x)` of this module's does)
         receiver = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
         return self.values.kind(receiver) is not Kind.CPU_MODEL
 

@@ -218,12 +218,10 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             values = [d.value if d.how == "assign" else literal_element(d) for d in defs if d.how in ("assign", "unpack")]
             origins = {self.origin_qualname(v, depth + 1) for v in values if v is not None and not is_none(v)}
             return origins.pop() if len(origins) == 1 else None
-        parts = dotted_parts(expr)
-        if parts and len(parts) == 2 and parts[0] == "self":
-            info = self.index.class_of(expr)
-            if info is not None:
-                origins = {self.origin_qualname(d.value, depth + 1) for d in info.self_attrs.get(parts[1], []) if d.how == "assign" and d.value is not None}
-                return origins.pop() if len(origins) == 1 else None
+        stores = self.index.field_defs(expr)  # `self.writer` (stored here or by a base), `trainer.writer`
+        if stores:
+            origins = {self.origin_qualname(d.value, depth + 1) for d in stores if d.how == "assign" and d.value is not None}
+            return origins.pop() if len(origins) == 1 else None
         return None
 
     def _param_origin(self, d: Def, depth: int) -> str | None:
