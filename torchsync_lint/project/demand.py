@@ -62,6 +62,7 @@ class Demand:
         self._scopes: dict[str, Scope] = {}
         self._hinted: dict[str, tuple[frozenset[str], bool]] = {}
         self._searched: dict[str, tuple[dict[str, int], list[str]]] = {}
+        self._users_consulted: dict[str, frozenset[str]] = {}
         self._packages = {m[: -len("/__init__.py")] for m in modules if m.endswith("/__init__.py")}
 
     # -- forward ------------------------------------------------------------------------------
@@ -196,11 +197,9 @@ class Demand:
             while True:
                 for source in sources:
                     searched.add(source)
-                    distance, examined = self._users(source)
+                    distance, _ = self._users(source)
                     callers.update(m for m in distance if m not in level and (m != source or m == rel))  # (however far: a caller's caller decides what runs every step; what the scope reaches already keeps its place)
-                    consulted.update(examined)
-                    for m in examined:
-                        consulted |= self.uses(m)[2]
+                    consulted |= self._consulted_for_users(source)
                 level = self._forward(rel, callers, consulted)
                 # The users of a module of the linted file's own package (or, for a file in no
                 # package, of a module in none: a script's helper) share what it does with it:
@@ -215,6 +214,19 @@ class Demand:
         if rel not in self._searched:
             self._searched[rel] = self._callers(rel)
         return self._searched[rel]
+
+    def _consulted_for_users(self, rel: str) -> frozenset[str]:
+        """The modules examined in finding ``rel``'s users and those whose outlines decided
+        what each of them uses: one union per module, not one per scope that searches it (a
+        package's every scope searches every module of the package: quadratic otherwise)."""
+        found = self._users_consulted.get(rel)
+        if found is None:
+            _, examined = self._users(rel)
+            union = set(examined)
+            for m in examined:
+                union |= self.uses(m)[2]
+            found = self._users_consulted[rel] = frozenset(union)
+        return found
 
     def _forward(self, rel: str, callers: set[str], consulted: set[str]) -> dict[str, int]:
         """module -> how many imports away from a caller it is defined, for what the callers
