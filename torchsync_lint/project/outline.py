@@ -58,7 +58,8 @@ def outline(text: str | None) -> dict:
             for alias in node.names:
                 demands.append(base if alias.name == "*" else join_name(base, alias.name))
     demands += _attribute_demands(tree, plain)
-    out.update(defines=sorted(defines), binds=binds, lazy=_lazy_structure(tree), demands=sorted(set(demands)), stars=stars)
+    lazy = _lazy_structure(tree) if any(call in text for call in _LAZY_CALLS) else {}  # (no such call: no structure; a whole walk saved)
+    out.update(defines=sorted(defines), binds=binds, lazy=lazy, demands=sorted(set(demands)), stars=stars)
     return out
 
 
