@@ -28,10 +28,18 @@ class FeedAnswers:
             self._fed_sites = set()
             for path in sorted(self.summaries):
                 for feed in self.summaries[path]["feeds"]:
+                    if feed.get("via") and not any(self._runs_a_step(callee, path) for callee in feed["via"]):
+                        continue  # its loop calls other modules' functions, none of them a step
                     value = self.resolve(feed["iter"], path)
                     self._fed_sites.update(_loader_sites(value))
         return self._fed_sites
 
+
+    def _runs_a_step(self, callee: str, path: str) -> bool:
+        """Is the project function ``callee`` (called from ``path``) step-like: does it run a
+        model's forward, a backward or an optimizer step, itself or through what it calls?"""
+        target = self.call_target_of(callee, path, False)
+        return target is not None and self.function_flag(target[0], "step")
 
     def fed_datasets(self) -> FedDatasets:
         """Where the datasets of device-fed loaders come from, across modules."""

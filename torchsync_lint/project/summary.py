@@ -382,10 +382,20 @@ class Summarizer:
         value, which is all the view reads (a line would cost a position per record)."""
         out = []
         for loop in self.index.loops:
-            if isinstance(loop, cst.For) and self.loaders.loop_feeds_accelerator(loop):
+            if not isinstance(loop, cst.For):
+                continue
+            if self.loaders.loop_feeds_accelerator(loop):
                 value = self.abs_of(self.abstract.unwrap(loop.iter))
                 if value["k"] not in ("unknown", "host", "host-tensor", "device"):
                     out.append({"iter": value})
+            elif self.loaders.module_feeds_accelerator:
+                # A loop whose step is another module's function (`step = _loop_body(device,
+                # images, ...)`): it feeds the device when one of those functions is step-like,
+                # which only the view knows.
+                via = sorted({c for c in (self.names.callee(n) for n in self.a.tree.walk_subtree(loop.body) if type(n) is cst.Call) if c and not c.startswith(":")})
+                value = self.abs_of(self.abstract.unwrap(loop.iter)) if via else None
+                if value is not None and value["k"] in ("loader", "param", "call", "sym", "attr"):
+                    out.append({"iter": value, "via": via})
         for call in self.index.calls:
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == ignite.RUN_METHOD and self.loaders.engine_feeds_accelerator(call.func.value):
                 data = argument(call, *ignite.RUN_DATA)  # `trainer.run(loader)` of an ignite engine that moves each batch
