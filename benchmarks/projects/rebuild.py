@@ -52,6 +52,7 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "simcse-hf-trainer": {"remove": ["SentEval/"]},
     "ssd-lufficc": {"remove": ["ssd/modeling/backbone/efficient_net/"]},
     "stylegan2-pytorch": {"remove": ["lpips/", "inception.py"]},
+    "wav2lip": {"remove": ["face_detection/"]},
 }
 
 ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*(.*?)\s*\|\s*$", re.MULTILINE)
