@@ -283,7 +283,10 @@ def test_tsl302_tsl303_not_for_a_dataset_of_device_tensors():
     # cannot use CUDA tensors: the loader must stay as it is.
     assert findings(DEVICE_DATASET, "TSL302") == findings(DEVICE_DATASET, "TSL303") == []
     on_host = DEVICE_DATASET.replace("torch.randn(n, 8).to(device)", "torch.randn(n, 8)")
-    assert len(findings(on_host, "TSL302")) == len(findings(on_host, "TSL303")) == 1
+    # host tensors in memory: pinning helps (TSL302); workers would only add IPC (no TSL303)
+    assert len(findings(on_host, "TSL302")) == 1 and findings(on_host, "TSL303") == []
+    computed = on_host.replace("return self.x[i], i", "return torch.flip(self.x[i], [0]), i")
+    assert len(findings(computed, "TSL302")) == len(findings(computed, "TSL303")) == 1
 
 
 # -- TSL301 ------------------------------------------------------------------------------------------------

@@ -116,3 +116,55 @@ def test_a_writer_field_holding_something_else_is_no_sink():
     assert found(src, {"TSL106"}) == set()
     host = SINK.format(log='self.writer.add_scalar("loss", loss.item(), i)', writer="SummaryWriter()")
     assert (line_of(host, "self.writer.add_scalar"), "TSL106") not in found(host, {"TSL106"})
+
+
+# -- an instance placed on the way is still an instance of its class ------------------------------
+FORWARD = """\
+import torch
+
+
+class DDPM(torch.nn.Module):
+    def __init__(self, n_T):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 4)
+        self.n_T = n_T
+
+    def forward(self, x):
+        ts = torch.randint(1, self.n_T, (x.shape[0],)).to(x.device)
+        return self.net(x).sum() + ts.sum()
+
+
+class Other(torch.nn.Module):
+    def forward(self, x):
+        return x.sum()
+
+
+def train(device="cuda:0"):
+{make}
+    loader = torch.utils.data.DataLoader(data, num_workers=2, pin_memory=True)
+    for x in loader:
+        x = x.to(device, non_blocking=True)
+        loss = ddpm(x)
+        loss.backward()
+"""
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        "    ddpm = DDPM(1000)",
+        "    ddpm = DDPM(1000).to(device)",
+        "    ddpm = DDPM(1000).cuda().train()",
+        "    ddpm = DDPM(1000)\n    ddpm.to(device)",
+        "    ddpm = DDPM(1000)\n    ddpm.cuda()",
+    ],
+    ids=["plain", "to", "cuda-train", "move-statement", "cuda-statement"],
+)
+def test_a_placed_instance_runs_its_classes_forward(make):
+    src = FORWARD.format(make=make)
+    assert (line_of(src, "ts = torch.randint"), "TSL305") in found(src, {"TSL305"})
+
+
+def test_an_instance_of_one_of_two_classes_runs_neither_known_forward():
+    src = FORWARD.format(make="    ddpm = (DDPM(1000) if fast else Other()).to(device)")
+    assert found(src, {"TSL305"}) == set()

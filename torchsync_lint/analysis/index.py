@@ -17,6 +17,7 @@ import libcst as cst
 from torchsync_lint.analysis import dispatch
 from torchsync_lint.analysis.imports import ImportMap, dotted_parts
 from torchsync_lint.analysis.tree import Tree, innermost
+from torchsync_lint.knowledge.torch import MODEL_METHODS_RETURNING_MODEL
 from torchsync_lint.pytree import evaluated_literal
 
 Scope = cst.Module | cst.FunctionDef | cst.Lambda | cst.ListComp | cst.SetComp | cst.DictComp | cst.GeneratorExp
@@ -369,14 +370,33 @@ class ModuleIndex:
         return dispatch.field_stores(self, info, parts[1]) if info is not None else None
 
     def _instance_class(self, defs: list[Def]) -> ClassInfo | None:
+        """The one class of this module every binding makes an instance of: `Net(...)`, also
+        placed or switched on the way (`Net(...).to(device)`, `.cuda()`, `.eval()`: the same
+        object); a `net.to(device)` statement rebinds nothing."""
         classes = set()
-        for d in defs:
+        for d in self._through_moves(defs):
             made = d.value if d.how == "assign" else literal_element(d) if d.how == "unpack" else None
+            while isinstance(made, cst.Call) and type(made.func) is cst.Attribute and made.func.attr.value in MODEL_METHODS_RETURNING_MODEL:
+                made = made.func.value
             value = made.func if isinstance(made, cst.Call) else None
             if value is None or self.local_class(value) is None:
                 return None
             classes.add(value.value)
         return self.classes[classes.pop()] if len(classes) == 1 else None
+
+    def _through_moves(self, defs: list[Def], depth: int = 0) -> list[Def]:
+        """``defs`` with each `net.to(device)` statement replaced by the bindings of `net` it
+        moves (the same object, placed)."""
+        out = []
+        for d in defs:
+            call = d.stmt.value if d.how == "module-move" and isinstance(d.stmt, cst.Expr) else None
+            if call is None:
+                out.append(d)
+            elif depth < 4 and isinstance(call, cst.Call) and type(call.func) is cst.Attribute and type(call.func.value) is cst.Name:
+                out += self._through_moves(self._bindings().reaching_defs(call.func.value), depth + 1)
+            else:
+                return []  # a move of something else: no class known
+        return out
 
     def _instance_call(self, defs: list[Def]) -> cst.FunctionDef | None:
         """`loss_fn(pred, y)` where every binding of `loss_fn` is `ComputeLoss(...)`, a class of
