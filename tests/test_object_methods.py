@@ -287,3 +287,48 @@ def test_a_variable_is_the_tensor_it_wraps(wrap, expected):
 
     src = f"import torch\nfrom torch.autograd import Variable\nmodel = torch.nn.Linear(4, 4).cuda()\nout = model(torch.ones(4, device='cuda'))\nv = {wrap}\nprobe(v)\n"
     assert kind_of_last(src, "v").name == expected
+
+
+# -- a default device that is an accelerator (`torch.set_default_device`) ---------------------------
+DEFAULT = textwrap.dedent("""\
+    import numpy as np
+    import torch
+
+    {default}
+    model = torch.nn.Linear(4, 4).cuda()
+    for step in range(100):
+        x = torch.randn(8, 4)
+        loc = torch.zeros(8, 4)
+        loc = loc.cuda()
+        frame = torch.from_numpy(np.ones((8, 4), dtype=np.float32))
+        frame = frame.cuda()
+        out = model(x)
+        shown = torch.ones((1, 3)).cpu()
+        out.sum().backward()
+""")
+
+
+@pytest.mark.parametrize(
+    "default",
+    [
+        'torch.set_default_device("cuda")',
+        'torch.set_default_device(torch.device("cuda:0"))',
+        'torch.set_default_tensor_type("torch.cuda.FloatTensor")',
+        "torch.set_default_tensor_type(torch.cuda.FloatTensor)",
+        'if torch.cuda.is_available():\n    torch.set_default_tensor_type("torch.cuda.FloatTensor")',
+    ],
+    ids=["device-str", "device-call", "tensor-type-str", "tensor-type-attr", "conditional"],
+)
+def test_factories_fill_an_accelerator_that_is_the_default_device(default):
+    src = DEFAULT.format(default=default)
+    got = {(f.line, f.code) for f in lint_source(src, "case.py", {"TSL101", "TSL301", "TSL305"}, {})}
+    assert (line_of(src, "loc = loc.cuda()"), "TSL305") not in got  # already on the device: no host build
+    assert (line_of(src, "torch.ones((1, 3)).cpu()"), "TSL101") in got  # a device tensor read back
+    assert any(line == line_of(src, "frame = frame.cuda()") for line, _ in got)  # from_numpy is on the host still
+
+
+def test_a_cpu_default_device_changes_nothing():
+    src = DEFAULT.format(default='torch.set_default_device("cpu")')
+    got = {(f.line, f.code) for f in lint_source(src, "case.py", {"TSL101", "TSL301", "TSL305"}, {})}
+    assert (line_of(src, "loc = loc.cuda()"), "TSL305") in got
+    assert (line_of(src, "torch.ones((1, 3)).cpu()"), "TSL101") not in got

@@ -23,6 +23,7 @@ SAME_KIND_BUILTINS = frozenset("abs min max sum sorted reversed list tuple iter"
 CONTAINER_BUILTINS = frozenset("sorted reversed list tuple iter".split())
 _FUNCTIONAL_BUILTINS = frozenset({"map", "filter"})
 _STDLIB = frozenset(sys.stdlib_module_names)
+_ALWAYS_HOST_FACTORIES = frozenset({"from_numpy", "frombuffer"})  # they share host memory, whatever the default device
 HOST_MODULE_PREFIXES = ("numpy.", "math.", "random.", "time.", "os.", "sys.", "json.", "pandas.", "statistics.", "np.", "pathlib.")
 
 # Library table words -> kinds ("object" and "same" are handled where they are read).
@@ -185,6 +186,8 @@ class CallKinds:
         if qn.startswith(tk.HOST_NAMESPACES):
             return Kind.HOST
         if qn in tk.LEGACY_CONSTRUCTORS:
+            if qn == "torch.Tensor" and self.factories_default_to_accelerator():
+                return Kind.DEVICE  # the default tensor type is a CUDA one here
             return Kind.HOST_TENSOR  # `torch.FloatTensor(np_array)`, `torch.LongTensor(n, m)`: built on the CPU
         if qn.startswith("torch.") and last[:1].isupper() and not qn.startswith(tk.TENSOR_OBJECT_NAMESPACES):
             return Kind.UNKNOWN  # an object: `SummaryWriter(...)`, `cuda.Event()`, `utils.data.Subset(...)`
@@ -247,7 +250,9 @@ class CallKinds:
             # `randn_like(t)` of a tensor of unknown place is wherever `t` is; `as_tensor(data)`
             # of unknown data likewise (a tensor keeps its device)
             return Kind.UNKNOWN
-        return Kind.HOST_TENSOR  # created on the CPU
+        if last in _ALWAYS_HOST_FACTORIES or not self.factories_default_to_accelerator():
+            return Kind.HOST_TENSOR  # created on the CPU
+        return Kind.DEVICE  # on the default device, an accelerator here (`torch.set_default_device`)
 
     # -- methods --------------------------------------------------------------------------------
     def _method_call(self, call: cst.Call, func: cst.Attribute) -> Kind | None:

@@ -51,6 +51,22 @@ class DeviceArguments:
         """
         return self._reused(self._module_facts, "accelerator", self._decide_accelerator)
 
+    def factories_default_to_accelerator(self) -> bool:
+        """Does this module make an accelerator the device factories fill by default
+        (`torch.set_default_device("cuda")`, `torch.set_default_tensor_type(
+        "torch.cuda.FloatTensor")`, under a condition or not)? Then `torch.zeros(n)` and
+        `torch.Tensor(n, m)` are device tensors here, not host ones."""
+        return self._reused(self._module_facts, "default-device", self._decide_default_device)
+
+    def _decide_default_device(self) -> bool:
+        for call in self.index.calls:
+            qn = self.qualname(call.func) if call.args else None
+            if qn == "torch.set_default_device" and self._device_arg(call.args[0].value, resolve_tensors=False) == "accelerator":
+                return True
+            if qn == "torch.set_default_tensor_type" and ".cuda." in (self.qualname(call.args[0].value) or _text(call.args[0].value)):
+                return True
+        return False
+
     def _decide_accelerator(self) -> bool:
         local = self._mentions_device and (self._names_accelerator or self._passes_a_non_cpu_device())
         # A helper module that never names a device still receives device tensors from the
@@ -161,3 +177,8 @@ class DeviceArguments:
                 return "accelerator"  # `.to(other_tensor)`
             break  # only the first positional can be a device
         return None
+
+
+def _text(node: cst.BaseExpression) -> str:
+    value = evaluated_literal(node) if isinstance(node, cst.SimpleString) else None
+    return value if isinstance(value, str) else ""

@@ -17,6 +17,9 @@ from torchsync_lint.knowledge import torch as torch_knowledge
 
 LEGACY_CONSTRUCTORS = torch_knowledge.LEGACY_CONSTRUCTORS
 FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"}) | LEGACY_CONSTRUCTORS
+# Built where the default device is (`torch.set_default_device`, `set_default_tensor_type`); the
+# typed legacy constructors (`torch.LongTensor`) and `from_numpy` always build on the CPU.
+_DEFAULT_PLACED = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.Tensor"})
 CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
 _DISPLAYS = frozenset({cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float})
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power)
@@ -39,7 +42,9 @@ def fresh_host_fill(analysis, expr: cst.BaseExpression | None, depth: int = 0) -
         qn = analysis.qualname(expr.func) or ""
         last = qn.rsplit(".", 1)[-1]
         placed = any(a.keyword is not None and a.keyword.value == "device" for a in expr.args)
-        return last if qn.count(".") == 1 and qn.startswith("torch.") and last in CPU_FACTORIES and not placed else None
+        if placed or analysis.values.factories_default_to_accelerator():
+            return None  # filled where it is used: a `device=`, or a default device that is not the CPU
+        return last if qn.count(".") == 1 and qn.startswith("torch.") and last in CPU_FACTORIES else None
     if isinstance(expr, cst.Name) and depth < 4:
         defs = analysis.values.reaching_defs(expr)
         found = {fresh_host_fill(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
@@ -64,6 +69,8 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
             return factory
         qn = analysis.qualname(expr.func) or ""
         positional = [a for a in expr.args if a.keyword is None]
+        if qn in _DEFAULT_PLACED and analysis.values.factories_default_to_accelerator():
+            return None  # `torch.tensor(...)`, `torch.Tensor(...)` fill the default device, an accelerator here
         if qn in FRESH_HOST_TENSOR and not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args):
             if not positional or positional[0].star:
                 return None
