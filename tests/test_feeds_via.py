@@ -78,3 +78,49 @@ def test_a_loop_calling_only_a_helper_that_runs_no_step_feeds_nothing(tmp_path, 
     files = {"data.py": DATASET, "helpers.py": HELPERS, "train.py": MAIN.format(name="count", call="n = count(images)")}
     got = project(tmp_path, files, capsys)
     assert not [k for k in got if k[2] in ("TSL302", "TSL303", "TSL304")]
+
+
+PROMPTS = """\
+from torch.utils.data import Dataset
+
+
+class Base(Dataset):
+    def __init__(self, prompt, n):
+        self.prompt, self.n = prompt, n
+
+    def __len__(self):
+        return self.n
+
+
+class Prompts(Base):
+    def __getitem__(self, index):
+        return {"prompt": self.prompt, "index": index}
+
+
+class Loaded(Base):
+    def __getitem__(self, index):
+        return {"prompt": self.prompt.upper(), "index": index}
+
+
+class Inherits(Prompts):
+    pass
+"""
+
+LOADER_MAIN = """\
+import torch
+from torch.utils.data import DataLoader
+
+from prompts import {cls}
+
+model = torch.nn.Linear(4, 1).cuda()
+loader = DataLoader({cls}("a", 8), batch_size=2, pin_memory=True)
+for batch in loader:
+    model(batch["index"].float().cuda(non_blocking=True)).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("cls, flagged", [("Prompts", False), ("Inherits", False), ("Loaded", True)])
+def test_a_dataset_class_of_another_module_whose_items_are_in_memory_needs_no_workers(tmp_path, capsys, cls, flagged):
+    files = {"prompts.py": PROMPTS, "train.py": LOADER_MAIN.format(cls=cls)}
+    got = project(tmp_path, files, capsys, select="TSL303")
+    assert (("train.py", 7, "TSL303") in got) is flagged

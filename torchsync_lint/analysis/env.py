@@ -151,6 +151,11 @@ class Env:
         loader reads (so what it returns becomes a batch)?"""
         return False
 
+    def dataset_class_in_memory(self, call: cst.Call, values) -> bool:
+        """Does ``call`` build an instance of a project class whose `__getitem__` calls nothing
+        (its items already in memory)?"""
+        return False
+
     def dataset_class_converts(self, call: cst.Call, values) -> bool:
         """Does ``call`` build an instance of a project class whose `__getitem__` itself turns
         images into floats?"""

@@ -29,8 +29,8 @@ class DatasetQueries:
         return any(self.values.kind(a.value) in (Kind.DEVICE, Kind.MOVED) for a in call.args)  # tensors, moved
 
     def dataset_in_memory(self, info: LoaderInfo) -> bool:
-        """A `TensorDataset`, or a dataset class of this module whose `__getitem__` (its own or
-        a base's) calls nothing (`return {"prompt": self.prompt, "index": index}`, `return
+        """A `TensorDataset`, or a dataset class (of this module, or, with a project view, of
+        another) whose `__getitem__` (its own or a base's) calls nothing (`return {"prompt": self.prompt, "index": index}`, `return
         self.x[i], self.y[i]`): items are values already in memory, so worker processes add
         IPC, not speed."""
         call = self._dataset_call(info.dataset)
@@ -39,7 +39,9 @@ class DatasetQueries:
         if (self.analysis.qualname(call.func) or "") == "torch.utils.data.TensorDataset":
             return True
         cls = self.index.local_class(call.func)
-        getitem = dispatch.lookup(self.index, cls, "__getitem__") if cls is not None else None
+        if cls is None:
+            return self.analysis.env.dataset_class_in_memory(call, self.values)  # a class of another module
+        getitem = dispatch.lookup(self.index, cls, "__getitem__")
         return getitem is not None and not any(type(n) is cst.Call for n in self.index.tree.walk_subtree(getitem))
 
     def _dataset_call(self, expr: cst.BaseExpression | None, depth: int = 0) -> cst.Call | None:

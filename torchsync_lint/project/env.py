@@ -317,6 +317,11 @@ class ModuleEnv(Env):
         ref = self._ref(func)
         return ref is not None and ref in self.view.fed_datasets().functions
 
+    def dataset_class_in_memory(self, call: cst.Call, values) -> bool:
+        qualname = values.qualname(call.func)
+        found = self.view.resolve_name(qualname, self.path) if qualname else None
+        return bool(found and found[0] == "class" and self.view.class_getitem_plain(found[1], found[2]))
+
     def dataset_class_converts(self, call: cst.Call, values) -> bool:
         qualname = values.qualname(call.func)
         found = self.view.resolve_name(qualname, self.path) if qualname else None

@@ -222,9 +222,18 @@ class Summarizer:
                 "attr_names": sorted(info.self_attrs),  # (what a cache entry's "attrs" may lack)
                 "methods": sorted(info.methods),
                 "getitem": self._getitem_converts(info),
+                "getitem_plain": self._getitem_plain(info),
                 "masks": self._attr_masks(info),
             }
         return out
+
+    def _getitem_plain(self, info) -> bool | None:
+        """Does the class's own `__getitem__` call nothing (its items are values in memory:
+        TSL303's exception, read for a loader in another module)? None when it has none."""
+        getitem = info.methods.get("__getitem__")
+        if getitem is None:
+            return None
+        return not any(type(n) is cst.Call for n in self.a.tree.walk_subtree(getitem))
 
     def _attr_masks(self, info) -> dict:
         """The attributes the class stores a mask on (`self.mask = torch.eye(n, dtype=bool)`):

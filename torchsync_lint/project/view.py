@@ -37,7 +37,7 @@ from torchsync_lint.project.values import MAX_RESOLVE_DEPTH, ValueAnswers, passe
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 15
+SUMMARY_VERSION = 16
 
 _MAX_DEPTH = 12
 _MAX_NAME_DEPTH = 6  # re-exports and inherited methods followed
@@ -214,6 +214,15 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
     def class_list(self, path: str, cls: str, field: str) -> list:
         """A class's list ``field``, with those of its project bases."""
         return sorted({item for _, _, record in self.lineage(path, cls) for item in record.get(field, ())})
+
+    def class_getitem_plain(self, path: str, cls: str) -> bool:
+        """Is the `__getitem__` the class runs (its own, else the first project base's that
+        has one) free of calls: items already in memory?"""
+        for _, _, record in self.lineage(path, cls):
+            plain = record.get("getitem_plain")
+            if plain is not None:
+                return plain
+        return False
 
     def class_flag(self, path: str, cls: str, flag: str) -> bool:
         """A class's "module"/"lightning" flag, through project base classes."""
