@@ -289,10 +289,10 @@ class CallKinds:
             if method in _CONTAINER_METHODS:
                 return _CONTAINER_METHODS[method]  # a container taken for a tensor: `losses._asdict()` of a namedtuple
             # torch.Tensor has no such method, nor a distribution (a method of a class of this
-            # module was resolved above, index.target_of): the receiver is some object a device value was taken for (a pipeline's PIL image,
-            # `hashlib.sha1(...)`): its method makes a device value only of device arguments, as
-            # an opaque function does (the project view reads only tensor methods as "where the
-            # receiver is": the same rule)
+            # module was resolved above, index.target_of): the receiver is some object a device
+            # value was taken for (a pipeline's PIL image, `hashlib.sha1(...)`): its method makes
+            # a device value only of device arguments, as an opaque function does (the project
+            # view reads only tensor methods as "where the receiver is": the same rule)
             return Kind.DEVICE if any(self._eval(a.value) in _HOLDS_DEVICE for a in call.args) else Kind.UNKNOWN
         if receiver is Kind.HOST_TENSOR:
             return Kind.HOST if method in tk.HOST_RESULT_METHODS else Kind.HOST_TENSOR

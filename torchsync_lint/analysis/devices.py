@@ -8,6 +8,7 @@ import re
 import libcst as cst
 
 from torchsync_lint.analysis.kinds import Kind
+from torchsync_lint.analysis.loader_info import literal_value
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.pytree import evaluated_literal
 
@@ -63,7 +64,7 @@ class DeviceArguments:
             qn = self.qualname(call.func) if call.args else None
             if qn == "torch.set_default_device" and self._device_arg(call.args[0].value, resolve_tensors=False) == "accelerator":
                 return True
-            if qn == "torch.set_default_tensor_type" and ".cuda." in (self.qualname(call.args[0].value) or _text(call.args[0].value)):
+            if qn == "torch.set_default_tensor_type" and ".cuda." in str(self.qualname(call.args[0].value) or literal_value(call.args[0].value)[1]):
                 return True
         return False
 
@@ -177,8 +178,3 @@ class DeviceArguments:
                 return "accelerator"  # `.to(other_tensor)`
             break  # only the first positional can be a device
         return None
-
-
-def _text(node: cst.BaseExpression) -> str:
-    value = evaluated_literal(node) if isinstance(node, cst.SimpleString) else None
-    return value if isinstance(value, str) else ""

@@ -389,13 +389,12 @@ class ModuleIndex:
         moves (the same object, placed)."""
         out = []
         for d in defs:
-            call = d.stmt.value if d.how == "module-move" and isinstance(d.stmt, cst.Expr) else None
-            if call is None:
+            if d.how != "module-move":
                 out.append(d)
-            elif depth < 4 and isinstance(call, cst.Call) and type(call.func) is cst.Attribute and type(call.func.value) is cst.Name:
-                out += self._through_moves(self._bindings().reaching_defs(call.func.value), depth + 1)
+            elif depth < 4:  # (the indexer makes one only of a `name.to(...)` statement)
+                out += self._through_moves(self._bindings().reaching_defs(d.stmt.value.func.value), depth + 1)
             else:
-                return []  # a move of something else: no class known
+                return []  # a chain of moves too long to follow: no class known
         return out
 
     def _instance_call(self, defs: list[Def]) -> cst.FunctionDef | None:

@@ -20,6 +20,12 @@ from torchsync_lint.knowledge import trainer_frameworks
 _MAX_DEPTH = 8
 
 
+def calls_nothing(tree, func: cst.FunctionDef) -> bool:
+    """Does ``func`` (a dataset's `__getitem__`) make no call at all: its items are values
+    already in memory (TSL303's exception; the project summary records it for other modules)?"""
+    return not any(type(n) is cst.Call for n in tree.walk_subtree(func))
+
+
 class DatasetQueries:
     def dataset_on_device(self, info: LoaderInfo) -> bool:
         """`DataLoader(TensorDataset(x.cuda(), ...))`: nothing to pin or load in workers."""
@@ -30,9 +36,9 @@ class DatasetQueries:
 
     def dataset_in_memory(self, info: LoaderInfo) -> bool:
         """A `TensorDataset`, or a dataset class (of this module, or, with a project view, of
-        another) whose `__getitem__` (its own or a base's) calls nothing (`return {"prompt": self.prompt, "index": index}`, `return
-        self.x[i], self.y[i]`): items are values already in memory, so worker processes add
-        IPC, not speed."""
+        another) whose `__getitem__` (its own or a base's) calls nothing (`return {"prompt":
+        self.prompt, "index": index}`, `return self.x[i], self.y[i]`): items are values already
+        in memory, so worker processes add IPC, not speed."""
         call = self._dataset_call(info.dataset)
         if call is None:
             return False
@@ -42,7 +48,7 @@ class DatasetQueries:
         if cls is None:
             return self.analysis.env.dataset_class_in_memory(call, self.values)  # a class of another module
         getitem = dispatch.lookup(self.index, cls, "__getitem__")
-        return getitem is not None and not any(type(n) is cst.Call for n in self.index.tree.walk_subtree(getitem))
+        return getitem is not None and calls_nothing(self.index.tree, getitem)
 
     def _dataset_call(self, expr: cst.BaseExpression | None, depth: int = 0) -> cst.Call | None:
         """The call that constructed the dataset (through names and `Subset`/`random_split` wrappers)."""

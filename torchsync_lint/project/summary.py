@@ -27,6 +27,7 @@ import libcst as cst
 from torchsync_lint.analysis.images import host_float_sites
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
+from torchsync_lint.analysis.loader_datasets import calls_nothing
 from torchsync_lint.analysis.loaders import argument, loaders
 from torchsync_lint.analysis.masks import mask_evidence
 from torchsync_lint.analysis.metrics import metric_tracker
@@ -233,7 +234,7 @@ class Summarizer:
         getitem = info.methods.get("__getitem__")
         if getitem is None:
             return None
-        return not any(type(n) is cst.Call for n in self.a.tree.walk_subtree(getitem))
+        return calls_nothing(self.a.tree, getitem)
 
     def _attr_masks(self, info) -> dict:
         """The attributes the class stores a mask on (`self.mask = torch.eye(n, dtype=bool)`):
