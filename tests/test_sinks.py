@@ -146,3 +146,50 @@ def test_split_project_lazy_logging_says_it_syncs_when_the_level_is_enabled():
     """engine.py:30, `logger.info("... %s", loss)`: TSL103, with the lazy-argument message."""
     (finding,) = [f for f in _lint_alone("engine.py") if f.code == "TSL103"]
     assert finding.line == 30 and "syncs when this level is enabled" in finding.message and "gated" in finding.message
+
+
+_LIT_MODULE = '''\
+import lightning as L
+import torch
+import torch.nn.functional as F
+
+
+class Classifier(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(8, 4)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self.net(x), y)
+        self.log("train/loss", loss)
+        return loss
+'''
+
+
+@pytest.mark.parametrize(
+    "trainer, found",
+    [
+        ("L.Trainer(max_steps=5, logger=False)", False),  # no logger: nothing reads the value
+        ("L.Trainer(max_steps=5, logger=CFG['logger'])", False),  # configured: unknown
+        ("L.Trainer(max_steps=5)", True),  # Lightning's default logger, every log_every_n_steps
+        ("L.Trainer(logger=L.pytorch.loggers.CSVLogger('logs'))", True),
+    ],
+)
+def test_trainer_logger_of_another_module(tmp_path, trainer, found):
+    """A LightningModule fitted by a Trainer another module builds gets that Trainer's logger
+    answer, as it does when both are in one module."""
+    from torchsync_lint.api import lint_paths
+
+    (tmp_path / "pyproject.toml").write_text("[tool.torchsync-lint]\n")
+    (tmp_path / "model.py").write_text(_LIT_MODULE)
+    (tmp_path / "train.py").write_text(
+        "import json\n\nimport lightning as L\n\nfrom model import Classifier\n\nCFG = json.load(open('cfg.json'))\n"
+        f"trainer = {trainer}\ntrainer.fit(Classifier())\n"
+    )
+    results = {Path(r.path).name: r for r in lint_paths([str(tmp_path)], Config(), jobs=1, use_cache=False)}
+    codes = [(f.line, f.code) for f in results["model.py"].findings]
+    assert codes == ([(14, "TSL106")] if found else [])
+    # the one-file run of the module gives the same answer
+    alone = lint_file(str(tmp_path / "model.py"), Config()).findings
+    assert [(f.line, f.code) for f in alone] == codes

@@ -95,6 +95,11 @@ class Env:
         on `self.attr` (analysis/masks.py)."""
         return None
 
+    def trainer_logger_states(self) -> list[str]:
+        """The logger state (analysis/trainer_loggers.py) of each Lightning Trainer the modules
+        connected to this one build; [] when none is known."""
+        return []
+
     def is_module_class(self, qualname: str) -> bool:
         """Is the project class ``qualname`` an nn.Module?"""
         return False

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchsync_lint.analysis import trainer_loggers
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import is_none
 from torchsync_lint.analysis.metrics import metric_tracker
@@ -60,7 +61,7 @@ class SinkAnalysis:
         self.analysis = analysis
         self.values: ValueAnalysis = analysis.values
         self.index = analysis.index
-        self._no_logger: bool | None = None
+        self._has_logger: bool | None = None
         self._by_function = {name: sink for sink in table.SINKS for name in sink.functions}
         self._by_method: dict[str, list[table.Sink]] = {}
         for sink in table.SINKS:
@@ -164,13 +165,13 @@ class SinkAnalysis:
             if prog_bar is True:
                 where = table.LIGHTNING_TRAINING_WHERE
             elif prog_bar is False and logger is True:
-                if self._trainers_have_no_logger():
-                    return []  # the values go nowhere: Lightning converts them only for a logger
+                if not self._trainer_has_logger():
+                    return []  # no logger (or a configured one): Lightning converts the values only for a logger
                 where, gate = table.LIGHTNING_LOGGER_WHERE, table.LIGHTNING_LOGGER_GATE  # every `log_every_n_steps`
             else:
                 return []  # configured: unknown
         else:
-            if not (prog_bar is True or (logger is True and not self._trainers_have_no_logger())):
+            if not (prog_bar is True or (logger is True and self._trainer_has_logger())):
                 return []
             where = table.LIGHTNING_EVALUATION_WHERE
         exprs = _values_read(_argument(call, reads), reads)
@@ -191,16 +192,16 @@ class SinkAnalysis:
                 hooks.append(hook)
         return next((h for h in hooks if h.training), hooks[0] if hooks else None)
 
-    def _trainers_have_no_logger(self) -> bool:
-        """This module builds its Trainers, every one with `logger=False`: Lightning's
-        `log_metrics` returns before converting anything when the trainer has no loggers. A
-        Trainer built elsewhere (or none seen) keeps the default logger."""
-        if self._no_logger is None:
-            trainers = [c for c in self.index.calls if self.values.qualname(c.func) in lightning.TRAINERS]
-            self._no_logger = bool(trainers) and all(
-                _literal(_keyword(c, "logger", None), default=True) is False for c in trainers
-            )
-        return self._no_logger
+    def _trainer_has_logger(self) -> bool:
+        """Does a Trainer that fits this module have a logger (analysis/trainer_loggers.py)? The
+        Trainers this module builds answer; without one, those of the modules the project view
+        connects to this one; with none anywhere, Lightning's default (a logger). A configured
+        logger (`logger=cfg["logger"]`) is unknown: no."""
+        if self._has_logger is None:
+            states = trainer_loggers.module_logger_states(self.analysis) or self.analysis.env.trainer_logger_states()
+            read = trainer_loggers.logger_read(states)
+            self._has_logger = read if read is not None else not states
+        return self._has_logger
 
     def _forwarded_device_metric(self, expr: cst.BaseExpression, hook_func: cst.FunctionDef) -> bool:
         """A metric on the device whose forward (`self.acc(preds, y)`) runs in this hook: Lightning

@@ -9,6 +9,8 @@ from __future__ import annotations
 LIGHTNING_MODULES = frozenset({"lightning.LightningModule", "lightning.fabric.LightningModule"})
 DATA_MODULES = frozenset({"lightning.LightningDataModule"})
 TRAINERS = frozenset({"lightning.Trainer"})
+# Where Lightning's logger classes live (`Trainer(logger=TensorBoardLogger(...))` has a logger).
+LOGGER_MODULES = ("lightning.loggers.", "lightning.fabric.loggers.")
 FABRICS = frozenset({"lightning.Fabric", "lightning.fabric.Fabric"})
 
 # Hooks Lightning calls once per batch, and the parameters (after `self`) that hold device

@@ -71,11 +71,14 @@ class ModuleEnv(Env):
             return absval.kind_of(self.view.returns(found[1], found[2]))
         return None
 
-    def _own_argument(self, found: tuple, call: cst.Call) -> cst.BaseExpression | None:
+    def _own_argument(self, found: tuple, call: cst.Call, position: int | None = None) -> cst.BaseExpression | None:
         """When a function returns (a tensor computed from) one of its parameters, the argument
-        this call passes for it: the answer for this call, not for every call joined."""
+        this call passes for it: the answer for this call, not for every call joined. With
+        ``position``, the same for that element of a returned tuple (`return loss, count + 1`)."""
         record = self.view.function(found[1], found[2])
         returned = record["returns"] if record else None
+        if position is not None:
+            returned = returned["items"][position] if returned and returned.get("k") == "tuple" and position < len(returned["items"]) else None
         while returned and returned.get("k") == "like":
             returned = returned["of"]
         if not returned or returned.get("k") != "param" or returned["fn"] != f"{found[1]}:{found[2]}":
@@ -100,6 +103,9 @@ class ModuleEnv(Env):
         found = self.view.resolve_name(qualname, self.path)
         if found is None or found[0] != "function":
             return None
+        own = self._own_argument(found, call, position)
+        if own is not None:
+            return values.kind(own)  # `loss, count = step(batch, count)`: this call's own argument
         returned = self.view.returns(found[1], found[2])
         if returned.get("k") != "tuple":
             return None
@@ -280,6 +286,9 @@ class ModuleEnv(Env):
         if not (found and found[0] == "class" and self.view.class_flag(found[1], found[2], "loader")):
             return None
         return frozenset(self.view.class_list(found[1], found[2], "loader_sets"))
+
+    def trainer_logger_states(self) -> list[str]:
+        return [state for path in sorted(self.view.summaries) for state in self.view.summaries[path].get("lightning_loggers", ())]
 
     def is_lightning_class(self, qualname: str) -> bool:
         found = self.view.resolve_name(qualname, self.path) if qualname else None

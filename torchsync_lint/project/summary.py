@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchsync_lint.analysis import trainer_loggers
 from torchsync_lint.analysis.images import host_float_sites
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
@@ -105,6 +106,7 @@ class Summarizer:
             "loaders": [self.site(info.call) for info in self.loaders.loaders],
             "datasets": self._datasets(),
             "trainer_models": self._trainer_models(),
+            "lightning_loggers": trainer_loggers.module_logger_states(self.a),
         }
 
     # -- functions and classes ----------------------------------------------------------------

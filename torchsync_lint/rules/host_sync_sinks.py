@@ -153,6 +153,11 @@ class TensorLoggedInLoop(Rule):
         Valid(_lit("self.log('train/loss', loss.item(), prog_bar=True)")),  # a host float
         Valid(_lit("self.log('loss', loss, prog_bar=True)").replace("(L.LightningModule)", "(torch.nn.Module)")),  # not Lightning
         Valid(_lit("self.log('train/loss', loss)") + _NO_LOGGER),  # every Trainer here has no logger: nothing reads it
+        Valid(_lit("self.log('train/loss', loss)") + "\nL.Trainer(logger=[]).fit(Classifier())\n"),  # an empty list of loggers
+        Valid(_lit("self.log('train/loss', loss)") + "\nuse_logger = False\nL.Trainer(logger=use_logger).fit(Classifier())\n"),  # through a name
+        # the user configures whether there is a logger: unknown, silent
+        Valid(_lit("self.log('train/loss', loss)") + "\nCFG = json.load(open('cfg.json'))\nL.Trainer(logger=CFG['logger']).fit(Classifier())\n"),
+        Valid(_lit("self.log('train/loss', loss)") + "\nL.Trainer(**trainer_kwargs).fit(Classifier())\n"),
     ]
     INVALID = [
         Invalid(_with(_WRITER, "writer.add_scalar('train/loss', loss, step)", imports=_TB), line=_line(_WRITER, _TB), message_contains="make_np"),
@@ -184,6 +189,10 @@ class TensorLoggedInLoop(Rule):
         # one of the Trainers keeps the default logger
         Invalid(_lit("self.log('train/loss', loss)") + _NO_LOGGER + "L.Trainer(max_steps=5).fit(Classifier())\n", line=_LIT_LINE, message_contains="gated"),
         Invalid(_lit("self.log('train/loss', loss, prog_bar=True)") + _NO_LOGGER, line=_LIT_LINE, message_contains="progress bar"),
+        # a logger object, directly, through a name, in a list
+        Invalid(_lit("self.log('train/loss', loss)") + "\nL.Trainer(logger=L.pytorch.loggers.CSVLogger('logs')).fit(Classifier())\n", line=_LIT_LINE, message_contains="gated"),
+        Invalid(_lit("self.log('train/loss', loss)") + "\nfrom lightning.pytorch.loggers import TensorBoardLogger\ntb = TensorBoardLogger('runs')\nL.Trainer(logger=tb).fit(Classifier())\n", line=_LIT_LINE, message_contains="gated"),
+        Invalid(_lit("self.log('train/loss', loss)") + "\nfrom pytorch_lightning.loggers import WandbLogger\nL.Trainer(logger=[WandbLogger()]).fit(Classifier())\n", line=_LIT_LINE, message_contains="gated"),
         Invalid(_lit("self.log_dict({'loss': loss, 'acc': self.acc}, prog_bar=True)"), line=_LIT_LINE),
         Invalid(_lit("self.log('val/loss', loss, on_step=True)", hook="validation_step"), line=_LIT_LINE, message_contains="evaluation step"),
         # the metric's forward value for this batch goes to the progress bar every step
