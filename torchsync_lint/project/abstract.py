@@ -19,6 +19,7 @@ from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.tree import SCOPE_TYPES, innermost
 from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.describe import describe_metric
+from torchsync_lint.project.memo import CycleMemo
 from torchsync_lint.pytree import evaluated_literal
 
 MAX_DEPTH = 10
@@ -67,7 +68,7 @@ class AbstractValues:
         self.loaders = loaders
         self.metrics = metrics
         self._open_defs: set[int] = set()  # stores to `self.<attr>` being summarised (cycles)
-        self._memo: dict[tuple, dict] = {}
+        self._memo = CycleMemo(MAX_DEPTH)
         self._appends: dict[int, dict[str, list[cst.BaseExpression]]] | None = None  # class -> attr -> appended values
 
     def abs_of(self, expr: cst.BaseExpression, depth: int = 0) -> dict:
@@ -75,14 +76,19 @@ class AbstractValues:
         # summarised, nothing else: memoised on those. Without it a chain of reassignments in a
         # loop (`x = f(x)`, several reaching definitions each) is walked once per path, which
         # is exponential in the depth (ssd-lufficc: 350,000 calls for 900 names).
-        key = (id(expr), depth, frozenset(self._open_defs)) if self._open_defs else (id(expr), depth)
-        found = self._memo.get(key)
-        if found is None:
-            found = self._memo[key] = self._abs_of(expr, depth)
-        return found
+        # A question met again while it is still being answered is a cycle through a loop's
+        # back edge (`step = train_step(..., step)`): it adds nothing to the values the loop
+        # starts from, so it answers absval.CYCLE there (dropped by joins: the least fixed
+        # point; the view resolves a call's copy of it the same way), and memo.CycleMemo keeps only the answers
+        # that do not depend on where the asking started (the summary is the same whichever
+        # field is read first). Without it the recursion ran to the depth limit and took the
+        # module's guess for the opaque call there, "device", for a host counter.
+        key = (id(expr), frozenset(self._open_defs)) if self._open_defs else id(expr)
+        return self._memo.solve(key, lambda: self._abs_of(expr, depth), absval.CYCLE, depth)
 
     def _abs_of(self, expr: cst.BaseExpression, depth: int) -> dict:
         if depth > MAX_DEPTH:
+            self._memo.truncated()
             return absval.of_kind(self.values.kind(expr))
         found = self.loaders.loaders_of(expr)
         if found:
@@ -95,7 +101,7 @@ class AbstractValues:
         kind = type(expr)  # exact types (analysis/tree.exact_types): asked of most expressions
         if kind is cst.Name:
             value = self._name(expr, depth)
-            if absval.kind_of(value) is Kind.UNKNOWN and value.get("k") not in absval.SYMBOLIC and self.values.kind(expr) in DEVICE_VALUES:
+            if absval.kind_of(value) is Kind.UNKNOWN and value.get("k") not in absval.SYMBOLIC and value.get("k") != "cycle" and self.values.kind(expr) in DEVICE_VALUES:
                 return absval.of_kind(self.values.kind(expr))  # what the module alone knows better (`d = {}` later filled with losses)
             return value
         operands = self._operands(expr)

@@ -36,6 +36,11 @@ other modules' summaries. The forms:
   {"k": "vcall", "of": abs, "args": [...], "kwargs": {...}}
                                                 calling a value (a class or function picked
                                                 from a dict or a module by the config)
+  {"k": "cycle"}                                 the value being computed itself, met again
+                                                through a loop's back edge (`n = f(n)`): it
+                                                adds nothing to what the loop starts from, so
+                                                joins drop it (the least fixed point); alone,
+                                                it is unknown
 A ``ref`` is "<file>:<Qual.name>" (a function or class of the summarised file); a ``dotted`` is
 an import name as written (`proj.data.make_loader`, `.engine.f`), resolved by the view. A
 ``callee`` is one of the forms project/callees.py lists (a dotted name, `:Qual`, `^`, `~`, `@`,
@@ -47,6 +52,7 @@ from __future__ import annotations
 from torchsync_lint.analysis.kinds import DEVICE_VALUES, Kind, join
 
 UNKNOWN = {"k": "unknown"}
+CYCLE = {"k": "cycle"}
 SYMBOLIC = ("param", "call", "sym", "elem", "like", "item", "attr", "any", "member", "vcall", "to", "entry", "params")  # resolved by the view
 # Joined without losing what they are: a value that may be one of these is an "any".
 _KEPT_IN_JOINS = frozenset(SYMBOLIC) | {"instance", "func", "object", "class", "module", "tuple", "loader"}
@@ -113,6 +119,10 @@ def join_abs(values: list[dict]) -> dict:
     values = [v for v in values if v]
     if not values:
         return UNKNOWN
+    if any(v["k"] == "cycle" for v in values):
+        values = [v for v in values if v["k"] != "cycle"]
+        if not values:
+            return CYCLE
     first = values[0]
     if all(v == first for v in values):
         return first
@@ -148,6 +158,8 @@ def element(value: dict, position: int) -> dict:
     """Element ``position`` of a tuple value (what `a, b = f()` binds to `b`)."""
     if value.get("k") == "tuple" and 0 <= position < len(value["items"]):
         return value["items"][position]
+    if value.get("k") == "cycle":
+        return value
     if value.get("k") == "any" and not any(alt.get("k") in SYMBOLIC for alt in value["of"]):
         return join_abs([element(alt, position) for alt in value["of"]])  # `return a, b` or `return loader`
     if value.get("k") == "item" and kind_of(value) in (Kind.HOST_TENSOR, Kind.DEVICE, Kind.CONTAINER):

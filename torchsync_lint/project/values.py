@@ -166,6 +166,8 @@ class ValueAnswers:
                 "kwargs": {k: self.resolve(v, from_path, depth + 1, bind) for k, v in value.get("kwargs", {}).items()},
             }
         inner = self.resolve(value["of"], from_path, depth + 1, bind)
+        if inner.get("k") == "cycle" and kind != "to":
+            return inner  # a tensor computed from the loop-carried value itself (absval: "cycle")
         if kind == "item":
             items = self.items_of(inner)  # an instance's `__iter__` yields, else the item form
             return {**items, **{k: v for k, v in value.items() if k not in ("k", "of")}} if items.get("k") == "item" else items
@@ -302,6 +304,8 @@ class ValueAnswers:
             if record["yields"] is not None and call_bind is not None and f"{target[0]}#{record['yields']}" in call_bind:
                 return call_bind[f"{target[0]}#{record['yields']}"]  # `log_every(loader)`: iterates like `loader`
             returned = self.resolve(record["returns"], fpath, depth + 1, call_bind)
+            if returned.get("k") == "cycle":
+                return returned  # `step = train_step(..., step)` returning its argument: the loop's own value
             if absval.kind_of(returned) is Kind.UNKNOWN and value.get("kind", "unknown") != "unknown":
                 return {"k": value["kind"]}  # what the calling module knew (a device model's forward)
             if absval.kind_of(returned) is Kind.UNKNOWN and self._forward_of_placed_parameter(callee, bind):
