@@ -40,6 +40,7 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "ddpm-lucidrains": {"extra": ["pyproject.toml"]},
     "deeplab-xception": {"remove": ["modeling/sync_batchnorm/"]},
     "e2-tts-accelerate": {"extra": ["pyproject.toml"]},
+    "fastspeech2": {"remove": ["hifigan/"]},
     "flair1": {"extra": ["pyproject.toml", "setup.cfg"]},
     "lightning-hydra-template": {"remove": ["src/models/mnist_module.py"]},
     "lightning-transformers": {"extra": ["pyproject.toml", "setup.cfg"], "remove": ["docs/", "tests/"]},
