@@ -36,6 +36,10 @@ class ElementKinds:
             return [value.elements[position].value] if position < len(value.elements) else None
         if isinstance(value, cst.Name):
             defs = self.reaching_defs(value)
+            if len(defs) == 1 and defs[0].how == "param":
+                # a tuple the callers pass, element by element (`targets[0]` of `to_device(batch)`)
+                kind = self.env.param_element(defs[0].func, defs[0].param, position)
+                return [kind] if kind is not None else None
             if not defs or any(d.how != "assign" or d.value is None for d in defs):
                 return None
             return _gather((d.value for d in defs), lambda v: self._project(v, position, depth + 1))

@@ -49,6 +49,11 @@ class Env:
         """Kind of what call sites in other modules pass for ``param``."""
         return None
 
+    def param_element(self, func: cst.FunctionDef, param: cst.Param, position: int):
+        """Kind of element ``position`` of what every call site passes for ``param`` when that
+        is a tuple of known shape (`to_device(batch)` returning `(ids, names, x, y)`), else None."""
+        return None
+
     def star_kind(self, func: cst.FunctionDef, keyword: bool):
         """Kind of what call sites in other modules pass into ``func``'s `**kwargs`
         (``keyword``) or `*args` (a container: "device" when a device value is among them)."""

@@ -17,7 +17,7 @@ import libcst as cst
 from torchsync_lint.analysis import dispatch
 from torchsync_lint.analysis.imports import ImportMap, dotted_parts
 from torchsync_lint.analysis.tree import Tree, innermost
-from torchsync_lint.knowledge.torch import MODEL_METHODS_RETURNING_MODEL
+from torchsync_lint.knowledge.torch import MODEL_METHODS_RETURNING_MODEL, MODULE_METHODS, TENSOR_METHODS
 from torchsync_lint.pytree import evaluated_literal
 
 Scope = cst.Module | cst.FunctionDef | cst.Lambda | cst.ListComp | cst.SetComp | cst.DictComp | cst.GeneratorExp
@@ -335,10 +335,23 @@ class ModuleIndex:
             # defines. Receivers rooted at an import (`torch.x`) are never ours.
             if parts and parts[0] in self.imports.aliases:
                 return None
-            owners = [c.methods[func.attr.value] for c in self.classes.values() if func.attr.value in c.methods]
+            method = func.attr.value
+            if method in MODULE_METHODS or method in TENSOR_METHODS:
+                # every torch module has `forward` (every tensor `to`...): `self.rpn.forward(x)`
+                # runs this module's method only when the receiver is one of its instances
+                defs = self._receiver_defs(func.value)
+                cls = self._instance_class(defs) if defs else None
+                return dispatch.lookup(self, cls, method) if cls is not None else None
+            owners = [c.methods[method] for c in self.classes.values() if method in c.methods]
             if len(owners) == 1:
                 return owners[0]
         return None
+
+    def _receiver_defs(self, expr: cst.BaseExpression) -> list[Def]:
+        """The bindings of a name, or the stores to a field (`self.net`, `trainer.net`)."""
+        if type(expr) is cst.Name:
+            return self._bindings().reaching_defs(expr)
+        return self.field_defs(expr) or []
 
     def instance_method(self, expr: cst.BaseExpression, names: tuple[str, ...]) -> cst.FunctionDef | None:
         """The first of ``names`` defined by the class of this module every binding of

@@ -44,6 +44,13 @@ def _constant_index(expr: cst.Subscript) -> bool:
     return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, (cst.SimpleString, cst.Integer))
 
 
+def _integer_index(expr: cst.Subscript) -> int | None:
+    """``n`` of `t[n]` for a literal non-negative integer ``n``."""
+    if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer):
+        return expr.slice[0].slice.value.evaluated_value
+    return None
+
+
 def _mentions_parameters(value: dict) -> bool:
     """Does ``value`` refer to a parameter of the function it was read in (at any depth)?"""
     if value.get("k") == "param":
@@ -171,6 +178,11 @@ class AbstractValues:
         if base is not None and registry is not None and base.get("k") in ("sym", "attr") and not _constant_index(expr):
             return {"k": "entry", "of": base, "name": registry}  # `registry.BOX_HEADS[cfg.name]`: the view looks up what was registered
         if base is not None and base.get("k") in absval.SYMBOLIC and self.values.kind(expr) is Kind.UNKNOWN:
+            position = _integer_index(expr)
+            if position is not None:
+                # `batch[0]`: element 0 of what the parameter is (a tuple's own element; a
+                # tensor's row, where the tensor is)
+                return {"k": "elem", "of": base, "i": position}
             return _like(base)  # `x[:, 2]`, `boxes[i]` of a parameter: where it is (as a device tensor's part is)
         if base is None or base.get("k") != "dict" or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
             return self.kind_or_device(expr)

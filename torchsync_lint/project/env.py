@@ -131,6 +131,13 @@ class ModuleEnv(Env):
         value = self._param(func, param)
         return absval.kind_of(value) if value is not None else None
 
+    def param_element(self, func: cst.FunctionDef, param: cst.Param, position: int):
+        value = self._param(func, param)
+        if value is None or value.get("k") not in ("tuple", "any"):
+            return None  # (the joined kind answers for a value of no known shape)
+        element = absval.element(value, position)
+        return absval.kind_of(element) if element.get("k") != "elem" else None
+
     def star_kind(self, func: cst.FunctionDef, keyword: bool):
         ref = self._ref(func)
         value = self.view.star_value(ref, keyword) if ref is not None else None
