@@ -267,8 +267,8 @@ class CallKinds:
             receiver = Kind.MOVED  # a prepared module's methods, or a tensor method: as for a moved object
         if method in ("to", "cuda", "cpu", "pin_memory"):
             return self._move(call, method, receiver)
-        if method == "type" and call.args and self.names_cuda_tensor_type(call.args[0].value):
-            return Kind.DEVICE  # `x.type(torch.cuda.FloatTensor)`: a copy to the GPU
+        if method in ("type", "type_as") and receiver not in MODEL_KINDS and self.copy_destination(call) == "accelerator":
+            return Kind.DEVICE  # `x.type(torch.cuda.FloatTensor)`, `x.type_as(device_tensor)`: a copy to the GPU
         if method in tk.HOST_RESULT_WITHOUT_ARGUMENTS and not call.args and receiver in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.MOVED):
             return Kind.HOST  # `x.type() == 'torch.cuda.HalfTensor'`: a str, no read of the data
         if receiver in MODEL_KINDS or (receiver is Kind.MOVED and method in tk.MODULE_METHODS):

@@ -164,6 +164,23 @@ class DeviceArguments:
                 return False
         return True
 
+    def copy_destination(self, call: cst.Call) -> str | None:
+        """Where a copying method call sends its receiver (a method of COPY_METHODS):
+        "accelerator", "cpu", or None (a dtype cast, or a place we cannot tell). `x.type_as(t)`
+        is `x.to(t)`: the receiver goes where `t` is (and takes its dtype)."""
+        method = call.func.attr.value  # type: ignore[union-attr]
+        if method == "to":
+            return self.to_destination(call)
+        if method == "cuda":
+            return "accelerator"
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if method == "type":
+            return "accelerator" if positional and self.names_cuda_tensor_type(positional[0]) else None
+        if method == "type_as" and len(positional) == 1:
+            kind = self._eval(positional[0])
+            return "accelerator" if kind in (Kind.DEVICE, Kind.MOVED) else "cpu" if kind is Kind.HOST_TENSOR else None
+        return None
+
     def to_destination(self, call: cst.Call) -> str | None:
         """Where `x.to(...)` sends its receiver: "accelerator", "cpu", or None (dtype only)."""
         for arg in call.args:

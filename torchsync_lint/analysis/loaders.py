@@ -29,6 +29,7 @@ from torchsync_lint.analysis.loader_datasets import DatasetQueries
 from torchsync_lint.analysis.loader_info import DATALOADER, POSITIONS, ArgValue, LoaderInfo, literal_value
 from torchsync_lint.analysis.values import HOST_RESULT_METHODS
 from torchsync_lint.knowledge import ignite, lightning, transformers
+from torchsync_lint.knowledge import torch as tk
 
 # Calls that hand a loader to something that moves its batches to the accelerator itself.
 _PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
@@ -359,14 +360,12 @@ class LoaderTracker(DatasetQueries):
     def is_h2d_call(self, call: cst.Call, any_receiver: bool = False) -> bool:
         """`x.cuda(...)` or `x.to(<accelerator>, ...)` on a host tensor (any non-model with ``any_receiver``)."""
         func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "type"):
+        if not isinstance(func, cst.Attribute) or func.attr.value not in tk.COPY_METHODS:
             return False
         if self.analysis.qualname(func) is not None:
             return False  # `torch.cuda`, a module attribute, not a method call
-        if func.attr.value == "to" and self.values.to_destination(call) != "accelerator":
-            return False
-        if func.attr.value == "type" and not (call.args and self.values.names_cuda_tensor_type(call.args[0].value)):
-            return False  # a dtype cast on the host
+        if func.attr.value != "cuda" and self.values.copy_destination(call) != "accelerator":
+            return False  # a dtype cast on the host, a copy to the CPU, or a place we cannot tell
         kind = self.batch_kind(func.value)
         if any_receiver:
             return True if func.attr.value == "to" else kind is not Kind.HOST

@@ -132,6 +132,10 @@ TENSOR_METHODS = frozenset(
     """.split()
 )
 # Every public method of `torch.nn.Module` (torch 2.13).
+# Tensor methods that may copy their receiver to another device: `.to(d)`, `.cuda()`,
+# `.type(torch.cuda.FloatTensor)` and `.type_as(t)` (to where `t` is); analysis/devices.py
+# `copy_destination` says where each call sends it.
+COPY_METHODS = frozenset({"to", "cuda", "type", "type_as"})
 MODULE_METHODS = frozenset(
     """
     T_destination add_module apply bfloat16 buffers call_super_init children compile cpu cuda double

@@ -10,6 +10,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.fixed_params import caller_fixed
 from torchsync_lint.analysis.loaders import LoaderInfo, literal_value, loaders
+from torchsync_lint.knowledge.torch import COPY_METHODS
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import custom_batch, uses_streams, written_in_place
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, pipeline
@@ -100,8 +101,11 @@ class BlockingHostToDeviceCopy(Rule):
             "from torch.utils.data import DataLoader\n\n\ndef to_device(x, non_blocking=False):\n    return x.to('cuda', non_blocking=non_blocking)\n\n\n"
             "for x in DataLoader(ds, num_workers=2, pin_memory=True):\n    model(to_device(x, non_blocking=True)).sum().backward()\n"
         ),
+        Valid(pipeline(copy="x, y = x.type_as(torch.zeros(1)), y.to(device, non_blocking=True)\n    x = x.to(device, non_blocking=True)")),  # a host dtype cast
     ]
     INVALID = [
+        # `x.type_as(device_tensor)` copies the batch where that tensor is: no `non_blocking` to add
+        Invalid(pipeline(copy="w = torch.zeros(1, device=device)\n    x, y = x.type_as(w), y.to(device, non_blocking=True)"), line=COPY_LINE + 1, message_contains="type_as", expected_fix=None),
         Invalid(
             pipeline(copy="x, y = x.to(device), y.to(device)"),
             line=COPY_LINE,
@@ -138,7 +142,7 @@ class BlockingHostToDeviceCopy(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in ("to", "cuda", "type"):
+        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in COPY_METHODS:
             return  # cheap, before the module's loader analysis is built
         tracker = loaders(self.analysis)
         # A host tensor copied to an accelerator (not a module attribute like `torch.cuda`, a
@@ -167,6 +171,8 @@ class BlockingHostToDeviceCopy(Rule):
             # `non_blocking=non_blocking` of a helper every caller calls with False: the fix is
             # the callers' (or the default's) to make, not this line's
             message += f"; `{self.snippet(arg.value, 40)}` is False from every caller in the project"
+        elif node.func.attr.value == "type_as":
+            message += "; `type_as` takes no `non_blocking`: `.to(other.device, other.dtype, non_blocking=True)` does the same copy"
         elif custom_batch(self.analysis, receiver) or written_in_place(self.analysis, node) or uses_streams(self.analysis):
             pass  # a user batch's `.to()` may not take `non_blocking`; a reused buffer or another stream would race
         elif arg is not None:

@@ -10,6 +10,7 @@ from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.kinds import DEVICE_VALUES
 from torchsync_lint.analysis.images import divided_operand, is_divide_by_255
 from torchsync_lint.analysis.loaders import literal_value, loaders
+from torchsync_lint.knowledge.torch import COPY_METHODS
 from torchsync_lint.knowledge.transforms import CONVERTERS
 from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import integer_arange, movable_factory, plain_device
@@ -298,8 +299,16 @@ class HostTensorInLoop(Rule):
         Valid(pipeline(copy="noise = torch.randn(4) if x is None else x\n    noise = noise.cuda()")),  # not only a fresh fill on every path
         # a helper whose device defaults to the CPU, and no call site passes another
         Valid(pipeline(copy="c = pick([0, 3])\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)", imports=_PICK)),
+        # `type_as(t)` goes where `t` is: of a host tensor it stays on the host, of one we cannot place it says nothing
+        Valid(pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n    mask = torch.ones(8).type_as(torch.zeros(8))")),
+        Valid(pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n    mask = torch.ones(8).type_as(reference)")),
+        Valid(pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n    mask = torch.ones(8, device=device).type_as(x)")),  # filled on the device already
     ]
     INVALID = [
+        # `.type_as(device_tensor)` is a copy to where that tensor is, in three spellings
+        Invalid(pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n    mask = torch.ones(x.shape[0]).type_as(x)"), line=COPY_LINE + 1, expected_fix=None),
+        Invalid(pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n    targets = torch.Tensor(np.zeros(4)).type_as(x).long()", imports="import numpy as np\nfrom torch.utils.data import DataLoader"), line=COPY_LINE + 2, expected_fix=None),
+        Invalid(pipeline(copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n    noise = torch.randn(8, 4)\n    noise = noise.type_as(x)"), line=COPY_LINE + 2),
         Invalid(
             pipeline(copy="scale = torch.tensor(0.5, device=device)"),
             line=COPY_LINE,
@@ -333,7 +342,7 @@ class HostTensorInLoop(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         qn = self.analysis.qualname(node.func) or ""
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda") and not qn:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in COPY_METHODS and not qn:
             self._named_fill_copied(node)
         if qn in FRESH_HOST_TENSOR:
             self._from_host_data(node, qn)
@@ -449,11 +458,13 @@ class HostTensorInLoop(Rule):
             self.report(copy, hot=hot, expr=self.snippet(copy), advice=advice)
 
     def _moves_to_accelerator(self, copy: cst.Call) -> bool:
-        """Does ``copy`` (a `.cuda()` or `.to(...)` call) move to an accelerator?"""
-        return copy.func.attr.value == "cuda" or self.analysis.values.to_destination(copy) == "accelerator"  # type: ignore[union-attr]
+        """Does ``copy`` (a `.cuda()`, `.to(...)`, `.type(...)` or `.type_as(t)` call) move to an accelerator?"""
+        return self.analysis.values.copy_destination(copy) == "accelerator"
 
     def _device_fix(self, factory_call: cst.Call, copy: cst.Call, factory: str):
         method = copy.func.attr.value  # type: ignore[union-attr]
+        if method not in ("to", "cuda"):
+            return None  # `.type(...)`, `.type_as(t)`: a dtype too; the user picks the factory's
         if method == "cuda":
             if copy.args:
                 return None  # `.cuda(i)` / `.cuda(non_blocking=...)`: leave it to the user
@@ -495,7 +506,7 @@ class HostTensorInLoop(Rule):
             if not isinstance(call, cst.Call) or call.func is not parent:
                 return None
             node, parent = call, self.analysis.index.parent(call)
-        if not isinstance(parent, cst.Attribute) or parent.attr.value not in ("to", "cuda"):
+        if not isinstance(parent, cst.Attribute) or parent.attr.value not in COPY_METHODS:
             return None
         call = self.analysis.index.parent(parent)
         if not isinstance(call, cst.Call) or call.func is not parent:
