@@ -25,6 +25,9 @@ _FRAME_TYPES = frozenset(_FRAMES)
 _COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
 _STRAIGHT_LINE_TYPES = frozenset(_STRAIGHT_LINE)
 _DOMINATING_TYPES = frozenset({*_STRAIGHT_LINE, cst.Expr})
+_BLOCK_TYPES = frozenset({cst.IndentedBlock, cst.Module})
+_BRANCHING_TYPES = frozenset({cst.If, cst.Try, cst.TryStar, cst.With})
+_TERMINAL_TYPES = frozenset({cst.Return, cst.Raise, cst.Continue, cst.Break})
 
 
 class Bindings:
@@ -62,13 +65,69 @@ class Bindings:
         loops = [a for a in self._ancestors_in_scope(anchor) if type(a) in LOOP_TYPES]
         dominating = [d for d in before if self.dominates(d, anchor)]
         killer = max(dominating, key=lambda d: d.seq) if dominating else None
-        if killer is not None:
+        # An `if/else` or `try/except` before the use that binds the name on every path through
+        # it (the restart idiom `try: x = next(it)` / `except StopIteration: it = iter(loader);
+        # x = next(it)`) kills what came before it, as a plain assignment does.
+        barrier = self._every_path_barrier(defs, anchor) if len(defs) > 1 else None
+        if barrier is not None and killer is not None and index.seq(barrier) < killer.seq:
+            barrier = None  # a plain assignment after it kills more
+        cut = barrier if barrier is not None else killer.stmt if killer is not None else None
+        cut_seq = index.seq(barrier) if barrier is not None else killer.seq if killer is not None else -1
+        if barrier is not None:
+            before = [d for d in before if d.seq > cut_seq]
+        elif killer is not None:
             before = [killer] + [d for d in before if d.seq > killer.seq]
-        later = [d for d in defs if d not in before and (killer is None or d.seq > killer.seq or d.seq > seq)]
+        later = [d for d in defs if d not in before and (cut is None or d.seq > cut_seq or d.seq > seq)]
         carried = [
-            d for d in later if (d.seq > seq or d in own) and any(index.inside(d.stmt, lp) and (killer is None or not (killer.stmt is lp or index.inside(killer.stmt, lp))) for lp in loops)
+            d for d in later if (d.seq > seq or d in own) and any(index.inside(d.stmt, lp) and (cut is None or not (cut is lp or index.inside(cut, lp))) for lp in loops)
         ]
         return before + carried
+
+    def _every_path_barrier(self, defs: list[Def], anchor: cst.CSTNode) -> cst.CSTNode | None:
+        """The last `if/else` or `try` statement before ``anchor``, in a block holding it, that
+        runs one of ``defs`` (a plain assignment) on every path that falls through it."""
+        blocks = {id(self._block_of(d.stmt)) for d in defs if type(d.stmt) in _STRAIGHT_LINE_TYPES and d.how in ("assign", "unpack")}
+        if not blocks:
+            return None
+        node = anchor
+        for anc in self.index.ancestors(anchor):
+            if type(anc) in _BLOCK_TYPES:
+                statements = anc.body
+                position = next((i for i, s in enumerate(statements) if s is node), 0)
+                for stmt in reversed(statements[:position]):
+                    if type(stmt) in _BRANCHING_TYPES and self._binds_on_every_path(stmt, blocks):
+                        return stmt
+            if type(anc) in _FRAME_TYPES:
+                return None
+            node = anc
+        return None
+
+    def _binds_on_every_path(self, stmt: cst.CSTNode, blocks: set[int]) -> bool:
+        kind = type(stmt)
+        if kind is cst.If:
+            if stmt.orelse is None or not self._block_binds(stmt.body, blocks):
+                return False
+            return self._binds_on_every_path(stmt.orelse, blocks) if type(stmt.orelse) is cst.If else self._block_binds(stmt.orelse.body, blocks)
+        if kind in (cst.Try, cst.TryStar):
+            if stmt.finalbody is not None and self._block_binds(stmt.finalbody.body, blocks):
+                return True
+            return self._block_binds(stmt.body, blocks) and all(self._block_binds(h.body, blocks) for h in stmt.handlers)
+        if kind is cst.With:
+            return self._block_binds(stmt.body, blocks)
+        return False
+
+    def _block_binds(self, block: cst.CSTNode, blocks: set[int]) -> bool:
+        """Does every path that falls through ``block`` bind the name (a plain assignment at its
+        top level, a statement that binds it on every path, or no path falling through: a
+        `return`, `raise`, `continue` or `break`)?"""
+        if id(block) in blocks:
+            return True
+        for stmt in getattr(block, "body", ()):
+            if type(stmt) is cst.SimpleStatementLine and any(type(small) in _TERMINAL_TYPES for small in stmt.body):
+                return True
+            if type(stmt) in _BRANCHING_TYPES and self._binds_on_every_path(stmt, blocks):
+                return True
+        return False
 
     def _binds_before(self, d: Def, use: cst.CSTNode, seq: int) -> bool:
         """Has binding ``d`` happened before ``use`` runs, in this pass through the code?

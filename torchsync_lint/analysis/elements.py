@@ -189,12 +189,14 @@ class ElementKinds:
                     return True
         return False
 
-    def _iter_element(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Kind | None:
+    def _iter_element(self, iterable: cst.BaseExpression, path: tuple[int, ...], depth: int = 0) -> Kind | None:
         """Kind of (part of) one item produced by ``for ... in iterable``."""
-        if isinstance(iterable, cst.Name):
-            wrapped = self._single_assigned_call(iterable)
-            if wrapped is not None:
-                return self._iter_element(wrapped, path)  # `pbar = tqdm(loader)`; `for x in pbar`
+        if isinstance(iterable, cst.Name) and depth < 4:
+            defs = self.reaching_defs(iterable)
+            if defs and all(d.how == "assign" and isinstance(d.value, cst.Call) for d in defs):
+                # `pbar = tqdm(loader)`; `for x in pbar`. Every binding: the restart idiom
+                # `it = iter(loader)` before the loop and again in `except StopIteration:`
+                return join(self._iter_element(d.value, path, depth + 1) for d in defs)
         if isinstance(iterable, cst.Call):
             found = self.call_iter_element(iterable, path)
             if found is not None:

@@ -15,7 +15,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import DEVICE_VALUES, Kind
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval
-from torchsync_lint.analysis.index import param_index
+from torchsync_lint.analysis.index import is_none, param_index
 from torchsync_lint.analysis.tree import SCOPE_TYPES, innermost
 from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.describe import describe_metric
@@ -324,6 +324,11 @@ class AbstractValues:
             qn = self.values.qualname(expr)
             return {"k": "sym", "name": qn} if qn is not None else absval.UNKNOWN  # `import models`
         found = []
+        # `loader = None` then `if ...: loader = get_loader(...)`: where the value is used as an
+        # object (iterated, called, its attributes read) the None path would have failed, so
+        # the object is what it is; None adds nothing beside another value
+        if len(defs) > 1 and not all(d.how == "assign" and is_none(d.value) for d in defs):
+            defs = [d for d in defs if not (d.how == "assign" and is_none(d.value))]
         for d in defs:
             if d.how == "assign" and d.value is not None:
                 found.append(self.abs_of(d.value, depth + 1))
