@@ -72,3 +72,54 @@ def test_an_optional_loader_is_the_loader(tmp_path, make):
 
 def test_a_loader_that_is_none_everywhere_is_nothing(tmp_path):
     assert _solver_findings(tmp_path, "loader = None") == []
+
+
+FILLED = '''\
+import torch
+from torch.utils.data import DataLoader
+
+
+def get_loaders(dataset):
+    loaders = []
+    {fill}
+    return loaders
+'''
+
+USER = '''\
+import torch
+
+from data import get_loaders
+
+device = torch.device("cuda")
+model = torch.nn.Linear(8, 4).to(device)
+loaders = get_loaders(dataset)
+for x in loaders[0]:
+    x = x.to(device)
+    model(x).sum().backward()
+'''
+
+
+def _user_findings(tmp_path: Path, fill: str) -> list[tuple[int, str]]:
+    (tmp_path / "pyproject.toml").write_text("[tool.torchsync-lint]\n")
+    (tmp_path / "data.py").write_text(FILLED.format(fill=fill))
+    (tmp_path / "train.py").write_text(USER)
+    results = {Path(r.path).name: r for r in lint_paths([str(tmp_path)], Config(), jobs=1, use_cache=False)}
+    return [(f.line, f.code) for f in results["train.py"].findings]
+
+
+@pytest.mark.parametrize(
+    "fill",
+    [
+        "loaders.append(DataLoader(dataset, batch_size=8, num_workers=2, pin_memory=True))",
+        "train = DataLoader(dataset, batch_size=8, num_workers=2, pin_memory=True)\n    loaders.append(train)",
+        "for part in (dataset,):\n        loaders.append(DataLoader(part, batch_size=8, num_workers=2, pin_memory=True))",
+    ],
+)
+def test_a_list_filled_by_append_holds_what_is_appended(tmp_path, fill):
+    # `loaders = []` then `loaders.append(loader)`: its items are loaders, their batches host tensors
+    assert (9, "TSL301") in _user_findings(tmp_path, fill)
+
+
+def test_a_list_filled_with_device_tensors_holds_device_tensors(tmp_path):
+    # its items are device tensors, no loaders: iterating one yields device rows, no copy
+    assert _user_findings(tmp_path, 'loaders.append(torch.zeros(8, 8, device="cuda"))').count((9, "TSL301")) == 0

@@ -196,7 +196,9 @@ class ElementKinds:
             if defs and all(d.how == "assign" and isinstance(d.value, cst.Call) for d in defs):
                 # `pbar = tqdm(loader)`; `for x in pbar`. Every binding: the restart idiom
                 # `it = iter(loader)` before the loop and again in `except StopIteration:`
-                return join(self._iter_element(d.value, path, depth + 1) for d in defs)
+                kinds = [self._iter_element(d.value, path, depth + 1) for d in defs]
+                if len(kinds) == 1 or all(k not in (None, Kind.UNKNOWN) for k in kinds):
+                    return join(kinds)  # (else what the name's own kind says, below)
         if isinstance(iterable, cst.Call):
             found = self.call_iter_element(iterable, path)
             if found is not None:

@@ -77,6 +77,7 @@ class AbstractValues:
         self._open_defs: set[int] = set()  # stores to `self.<attr>` being summarised (cycles)
         self._memo = CycleMemo(MAX_DEPTH)
         self._appends: dict[int, dict[str, list[cst.BaseExpression]]] | None = None  # class -> attr -> appended values
+        self._fills: dict[int, list] | None = None  # empty-list binding -> appended values (None: filled otherwise)
 
     def abs_of(self, expr: cst.BaseExpression, depth: int = 0) -> dict:
         # An answer depends on the node, the depth left (the cut-off) and the stores being
@@ -118,6 +119,9 @@ class AbstractValues:
                 return derived
         if kind is cst.Call:
             return self._call(expr, depth)
+        if kind is cst.IfExp and (is_none(expr.body) or is_none(expr.orelse)) and not (is_none(expr.body) and is_none(expr.orelse)):
+            # `get_loader(...) if cfg.train else None`: the object, as for a `None` binding (_name)
+            return self.abs_of(expr.orelse if is_none(expr.body) else expr.body, depth + 1)
         if (kind is cst.Tuple or kind is cst.List) and not any(type(el) is cst.StarredElement for el in expr.elements):
             return {"k": "tuple", "items": [self.abs_of(el.value, depth + 1) for el in expr.elements]}
         if kind is cst.Dict and all(type(el) is cst.DictElement and type(el.key) is cst.SimpleString for el in expr.elements):
@@ -144,6 +148,37 @@ class AbstractValues:
                 if parts and len(parts) == 2 and parts[0] == "self" and info is not None and info.methods.get(owner.name.value) is owner and tree.inside(call, owner.body):
                     self._appends.setdefault(id(info), {}).setdefault(parts[1], []).append(call.args[0].value)
         return self._appends
+
+    def _filled_list(self, d, depth: int) -> dict | None:
+        """`loaders = []` then `loaders.append(train_loader)`: the list holds what is appended to
+        it (any of them, as for `self.<attr>`); unknown when it is also filled another way
+        (`extend`, `insert`). None when nothing is added: the empty list it is."""
+        added = self._local_fills().get(id(d))
+        if not added:
+            return None
+        if any(arg is None for arg in added):
+            return absval.UNKNOWN
+        items: list[dict] = []
+        for arg in added:
+            value = self.abs_of(arg, depth + 1)
+            if value not in items:
+                items.append(value)
+        return {"k": "tuple", "items": items}
+
+    def _local_fills(self) -> dict[int, list]:
+        """id(binding of an empty list) -> what `name.append(v)` calls add to it (None for an
+        `extend`/`insert`), from one pass over the module's calls."""
+        if self._fills is None:
+            self._fills = {}
+            for call in self.index.calls:
+                func = call.func
+                if type(func) is not cst.Attribute or type(func.value) is not cst.Name or func.attr.value not in ("append", "extend", "insert"):
+                    continue
+                arg = call.args[0].value if func.attr.value == "append" and len(call.args) == 1 else None
+                for d in self.values.reaching_defs(func.value):
+                    if d.how == "assign" and type(d.value) is cst.List and not d.value.elements:
+                        self._fills.setdefault(id(d), []).append(arg)
+        return self._fills
 
     def _operands(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The operands of arithmetic whose result is a tensor where they are (the rule of the
@@ -331,7 +366,8 @@ class AbstractValues:
             defs = [d for d in defs if not (d.how == "assign" and is_none(d.value))]
         for d in defs:
             if d.how == "assign" and d.value is not None:
-                found.append(self.abs_of(d.value, depth + 1))
+                filled = self._filled_list(d, depth) if type(d.value) is cst.List and not d.value.elements else None
+                found.append(filled if filled is not None else self.abs_of(d.value, depth + 1))
             elif d.how == "unpack" and d.value is not None and len(d.path) == 1:
                 found.append(absval.element(self.abs_of(d.value, depth + 1), d.path[0]))
             elif d.how == "aug" and isinstance(d.stmt, cst.AugAssign):
