@@ -37,6 +37,7 @@ DEFAULT_CORPUS = Path("/work/corpora/projects")
 # directory). Every removal and extra must appear in that project's SOURCES.md in backticks,
 # which check_table() enforces, so a typo here cannot silently change a tree.
 TABLE: dict[str, dict[str, list[str]]] = {
+    "centernet": {"remove": ["src/tools/", "src/lib/models/networks/DCNv2/"]},
     "ddpm-lucidrains": {"extra": ["pyproject.toml"]},
     "biggan-ajbrock": {"remove": ["sync_batchnorm/"]},
     "deeplab-xception": {"remove": ["modeling/sync_batchnorm/"]},
