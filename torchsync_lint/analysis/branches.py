@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchsync_lint.analysis.gates import default_test, rebound_elsewhere
+from torchsync_lint.analysis.gates import default_test, none_test, rebound_elsewhere
 
 # Statements after which the loop does not go on: the branch holding them runs once.
 _EXIT_FUNCTIONS = frozenset({"sys.exit", "os._exit", "os.abort"})
@@ -55,6 +55,10 @@ class BranchQueries:
         found = default_test(self.values, test)
         if found is not None and self.values.unset_param_default(found[0]) is not None:
             return found[1]
+        # `if mask is None:` of a parameter every caller fills with a tensor
+        found = none_test(test)
+        if found is not None and self.values.never_none(found[0]):
+            return not found[1]
         if not isinstance(test, cst.Name):
             return None
         defs = self.values.reaching_defs(test)

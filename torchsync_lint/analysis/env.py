@@ -70,6 +70,12 @@ class Env:
         something else (or may, through `*args`/`**kwargs`)."""
         return []
 
+    def param_never_none(self, func: cst.FunctionDef, param: cst.Param):
+        """True when every call site of ``func`` in another module passes a tensor for
+        ``param`` (never `None`, never its default); False when one does not; None when no
+        other module calls it."""
+        return None
+
     def has_callers(self, func: cst.FunctionDef) -> bool:
         """Does another module of the project call ``func``?"""
         return False

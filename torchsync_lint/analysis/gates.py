@@ -203,6 +203,15 @@ def default_test(values, test: cst.BaseExpression) -> tuple[cst.Name, bool] | No
     return name, is_none if isinstance(op, cst.Is) else not is_none
 
 
+def none_test(test: cst.BaseExpression) -> tuple[cst.Name, bool] | None:
+    """(the name, the test's value when the name is None) for `name is None` / `name is not None`."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+        op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if isinstance(op, (cst.Is, cst.IsNot)) and isinstance(right, cst.Name) and right.value == "None":
+            return test.left, isinstance(op, cst.Is)
+    return None
+
+
 def rebound_elsewhere(index, name: str) -> bool:
     """`global name` anywhere: a function may change the module constant."""
     return any(any(n.name.value == name for n in g.names) for g in index.nodes_of(cst.Global))

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchsync_lint.analysis.index import Def, param_index
+from torchsync_lint.analysis.index import Def, is_none, param_index
 from torchsync_lint.analysis.kinds import Kind, join
 from torchsync_lint.knowledge import lightning
 
 # Parameters resolved inside one another (a call chain forwarding a value) before giving up:
 # each level costs about ten Python frames, and the default stack holds 1,000.
 MAX_PARAM_DEPTH = 40
+
+
+_TENSOR_KINDS = frozenset({Kind.DEVICE, Kind.HOST_TENSOR})  # values that are tensors, never None
 
 
 class ParameterKinds:
@@ -69,6 +72,25 @@ class ParameterKinds:
             if qn == "torch.nn.Module":
                 return Kind.MODEL
         return joined
+
+    def never_none(self, name: cst.Name) -> bool:
+        """Does ``name`` read a parameter every call site fills with a tensor (here and in the
+        modules the project view connects), none leaving it to a default or passing `None`?
+        Then `if mask is None:` is never taken (glow-tts's `squeeze(x, x_mask=None)`, called
+        with a mask everywhere)."""
+        defs = self.reaching_defs(name)
+        if len(defs) != 1 or defs[0].how != "param":
+            return False
+        func, param = defs[0].func, defs[0].param
+        calls = self.index.call_sites(func)
+        for call in calls:
+            arg = self.index.argument_for(call, func, param)
+            if arg is None or arg is param.default or is_none(arg) or any(a.star for a in call.args):
+                return False
+            if self._eval(arg) not in _TENSOR_KINDS:
+                return False
+        remote = self.env.param_never_none(func, param)
+        return bool(calls) if remote is None else remote  # (None: no call site in another module)
 
     def passed_kinds(self, calls, func: cst.FunctionDef, param: cst.Param) -> list[Kind | None] | None:
         """What each of ``calls`` passes for ``param`` of ``func`` (calls that leave it to its

@@ -183,6 +183,31 @@ class ModuleEnv(Env):
             out.append(found[0])
         return out
 
+    def param_never_none(self, func: cst.FunctionDef, param: cst.Param):
+        ref = self._ref(func)
+        if ref is None:
+            return None
+        index = param_index(func, param)
+        name = param.name.value
+        seen = False
+        for caller_path, call, shift in self.view.callers(ref):
+            if caller_path == self.path:
+                continue  # this module's own call sites are the analysis's to read
+            if call["star"]:
+                return False
+            if index is not None and 0 <= index - shift < len(call["args"]):
+                slot, value = index - shift, call["args"][index - shift]
+            elif name in call["kwargs"]:
+                slot, value = name, call["kwargs"][name]
+            else:
+                return False  # left to its default
+            if any(where == slot and literal is None for where, literal in call["literals"]):
+                return False
+            if absval.kind_of(self.view.resolve(value, caller_path)) not in (Kind.DEVICE, Kind.HOST_TENSOR):
+                return False
+            seen = True
+        return True if seen else None
+
     def has_callers(self, func: cst.FunctionDef) -> bool:
         ref = self._ref(func)
         return bool(ref and any(path != self.path for path, _, _ in self.view.callers(ref)))
