@@ -120,6 +120,8 @@ class CallKinds:
         if callee is Kind.DEVICE:
             return Kind.DEVICE
         if callee in (None, Kind.UNKNOWN) and device_args:
+            if self.env.host_call_result(call):
+                return Kind.HOST  # a project function (a closure a factory returned) that returns host values
             return Kind.DEVICE  # `criterion(out, y)`: an opaque function of device tensors
         return Kind.UNKNOWN
 

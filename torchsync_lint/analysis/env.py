@@ -70,6 +70,12 @@ class Env:
         something else (or may, through `*args`/`**kwargs`)."""
         return []
 
+    def host_call_result(self, call: cst.Call) -> bool:
+        """Does ``call`` run only project functions of another module whose every return is a
+        host value (a number, a string, a dict or tuple of them)? `metrics = train(x, y)` of a
+        `train` closure a factory of another module returns, returning `{"loss": float(...)}`."""
+        return False
+
     def param_never_none(self, func: cst.FunctionDef, param: cst.Param):
         """True when every call site of ``func`` in another module passes a tensor for
         ``param`` (never `None`, never its default); False when one does not; None when no

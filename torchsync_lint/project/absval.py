@@ -154,6 +154,18 @@ def _alternatives(values: list[dict]) -> list[dict] | None:
     return flat
 
 
+def is_host_value(value: dict, depth: int = 0) -> bool:
+    """Is ``value`` a host value through and through: a number or string, a host tensor, or a
+    tuple or dict of such (`{"loss": float(loss.item())}`)?"""
+    k = value.get("k")
+    if k in ("host", "host-tensor"):
+        return True
+    if k in ("tuple", "dict") and depth < 4:
+        items = value["items"] if k == "tuple" else list(value["items"].values())
+        return all(is_host_value(v, depth + 1) for v in items)
+    return False
+
+
 def element(value: dict, position: int) -> dict:
     """Element ``position`` of a tuple value (what `a, b = f()` binds to `b`)."""
     if value.get("k") == "tuple" and 0 <= position < len(value["items"]):

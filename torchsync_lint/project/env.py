@@ -183,6 +183,22 @@ class ModuleEnv(Env):
             out.append(found[0])
         return out
 
+    def host_call_result(self, call: cst.Call) -> bool:
+        targets = self._callee_targets(call) or self._returned_callables(call)
+        return bool(targets) and all(absval.is_host_value(self.view.returns(*ref.split(":", 1))) for ref, _ in targets)
+
+    def _returned_callables(self, call: cst.Call) -> list[tuple[str, int]]:
+        """`train = make_train(model, opt)` ... `train(x, y)`: the functions a project factory
+        returns, which the call runs (the callers table names the callee `make_train.__call__`,
+        an instance's; resolving what the factory returns is an answer, not part of the table)."""
+        callee = self._names.callee(call) if self._names is not None else None
+        if not callee or not callee.endswith(".__call__") or callee[:1] in "^~@!%:":
+            return []
+        maker = self.view.resolve_name(callee[: -len(".__call__")], self.path)
+        if maker is None or maker[0] != "function":
+            return []
+        return self.view.methods_of_value(self.view.returns(maker[1], maker[2]), "__call__", maker[1])
+
     def param_never_none(self, func: cst.FunctionDef, param: cst.Param):
         ref = self._ref(func)
         if ref is None:
