@@ -31,6 +31,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from torchsync_lint.project.sys_path import path_additions
+
 _ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 _MARKED: dict[str, bool] = {}  # directory -> holds a marker (a run asks for every directory of a walk)
 _ROOTS: dict[str, tuple[Path, bool]] = {}  # absolute path -> project_root's answer (asked per file, twice)
@@ -107,6 +109,7 @@ class Layout:
         self._resolved: dict[tuple[str, str], tuple[Path, str] | None] = {}
         self._files: dict[tuple[str, tuple[str, ...]], str | None] = {}
         self._resolved_in: dict[tuple[str, str], tuple[Path, str] | None] = {}
+        self._added: dict[str, list[str]] = {}  # importer -> the directories it adds to sys.path
 
     def _abs(self, path: str | Path) -> str:
         return os.path.abspath(path)
@@ -182,7 +185,36 @@ class Layout:
                 best = found
                 if not found[1]:
                     break  # every part is a module: nothing names more
+        if best is None:
+            for directory in self._added_directories(importer):  # `sys.path.insert(0, ...lib)` first
+                best = self._longest_module(directory, parts, 1)
+                if best is not None:
+                    break
         return best
+
+    def _added_directories(self, importer: str) -> list[str]:
+        """The project directories the importer puts on `sys.path` at its top level, itself or
+        through a module of its own directory it imports first (`import _init_paths`)."""
+        if importer not in self._added:
+            found: list[str] = []
+            added, imported = self._path_additions(importer)
+            found += added
+            for name in imported:
+                sibling = os.path.join(os.path.dirname(importer), name + ".py")
+                if self.contains(sibling) and os.path.isfile(sibling):
+                    found += self._path_additions(sibling)[0]
+            self._added[importer] = [d for d in dict.fromkeys(found) if os.path.isdir(d) and self.contains(d)]
+        return self._added[importer]
+
+    def _path_additions(self, path: str) -> tuple[list[str], list[str]]:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return [], []
+        if "sys.path" not in text and "import " not in text:
+            return [], []
+        return path_additions(text, path)
 
     def _script_directories(self, importer: str) -> list[str]:
         """The directories between the importer and the root, nearest first: where the script
