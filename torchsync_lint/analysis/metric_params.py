@@ -148,8 +148,12 @@ class MetricParameters:
         for other in self.index.classes.values():
             if other is info:
                 continue
-            if self._inherits(other, info) or (name in other.methods and self._inherits(info, other)):
-                return True  # inherited or reached through `super()`, or dispatched here from a base
+            # A subclass that overrides it may reach it through `super()` with arguments we do
+            # not follow; one that inherits it as it is calls it only where `Sub(...)` or
+            # `sub.name(...)` is written, and those are call sites (index.resolve_function looks
+            # methods up through the bases). Dispatched here from a base: hidden too.
+            if name in other.methods and (self._inherits(other, info) or self._inherits(info, other)):
+                return True
         return name in self._unresolved_method_calls()  # `x.step(m)` on a receiver we could not resolve
 
     def _unresolved_method_calls(self) -> set[str]:

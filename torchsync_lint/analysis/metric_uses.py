@@ -135,6 +135,8 @@ class MetricUses:
         not_references: set[int] = set()
         for node_type in (cst.FunctionDef, cst.ClassDef, cst.Param):
             not_references.update(id(n.name) for n in index.nodes_of(node_type))
+        # `class Trainer(BaseTrainer):` names its base to inherit from it, not to hand it on
+        not_references.update(id(b.value) for c in index.nodes_of(cst.ClassDef) for b in c.bases if isinstance(b.value, cst.Name))
         not_references.update(id(n.keyword) for n in index.nodes_of(cst.Arg) if n.keyword is not None)
         for node in index.nodes_of(cst.Attribute):
             not_references.add(id(node.attr))
