@@ -129,8 +129,8 @@ class Rule:
         text = (message or self.message).format(**fmt)
         if hot is not None and hot.remote:
             text += f" ({hot.reason})"  # `helper` is called every step from train.py:120
-        if hot is not None and hot.gated:
-            gate = self.code_for(hot.gate) if hot.gate is not None else ""
+        if hot is not None and hot.gate is not None:  # (a remote gate: the reason above says so)
+            gate = self.code_for(hot.gate)
             # a test (`if step % N == 0:`), or an event filter (ignite's `Events.X(every=N)`)
             shown = gate if isinstance(hot.gate, cst.Call) and any(a.keyword is not None for a in hot.gate.args) else f"if {gate}:"
             text += f" (gated by `{shown}`; it still syncs on those steps)"

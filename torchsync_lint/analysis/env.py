@@ -187,6 +187,11 @@ class Env:
         """Do other modules pass torchmetrics metrics to this module's functions?"""
         return False
 
+    def param_metric_dict(self, func: cst.FunctionDef, param: cst.Param):
+        """The dict of torchmetrics metrics every call site in another module passes for
+        ``param`` (key -> metric sites), None when unknown."""
+        return None
+
     def param_metrics(self, func: cst.FunctionDef, param: cst.Param):
         """The torchmetrics metrics every call site in another module passes for ``param``
         (all of one class, configuration and device), as metric sites; None when unknown."""
@@ -194,7 +199,8 @@ class Env:
 
     # -- per-step code ------------------------------------------------------------------------
     def hot_caller(self, func: cst.FunctionDef):
-        """(reason, gate) when another module calls ``func`` every step, else None."""
+        """(reason, gate, gated) when another module calls ``func`` every step (``gated``: under
+        a step-interval gate there), else None."""
         return None
 
     def is_step_call(self, call: cst.Call) -> bool:

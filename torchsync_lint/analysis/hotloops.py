@@ -69,10 +69,11 @@ class HotContext:
     reason: str | Reason
     gate: cst.BaseExpression | None = None
     remote: bool = False  # per step because another module calls it every step: say where
+    remote_gated: bool = False  # that module calls it under a step-interval gate (its test is there)
 
     @property
     def gated(self) -> bool:
-        return self.gate is not None
+        return self.gate is not None or self.remote_gated
 
 
 class HotLoopAnalysis(BranchQueries):
@@ -116,7 +117,7 @@ class HotLoopAnalysis(BranchQueries):
         for func in self.index.returns:
             remote = self.env.hot_caller(func)
             if remote is not None and func not in self.hot_functions:
-                self.hot_functions[func] = HotContext(remote[0], remote[1], remote=True)
+                self.hot_functions[func] = HotContext(remote[0], remote[1], remote=True, remote_gated=remote[2])
         # Functions called from hot regions are hot, transitively (a fixed point). So are
         # functions handed to a call that runs them at once, like the closure in
         # `optimizer.step(closure)`.
@@ -139,7 +140,7 @@ class HotLoopAnalysis(BranchQueries):
                 ctx = self.hot_context(call)
                 if ctx is not None and not self.index.inside(call, target):
                     reason = ctx.reason if ctx.remote else f"`{target.name.value}` is called every step"
-                    self.hot_functions[target] = HotContext(reason, ctx.gate, ctx.remote)
+                    self.hot_functions[target] = HotContext(reason, ctx.gate, ctx.remote, ctx.remote_gated)
                     changed = True
 
     def _implicit_dunder_calls(self) -> list[tuple[cst.CSTNode, cst.FunctionDef]]:
@@ -397,7 +398,7 @@ class HotLoopAnalysis(BranchQueries):
                     return None  # outside the passes of a function that runs whole passes
                 if kind is cst.FunctionDef and anc in self.hot_functions:
                     outer = self.hot_functions[anc]
-                    return HotContext(outer.reason, gate or outer.gate, outer.remote)
+                    return HotContext(outer.reason, gate or outer.gate, outer.remote, outer.remote_gated)
                 return None
             child = anc
         return None
@@ -405,7 +406,9 @@ class HotLoopAnalysis(BranchQueries):
     def enclosing_loop(self, node: cst.CSTNode) -> tuple[cst.For | cst.While | None, bool]:
         """The innermost loop of ``node``'s own function that runs it, and whether a
         step-interval `if` inside that loop gates it: what another module needs to decide,
-        with its own answers, that the loop runs per step."""
+        with its own answers, that the loop runs per step. With no loop, whether such an `if`
+        in the function gates it (`if (step + 1) % args.log_every == 0: log_metrics(...)` in a
+        step function another module calls: the view's path through it is gated)."""
         gated = False
         child = node
         for anc in self.index.ancestors(node):
@@ -417,9 +420,9 @@ class HotLoopAnalysis(BranchQueries):
             if kind in LOOP_TYPES and child is anc.body:
                 return anc, gated
             if kind in SCOPE_TYPES:
-                return None, False
+                return None, gated
             child = anc
-        return None, False
+        return None, gated
 
     def _step_counters(self) -> frozenset[str]:
         if self._counted is None:

@@ -74,7 +74,8 @@ class MetricParameters:
             return _UNBOUND
         passed: list = []
         recursive = False
-        remote = self.analysis.env.param_metrics(func, param) if what == "sites" else None
+        env = self.analysis.env
+        remote = env.param_metrics(func, param) if what == "sites" else env.param_metric_dict(func, param)
         if remote:
             passed.append(remote)  # what call sites in other modules of the project pass
         for call in self.index.call_sites(func):

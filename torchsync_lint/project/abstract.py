@@ -67,6 +67,9 @@ def _parts(value: dict):
             yield from inner
 
 
+_CONTAINER_EXPRESSIONS = frozenset({cst.Name, cst.Attribute, cst.Dict, cst.DictComp})  # what may hold a dict of metrics
+
+
 class AbstractValues:
     def __init__(self, analysis, names: CalleeNames, loaders, metrics) -> None:
         self.index = analysis.index
@@ -106,6 +109,10 @@ class AbstractValues:
             described = {repr(describe_metric(self.metrics, s)) for s in sites}
             if len(described) == 1:
                 return describe_metric(self.metrics, sites[0])
+        elif self.metrics.sites and type(expr) in _CONTAINER_EXPRESSIONS:
+            held = self._metric_dict(expr)
+            if held is not None:
+                return held
         kind = type(expr)  # exact types (analysis/tree.exact_types): asked of most expressions
         if kind is cst.Name:
             value = self._name(expr, depth)
@@ -148,6 +155,21 @@ class AbstractValues:
                 if parts and len(parts) == 2 and parts[0] == "self" and info is not None and info.methods.get(owner.name.value) is owner and tree.inside(call, owner.body):
                     self._appends.setdefault(id(info), {}).setdefault(parts[1], []).append(call.args[0].value)
         return self._appends
+
+    def _metric_dict(self, expr: cst.BaseExpression) -> dict | None:
+        """`{"loss": MeanMetric().to(device), "acc": Accuracy(...)}` (or a name, an attribute or a
+        comprehension holding one): a dict of metric descriptions, key by key, so that another
+        module's `metrics["loss"].update(loss)` knows the metric (None: not wholly such a dict)."""
+        box = self.metrics.container(expr)
+        if not box or not all(isinstance(k, str) for k in box):
+            return None
+        items = {}
+        for key, group in box.items():
+            described = {repr(describe_metric(self.metrics, s)) for s in group}
+            if len(described) != 1:
+                return None
+            items[key] = describe_metric(self.metrics, group[0])
+        return {"k": "dict", "items": items}
 
     def _filled_list(self, d, depth: int) -> dict | None:
         """`loaders = []` then `loaders.append(train_loader)`: the list holds what is appended to

@@ -391,8 +391,8 @@ class ModuleEnv(Env):
         for qual, record in summary.get("functions", {}).items():
             for index in range(len(record["params"])):
                 value = self.view.param_value(f"{self.path}:{qual}", index)
-                if value is not None and value.get("k") == "metric":
-                    return True
+                if value is not None and (value.get("k") == "metric" or (value.get("k") == "dict" and any(v.get("k") == "metric" for v in value["items"].values()))):
+                    return True  # a metric, or a dict of them
         return False
 
     def param_metrics(self, func: cst.FunctionDef, param: cst.Param):
@@ -400,6 +400,12 @@ class ModuleEnv(Env):
         if value is None or value.get("k") != "metric":
             return None
         return [remote_site(value)]
+
+    def param_metric_dict(self, func: cst.FunctionDef, param: cst.Param):
+        value = self._param(func, param)
+        if value is None or value.get("k") != "dict" or not value["items"] or any(v.get("k") != "metric" for v in value["items"].values()):
+            return None
+        return {key: [remote_site(v)] for key, v in value["items"].items()}
 
     # -- per-step code --------------------------------------------------------------------------
     def hot_caller(self, func: cst.FunctionDef):
@@ -409,7 +415,7 @@ class ModuleEnv(Env):
             return None
         where, gated = found
         how = "in a gated branch of a per-step loop" if gated else "every step"
-        return Reason(lambda: f"`{func.name.value}` is called {how} from {where}"), None
+        return Reason(lambda: f"`{func.name.value}` is called {how} from {where}"), None, gated
 
     def is_step_call(self, call: cst.Call) -> bool:
         if any(self.view.function_flag(ref, "step") for ref, _ in self._callee_targets(call)):
