@@ -49,13 +49,17 @@ Solver(loader).train()
 '''
 
 
-def _solver_findings(tmp_path: Path, make: str) -> list[tuple[int, str]]:
+def _findings(tmp_path: Path, files: dict[str, str], name: str) -> list[tuple[int, str]]:
+    """The findings in ``name`` of ``files`` linted as one project."""
     (tmp_path / "pyproject.toml").write_text("[tool.torchsync-lint]\n")
-    (tmp_path / "data.py").write_text(DATA)
-    (tmp_path / "solver.py").write_text(SOLVER)
-    (tmp_path / "main.py").write_text(MAIN.format(make=make))
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
     results = {Path(r.path).name: r for r in lint_paths([str(tmp_path)], Config(), jobs=1, use_cache=False)}
-    return [(f.line, f.code) for f in results["solver.py"].findings]
+    return [(f.line, f.code) for f in results[name].findings]
+
+
+def _solver_findings(tmp_path: Path, make: str) -> list[tuple[int, str]]:
+    return _findings(tmp_path, {"data.py": DATA, "solver.py": SOLVER, "main.py": MAIN.format(make=make)}, "solver.py")
 
 
 @pytest.mark.parametrize(
@@ -100,11 +104,7 @@ for x in loaders[0]:
 
 
 def _user_findings(tmp_path: Path, fill: str) -> list[tuple[int, str]]:
-    (tmp_path / "pyproject.toml").write_text("[tool.torchsync-lint]\n")
-    (tmp_path / "data.py").write_text(FILLED.format(fill=fill))
-    (tmp_path / "train.py").write_text(USER)
-    results = {Path(r.path).name: r for r in lint_paths([str(tmp_path)], Config(), jobs=1, use_cache=False)}
-    return [(f.line, f.code) for f in results["train.py"].findings]
+    return _findings(tmp_path, {"data.py": FILLED.format(fill=fill), "train.py": USER}, "train.py")
 
 
 @pytest.mark.parametrize(

@@ -19,10 +19,10 @@ from torchsync_lint.analysis.index import is_none, param_index
 from torchsync_lint.analysis.tree import SCOPE_TYPES, innermost
 from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.describe import describe_metric
-from torchsync_lint.project.memo import CycleMemo
 from torchsync_lint.pytree import evaluated_literal
 
 MAX_DEPTH = 10
+_MAX_NAMES_AT_CUT = 32  # (names of an expression cut off at MAX_DEPTH looked at)
 _IDENTITY_TESTS = frozenset({cst.Is, cst.IsNot, cst.In, cst.NotIn})  # comparisons whose result is a bool
 # Values a call may run project code through.
 _CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param", "entry"})
@@ -47,7 +47,7 @@ def _constant_index(expr: cst.Subscript) -> bool:
 def _integer_index(expr: cst.Subscript) -> int | None:
     """``n`` of `t[n]` for a literal non-negative integer ``n``."""
     if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer):
-        return expr.slice[0].slice.value.evaluated_value
+        return evaluated_literal(expr.slice[0].slice.value)
     return None
 
 
@@ -78,7 +78,7 @@ class AbstractValues:
         self.loaders = loaders
         self.metrics = metrics
         self._open_defs: set[int] = set()  # stores to `self.<attr>` being summarised (cycles)
-        self._memo = CycleMemo(MAX_DEPTH)
+        self._memo: dict[tuple, dict] = {}
         self._appends: dict[int, dict[str, list[cst.BaseExpression]]] | None = None  # class -> attr -> appended values
         self._fills: dict[int, list] | None = None  # empty-list binding -> appended values (None: filled otherwise)
 
@@ -87,19 +87,23 @@ class AbstractValues:
         # summarised, nothing else: memoised on those. Without it a chain of reassignments in a
         # loop (`x = f(x)`, several reaching definitions each) is walked once per path, which
         # is exponential in the depth (ssd-lufficc: 350,000 calls for 900 names).
-        # A question met again while it is still being answered is a cycle through a loop's
-        # back edge (`step = train_step(..., step)`): it adds nothing to the values the loop
-        # starts from, so it answers absval.CYCLE there (dropped by joins: the least fixed
-        # point; the view resolves a call's copy of it the same way), and memo.CycleMemo keeps only the answers
-        # that do not depend on where the asking started (the summary is the same whichever
-        # field is read first). Without it the recursion ran to the depth limit and took the
-        # module's guess for the opaque call there, "device", for a host counter.
-        key = (id(expr), frozenset(self._open_defs)) if self._open_defs else id(expr)
-        return self._memo.solve(key, lambda: self._abs_of(expr, depth), absval.CYCLE, depth)
+        # An answer depends on the node, the depth left (the cut-off) and the stores being
+        # summarised, nothing else: memoised on those. Without it a chain of reassignments in a
+        # loop (`x = f(x)`, several reaching definitions each) is walked once per path, which
+        # is exponential in the depth (ssd-lufficc: 350,000 calls for 900 names).
+        key = (id(expr), depth, frozenset(self._open_defs)) if self._open_defs else (id(expr), depth)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._abs_of(expr, depth)
+        return found
 
     def _abs_of(self, expr: cst.BaseExpression, depth: int) -> dict:
         if depth > MAX_DEPTH:
-            self._memo.truncated()
+            if self._reads_its_own_binding(expr):
+                # `step = train_step(..., step)` followed round the loop to the cut-off: what it
+                # adds beyond the bindings above is the loop's own value (absval.CYCLE: joins
+                # drop it), not the module's guess for the opaque call, "device"
+                return absval.CYCLE
             return absval.of_kind(self.values.kind(expr))
         found = self.loaders.loaders_of(expr)
         if found:
@@ -170,6 +174,16 @@ class AbstractValues:
                 return None
             items[key] = describe_metric(self.metrics, group[0])
         return {"k": "dict", "items": items}
+
+    def _reads_its_own_binding(self, expr: cst.BaseExpression) -> bool:
+        """Does ``expr`` read a name inside a statement that binds that name (`step =
+        f(..., step)`, `x += g(x)`), the binding reaching the read? In a loop that binding
+        reaches it on the next pass: the value is the loop's own previous one."""
+        names = [expr] if type(expr) is cst.Name else [n for n in self.index.tree.walk_subtree(expr) if type(n) is cst.Name]
+        for name in names[:_MAX_NAMES_AT_CUT]:
+            if any(d.how in ("assign", "unpack", "aug") and d.stmt is not None and self.index.inside(name, d.stmt) for d in self.values.reaching_defs(name)):
+                return True
+        return False
 
     def _filled_list(self, d, depth: int) -> dict | None:
         """`loaders = []` then `loaders.append(train_loader)`: the list holds what is appended to

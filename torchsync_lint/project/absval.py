@@ -103,7 +103,8 @@ def kind_of(value: dict | None) -> Kind:
         return {Kind.MODEL: Kind.DEVICE, Kind.MOVED: Kind.DEVICE, Kind.PREPARED: Kind.DEVICE, Kind.CPU_MODEL: Kind.HOST_TENSOR}.get(inner, Kind.UNKNOWN)
     if k == "like":  # a tensor computed from another value: on its device
         inner = kind_of(value["of"])
-        return Kind.DEVICE if inner is Kind.CONTAINER else (inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR) else Kind.UNKNOWN)
+        # (of a Python number: `step + 1` of a host counter is a host number)
+        return Kind.DEVICE if inner is Kind.CONTAINER else (inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST) else Kind.UNKNOWN)
     if k == "any":
         return join(kind_of(v) for v in value["of"])
     if k == "to":

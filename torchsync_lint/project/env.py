@@ -143,22 +143,11 @@ class ModuleEnv(Env):
         value = self.view.star_value(ref, keyword) if ref is not None else None
         return absval.kind_of(value) if value is not None else None
 
-    def param_passed(self, func: cst.FunctionDef, param: cst.Param):
-        ref = self._ref(func)
-        if ref is None:
-            return None
-        index = param_index(func, param)
-        name = param.name.value
-        for caller_path, call, shift in self.view.callers(ref):
-            if call["star"]:
-                return None
-            if caller_path == self.path:
-                continue  # this module's own call sites are the analysis's to read
-            if name in call["kwargs"] or (index is not None and 0 <= index - shift < len(call["args"])):
-                return True
-        return False
-
-    def param_literals(self, func: cst.FunctionDef, param: cst.Param):
+    def _remote_slots(self, func: cst.FunctionDef, param: cst.Param):
+        """(caller path, call record, slot) for each call site of ``func`` in another module:
+        the argument index or keyword that passes ``param``, None where it is left to its
+        default. None when ``func`` is no project function or a call site passes
+        `*args`/`**kwargs` (what reaches ``param`` is unknown)."""
         ref = self._ref(func)
         if ref is None:
             return None
@@ -171,10 +160,22 @@ class ModuleEnv(Env):
             if call["star"]:
                 return None
             if index is not None and 0 <= index - shift < len(call["args"]):
-                slot = index - shift
-            elif name in call["kwargs"]:
-                slot = name
+                out.append((caller_path, call, index - shift))
             else:
+                out.append((caller_path, call, name if name in call["kwargs"] else None))
+        return out
+
+    def param_passed(self, func: cst.FunctionDef, param: cst.Param):
+        slots = self._remote_slots(func, param)
+        return None if slots is None else any(slot is not None for _, _, slot in slots)
+
+    def param_literals(self, func: cst.FunctionDef, param: cst.Param):
+        slots = self._remote_slots(func, param)
+        if slots is None:
+            return None
+        out = []
+        for _, call, slot in slots:
+            if slot is None:
                 out.append(DEFAULT)
                 continue
             found = [value for where, value in call["literals"] if where == slot]
@@ -200,29 +201,16 @@ class ModuleEnv(Env):
         return self.view.methods_of_value(self.view.returns(maker[1], maker[2]), "__call__", maker[1])
 
     def param_never_none(self, func: cst.FunctionDef, param: cst.Param):
-        ref = self._ref(func)
-        if ref is None:
-            return None
-        index = param_index(func, param)
-        name = param.name.value
-        seen = False
-        for caller_path, call, shift in self.view.callers(ref):
-            if caller_path == self.path:
-                continue  # this module's own call sites are the analysis's to read
-            if call["star"]:
-                return False
-            if index is not None and 0 <= index - shift < len(call["args"]):
-                slot, value = index - shift, call["args"][index - shift]
-            elif name in call["kwargs"]:
-                slot, value = name, call["kwargs"][name]
-            else:
-                return False  # left to its default
-            if any(where == slot and literal is None for where, literal in call["literals"]):
-                return False
+        slots = self._remote_slots(func, param)
+        if slots is None:
+            return False if self._ref(func) is not None else None  # (a `*args` call site may pass None)
+        for caller_path, call, slot in slots:
+            if slot is None or any(where == slot and literal is None for where, literal in call["literals"]):
+                return False  # left to its default, or None passed
+            value = call["args"][slot] if isinstance(slot, int) else call["kwargs"][slot]
             if absval.kind_of(self.view.resolve(value, caller_path)) not in (Kind.DEVICE, Kind.HOST_TENSOR):
                 return False
-            seen = True
-        return True if seen else None
+        return True if slots else None
 
     def has_callers(self, func: cst.FunctionDef) -> bool:
         ref = self._ref(func)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import os
 
+from torchsync_lint.pytree import parse_tree
+
 _PATH_FUNCTIONS = frozenset({"dirname", "abspath", "realpath", "normpath", "join"})
 _MAX_HELPERS = 4
 
@@ -22,8 +24,8 @@ def path_additions(text: str, path: str) -> tuple[list[str], list[str]]:
     """(the directories ``text``, the source of the module at ``path``, adds to `sys.path`,
     the plain `import X` names of its top level, in order)."""
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+        tree = parse_tree(text, path)
+    except (SyntaxError, ValueError, RecursionError):
         return [], []
     names: dict[str, str] = {"__file__": os.path.abspath(path)}
     helpers: dict[str, int] = {}  # function -> the parameter it puts on sys.path
