@@ -364,7 +364,7 @@ class LoaderTracker(DatasetQueries):
             return False
         if self.analysis.qualname(func) is not None:
             return False  # `torch.cuda`, a module attribute, not a method call
-        if func.attr.value != "cuda" and self.values.copy_destination(call) != "accelerator":
+        if self.values.copy_destination(call) != "accelerator":
             return False  # a dtype cast on the host, a copy to the CPU, or a place we cannot tell
         kind = self.batch_kind(func.value)
         if any_receiver:

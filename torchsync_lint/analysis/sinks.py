@@ -29,7 +29,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import is_none
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.values import ValueAnalysis
-from torchsync_lint.knowledge import lightning, logging_sinks as table
+from torchsync_lint.knowledge import logging_sinks as table
 
 _MAX_DEPTH = 6
 _UNKNOWN = object()  # a keyword whose value is not a literal

@@ -110,9 +110,9 @@ class AbstractValues:
             return {"k": "loader", "sites": sorted({self.names.site(info.call) for info in found})}
         sites = self.metrics.sites_of(expr) if self.metrics.sites else []
         if sites:
-            described = {repr(describe_metric(self.metrics, s)) for s in sites}
-            if len(described) == 1:
-                return describe_metric(self.metrics, sites[0])
+            described = self._one_description(sites)
+            if described is not None:
+                return described
         elif self.metrics.sites and type(expr) in _CONTAINER_EXPRESSIONS:
             held = self._metric_dict(expr)
             if held is not None:
@@ -169,11 +169,17 @@ class AbstractValues:
             return None
         items = {}
         for key, group in box.items():
-            described = {repr(describe_metric(self.metrics, s)) for s in group}
-            if len(described) != 1:
+            described = self._one_description(group)
+            if described is None:
                 return None
-            items[key] = describe_metric(self.metrics, group[0])
+            items[key] = described
         return {"k": "dict", "items": items}
+
+    def _one_description(self, sites) -> dict | None:
+        """The description of metric ``sites`` that all describe alike (one class,
+        configuration and device), else None."""
+        described = [describe_metric(self.metrics, s) for s in sites]
+        return described[0] if len({repr(d) for d in described}) == 1 else None
 
     def _reads_its_own_binding(self, expr: cst.BaseExpression) -> bool:
         """Does ``expr`` read a name inside a statement that binds that name (`step =
@@ -194,12 +200,7 @@ class AbstractValues:
             return None
         if any(arg is None for arg in added):
             return absval.UNKNOWN
-        items: list[dict] = []
-        for arg in added:
-            value = self.abs_of(arg, depth + 1)
-            if value not in items:
-                items.append(value)
-        return {"k": "tuple", "items": items}
+        return {"k": "tuple", "items": self._distinct_values(added, depth + 1)}
 
     def _local_fills(self) -> dict[int, list]:
         """id(binding of an empty list) -> what `name.append(v)` calls add to it (None for an
@@ -332,9 +333,13 @@ class AbstractValues:
         """What the class's methods append to a container it stores on `self.<attr>`
         (`self.flows = nn.ModuleList()`, then `self.flows.append(ConvFlow(...))`): iterating
         it gives one of these."""
+        return self._distinct_values(self._self_appends().get(id(info), {}).get(attr, ()), 0)
+
+    def _distinct_values(self, exprs, depth: int) -> list[dict]:
+        """The abstract values of ``exprs``, each once, in order."""
         out: list[dict] = []
-        for arg in self._self_appends().get(id(info), {}).get(attr, ()):
-            value = self.abs_of(arg)
+        for expr in exprs:
+            value = self.abs_of(expr, depth)
             if value not in out:
                 out.append(value)
         return out
