@@ -220,7 +220,7 @@ def test_a_well_formed_entry_of_the_wrong_shape_is_a_miss(tmp_path, monkeypatch,
     monkeypatch.chdir(root)
     expected = check(capsys, "--no-cache", ".")
     check(capsys, ".")
-    values = {"graph": {"train.py": 5}, "imports": [1], "summaries": {"version": 2}, "results": [[]], "outlines": {"defines": "train"}}
+    values = {"graph": {"train.py": 5}, "imports": [1], "summaries": {"version": 2}, "results": [[]], "outlines": {"defines": "train"}, "scopes": [["train.py"]], "index": {"train.py": [1, 2]}}
     for entry in (root / ".torchsync_cache").rglob("*.json"):
         body = json.dumps(values[entry.parent.parent.name]).encode()
         entry.write_bytes(b"tsl-cache 1 " + entry.stem.encode() + b" " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)

@@ -105,6 +105,10 @@ class Cache:
                 return None
         return value
 
+    def has(self, kind: str, key: str) -> bool:
+        """Is there an entry under ``key`` (not read: ``get`` may still find it damaged)?"""
+        return self.enabled and os.path.isfile(self._path(kind, key))
+
     def put(self, kind: str, key: str, value) -> None:
         if not self.enabled:
             return

@@ -72,6 +72,7 @@ from torchsync_lint.files import ReadError
 from torchsync_lint.parallel import keep_out_of_collections
 from torchsync_lint.project import checks, deferred
 from torchsync_lint.project.cache import Cache, digest
+from torchsync_lint.project.file_index import FileIndex, file_stat
 from torchsync_lint.project.session_graph import ImportGraph
 from torchsync_lint.project.session_scope import DemandScope
 from torchsync_lint.project.layout import Layout, project_root
@@ -97,6 +98,7 @@ class Session(DemandScope, ImportGraph):
         self.layout = Layout(Path(root))
         self.root = self.layout.root
         self.cache = Cache(self.root, use_cache and marked, base=here.cache_dir)
+        self._index = FileIndex(self.cache)  # (the texts' hashes by the files' stats: a warm run reads no other module)
         self._named = sorted({self.layout.relpath(f) for f in files if f != "-" and self.layout.contains(f) and f.endswith(MODULE_SUFFIXES)})
         self._overlays: dict[str, str | bytes] = {}  # rel -> the file's content, in memory
         self._edits: dict[str, str] = {}  # rel -> the module's text in a fix round (editing())
@@ -107,8 +109,10 @@ class Session(DemandScope, ImportGraph):
 
     def _forget(self, everything: bool = False, rel: str | None = None) -> None:
         """Drop what was read or worked out (about ``rel``, or ``everything``)."""
-        memos = ("_sources", "_shas", "_names", "_summaries", "_digests", "_outlines")
+        memos = ("_sources", "_shas", "_names", "_summaries", "_digests", "_outlines", "_read_stats")
         self._demand = None  # the scopes: any change may move them (project/demand.py)
+        self._scope_memo: dict = {}
+        self._project_texts: str | None = None  # (a digest of every module's text: session_scope.py)
         if everything:
             for name in memos:
                 setattr(self, name, {})
@@ -151,10 +155,17 @@ class Session(DemandScope, ImportGraph):
 
     def _source(self, rel: str) -> sources.Source | None:
         if rel not in self._sources:
+            path = str(self.root / rel)
+            if rel not in self._overlays:
+                self._read_stats[rel] = file_stat(path)  # (before the read: a file saved meanwhile is read again next run)
             try:
-                self._sources[rel] = sources.read(str(self.root / rel), self._overlays.get(rel), report_as=rel)
+                self._sources[rel] = sources.read(path, self._overlays.get(rel), report_as=rel)
             except ReadError:
                 self._sources[rel] = None
+            known = self._shas.get(rel)
+            if known is not None and rel not in self._edits and self._sources[rel] is not None and self._sources[rel].python is not None:
+                if text_sha(self._sources[rel].python) != known:  # (the index's hash, of a file saved since: the text read wins)
+                    self._shas[rel] = text_sha(self._sources[rel].python)
         return self._sources[rel]
 
     def _text(self, rel: str) -> str | None:
@@ -166,8 +177,15 @@ class Session(DemandScope, ImportGraph):
 
     def _sha(self, rel: str) -> str | None:
         if rel not in self._shas:
+            if not self._in_memory(rel) and rel not in self._sources:
+                known = self._index.sha(rel, file_stat(str(self.root / rel)))
+                if known is not None:
+                    self._shas[rel] = known
+                    return known
             text = self._text(rel)
             self._shas[rel] = None if text is None else text_sha(text)
+            if text is not None and not self._in_memory(rel):
+                self._index.record(rel, self._read_stats.get(rel), self._shas[rel])
         return self._shas[rel]
 
     def _in_memory(self, rel: str) -> bool:
@@ -257,6 +275,7 @@ class Session(DemandScope, ImportGraph):
     def close(self) -> None:
         """Free what the run's lint kept (the parsed modules and their summarizers) now. The
         session stays usable: what it needs again is computed again."""
+        self._index.save(self._modules)
         analyses = {id(a): a for a in (*self.analyses.values(), *self._summarizers.analyses())}
         self._forget(everything=True)
         self.analyses, self._kept = {}, 0
@@ -294,10 +313,7 @@ class Session(DemandScope, ImportGraph):
         for rel in needed:
             if rel in self._summaries or self._sha(rel) is None or self._in_memory(rel):
                 continue
-            cached = self._cached_summary(rel)
-            if cached is not None:
-                self._summaries[rel] = cached
-            else:
+            if not self.cache.has("summaries", self._summary_key(rel)):  # (a cached one is read when a view needs it: not when the results are cached too)
                 missing.append(rel)
         if len(missing) > 1 and jobs != 1:
             work = partial(summarize_file, str(self.root))
@@ -307,6 +323,7 @@ class Session(DemandScope, ImportGraph):
                 self._summaries[rel] = result
                 if result is not None:
                     self._cache_summary(rel, result)
+        self._index.save(self.modules())
 
     def view(self, rel: str) -> ProjectView:
         """The settled view over ``rel``'s scope (project/view.py, project/demand.py): modules

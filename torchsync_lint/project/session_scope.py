@@ -37,10 +37,33 @@ class DemandScope:
         return self._outlines[rel]
 
     def scope(self, rel: str) -> Scope:
-        """The modules ``rel``'s view holds (project/demand.py)."""
+        """The modules ``rel``'s view holds (project/demand.py), through the cache: a scope is
+        a function of the project's texts and files, so a warm run reads no outline to find it."""
         if rel not in self.modules():
             return Scope((rel,), (rel,), ())
-        return self._demand_of().scope(rel)
+        if rel not in self._scope_memo:
+            key = self._scope_key(rel)
+            stored = self.cache.get("scopes", key, _valid_scope) if key is not None else None
+            if stored is not None:
+                found = Scope(*(tuple(part) for part in stored))
+            else:
+                found = self._demand_of().scope(rel)
+                if key is not None:
+                    self.cache.put("scopes", key, [list(found.modules), list(found.callers), list(found.consulted)])
+            self._scope_memo[rel] = found
+        return self._scope_memo[rel]
+
+    def _scope_key(self, rel: str) -> str | None:
+        """What a scope depends on: every text of the project (who may import ``rel``), which
+        files it has, its import roots and the depth; None when a text is in memory (never cached)."""
+        if not self.cache.enabled:
+            return None
+        if self._project_texts is None:
+            files = self.modules()
+            self._project_texts = "" if any(self._in_memory(m) for m in files) else digest("texts", [(m, self._sha(m)) for m in files])
+        if not self._project_texts:
+            return None
+        return digest("scope", OUTLINE_VERSION, rel, self.depth, self._roots(), self._project_texts)
 
     def linked(self, rel: str) -> bool:
         """Does ``rel``'s scope hold another module (else it is linted alone)?"""
@@ -58,3 +81,7 @@ class DemandScope:
             texts = [(m, self._sha(m)) for m in sorted({*scope.modules, *scope.consulted})]
             self._deps[rel] = digest("scope", SUMMARY_VERSION, OUTLINE_VERSION, self.depth, self._roots(), self.settings, self.modules(), texts)
         return self._deps[rel]
+
+
+def _valid_scope(value) -> bool:
+    return isinstance(value, list) and len(value) == 3 and all(isinstance(part, list) and all(isinstance(m, str) for m in part) for part in value)
