@@ -84,6 +84,7 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "lightning-hydra-template": {"remove": ["src/models/mnist_module.py"]},
     "lightning-transformers": {"extra": ["pyproject.toml", "setup.cfg"], "remove": ["docs/", "tests/"]},
     "lit-llama": {"remove": ["finetune/full.py"]},
+    "llava-hf-trainer": {"remove": ["llava/eval/", "llava/serve/", "predict.py", "scripts/"]},
     "pytorch-accelerated": {"remove": ["docs/"]},
     "pytorch-gan-eriklindernoren": {"remove": [
         "implementations/aae/",
