@@ -42,6 +42,7 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "biggan-ajbrock": {"remove": ["sync_batchnorm/"]},
     "deeplab-xception": {"remove": ["modeling/sync_batchnorm/"]},
     "efficientdet-zylo117": {"remove": ["utils/sync_batchnorm/"]},
+    "yolov4-tianxiaomo": {"remove": ["tool/tv_reference/"]},
     "diffusers-unconditional": {"remove": [
         "benchmarks/",
         "docs/",
