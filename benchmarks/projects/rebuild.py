@@ -41,6 +41,8 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "ddpm-lucidrains": {"extra": ["pyproject.toml"]},
     "biggan-ajbrock": {"remove": ["sync_batchnorm/"]},
     "deeplab-xception": {"remove": ["modeling/sync_batchnorm/"]},
+    "efficientdet-zylo117": {"remove": ["utils/sync_batchnorm/"]},
+    "yolov4-tianxiaomo": {"remove": ["tool/tv_reference/"]},
     "diffusers-unconditional": {"remove": [
         "benchmarks/",
         "docs/",
