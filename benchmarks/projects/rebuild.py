@@ -119,6 +119,7 @@ TABLE: dict[str, dict[str, list[str]]] = {
     ]},
     "pytorch-segmentation": {"remove": ["utils/sync_batchnorm/", "utils/lovasz_losses.py", "utils/torchsummary.py"]},
     "pytorch-unet": {"extra": ["pyproject.toml", "setup.cfg"]},
+    "pytorch-vae-antixk": {"remove": ["tests/"]},
     "pytorch-yolov3": {"extra": ["pyproject.toml"]},
     "simclr-spijkervet": {"remove": ["simclr/modules/sync_batchnorm/"]},
     "simcse-hf-trainer": {"remove": ["SentEval/"]},
