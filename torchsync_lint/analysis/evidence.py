@@ -22,6 +22,7 @@ import libcst as cst
 from torchsync_lint.analysis.index import Def
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import registry
+from torchsync_lint.pytree import evaluated_literal
 
 _FRAME_TYPES = frozenset({cst.FunctionDef, cst.Lambda, cst.Module})
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.cuda.FloatTensor", "torch.nn.Parameter"})
@@ -65,7 +66,7 @@ class Evidence:
             self._type_tests = {
                 t.args[0].value.value
                 for t in self.index.calls
-                if t.args and type(t.args[0].value) is cst.Name and type(t.func) in (cst.Name, cst.Attribute) and (t.func.value if type(t.func) is cst.Name else t.func.attr.value) in ("isinstance", "is_tensor")
+                if t.args and type(t.args[0].value) is cst.Name and type(t.func) in (cst.Name, cst.Attribute) and (t.func.value if type(t.func) is cst.Name else t.func.attr.value) in ("isinstance", "is_tensor", "type")
             }
         if node.value not in self._type_tests:
             return False
@@ -84,12 +85,37 @@ class Evidence:
             child = anc
         return False
 
+    def converted_before(self, node: cst.Name, d: Def) -> bool:
+        """Does ``d`` reach ``node`` only past an `if` that converted the tensor it may hold:
+        `if torch.is_tensor(x): x = x.cpu().numpy()`, `if type(x).__name__ != 'ndarray': x =
+        x.cpu().numpy()`, then a read of x? A binding made before that `if` is read here only
+        when its test failed: x held no tensor."""
+        if self._type_tests is None:
+            self._not_a_tensor_here(node, [])  # (fills the names tested)
+        if node.value not in self._type_tests:
+            return False
+        child: cst.CSTNode = node
+        for anc in self.index.ancestors(node):
+            if type(anc) in (cst.IndentedBlock, cst.Module):
+                for stmt in reversed(anc.body[: next((i for i, s in enumerate(anc.body) if s is child), 0)]):
+                    if d.stmt is stmt or self.index.inside(d.stmt, stmt):
+                        return False  # bound after any such `if`
+                    if isinstance(stmt, cst.If) and stmt.orelse is None and self._tensor_test(stmt.test, node.value) is True and _rebinds(stmt.body, node.value):
+                        return True
+            if type(anc) in _FRAME_TYPES:
+                return False
+            child = anc
+        return False
+
     def _tensor_test(self, test: cst.BaseExpression, name: str) -> bool | None:
         """True for `isinstance(name, torch.Tensor)` / `torch.is_tensor(name)`, False for their
         negation and for `isinstance(name, float)` (a Python scalar), None for any other test."""
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self._tensor_test(test.expression, name)
             return None if inner is None else not inner
+        named = _type_name_test(test, name)
+        if named is not None:
+            return named
         if not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name) or test.args[0].value.value != name:
             return None
         func = test.func
@@ -187,3 +213,30 @@ class Evidence:
             return kind
         return Kind.DEVICE if self.backpropagated(d) is not None else kind
 
+
+def _type_name_test(test: cst.BaseExpression, name: str) -> bool | None:
+    """`type(name).__name__ == 'ndarray'` (False: no tensor where it holds), `!= 'ndarray'`
+    (True: where it fails, none), None for any other test."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual))):
+        return None
+    left, right = test.left, test.comparisons[0].comparator
+    if isinstance(left, cst.SimpleString):
+        left, right = right, left
+    if not (isinstance(left, cst.Attribute) and left.attr.value == "__name__" and isinstance(left.value, cst.Call) and isinstance(left.value.func, cst.Name) and left.value.func.value == "type"):
+        return None
+    call = left.value
+    if len(call.args) != 1 or not isinstance(call.args[0].value, cst.Name) or call.args[0].value.value != name or not isinstance(right, cst.SimpleString):
+        return None
+    if evaluated_literal(right) not in ("ndarray", "float", "int", "list", "tuple", "str", "bool"):
+        return None
+    return isinstance(test.comparisons[0].operator, cst.NotEqual)
+
+
+def _rebinds(body: cst.BaseSuite, name: str) -> bool:
+    """Does ``body`` assign ``name`` at its own level (so on every path through it)?"""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for line in lines:
+        for small in line.body if isinstance(line, cst.SimpleStatementLine) else getattr(line, "body", ()) if isinstance(line, cst.SimpleStatementSuite) else ():
+            if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
+                return True
+    return False

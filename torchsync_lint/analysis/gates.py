@@ -8,7 +8,8 @@ is (`if step == 0:`, `if batch_idx < 2:`, `if self.global_step == 0:`, a first-b
 `if first: ...; first = False`): it is not per-step code, and nothing in it is reported (DESIGN
 3b: "a branch that runs a bounded number of times in the whole run is not per step"; a counter
 that restarts each epoch bounds it per epoch, like the epoch loop's own code). A branch that fills a memo (`if key not in cache:
-cache[key] = ...`) runs once per key, not once per step. A branch that a parameter's literal
+cache[key] = ...`) runs once per key, not once per step; so does what follows a memo's early
+return (`if key in self.cache: return self.cache[key]` ... `self.cache[key] = value`). A branch that a parameter's literal
 default turns off (`if top_k is not None:`) runs only when a caller passes it.
 """
 
@@ -40,6 +41,88 @@ def fills_cache(stmt: cst.If) -> bool:
                     if isinstance(store, cst.Subscript) and store.value.deep_equals(cache) and len(store.slice) == 1 and isinstance(store.slice[0].slice, cst.Index) and store.slice[0].slice.value.deep_equals(key):
                         return True
     return False
+
+
+def memo_hit_index(block: cst.IndentedBlock) -> int | None:
+    """The position in ``block`` of a memo's early return whose cache the statements after it
+    fill, or None: `if key in self.cache: return self.cache[key]` ... `self.cache[key] = v`
+    (anchors per input shape and device), `if self._mask is not None: return self._mask` ...
+    `self._mask = m`. What follows runs on a miss: once per key, not once per step."""
+    body = block.body
+    for i, stmt in enumerate(body):
+        cache = _memo_return(stmt)
+        if cache is not None and any(_stores(later, cache) for later in body[i + 1 :]):
+            return i
+    return None
+
+
+def _memo_return(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
+    """("item", C) for `if ... K in C ...: return C[K]`, ("whole", C) for `if C is not None:
+    return C` / `if C: return C`, with C an attribute (a local would be new on every call)."""
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None or not isinstance(stmt.body, cst.IndentedBlock) or len(stmt.body.body) != 1:
+        return None
+    line = stmt.body.body[0]
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(line.body[0], cst.Return) and line.body[0].value is not None):
+        return None
+    value = line.body[0].value
+    if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index):
+        cache, key = value.value, value.slice[0].slice.value
+        if any(_is_membership(part, key, cache) for part in _conjuncts(stmt.test)):
+            return ("item", cache)
+        return None
+    if isinstance(value, cst.Attribute) and any(part.deep_equals(value) or _is_not_none(part, value) for part in _conjuncts(stmt.test)):
+        return ("whole", value)
+    return None
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
+
+
+def _is_membership(test: cst.BaseExpression, key: cst.BaseExpression, cache: cst.BaseExpression) -> bool:
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.In)
+        and test.left.deep_equals(key)
+        and test.comparisons[0].comparator.deep_equals(cache)
+    )
+
+
+def _is_not_none(test: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.IsNot)
+        and test.left.deep_equals(value)
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    )
+
+
+def _stores(stmt: cst.BaseStatement, memo: tuple[str, cst.BaseExpression]) -> bool:
+    """Does ``stmt`` (at any depth) assign the memo: `C[...] = v` for an item memo, `C = v`
+    for a whole one?"""
+    how, cache = memo
+    for node in _walk(stmt):
+        if isinstance(node, cst.AssignTarget):
+            target = node.target
+            if how == "item" and isinstance(target, cst.Subscript) and target.value.deep_equals(cache):
+                return True
+            if how == "whole" and target.deep_equals(cache):
+                return True
+    return False
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or current is node:
+            stack.extend(current.children)
 
 
 def is_step_interval(test: cst.BaseExpression, tree, counters: frozenset[str] = frozenset()) -> bool:

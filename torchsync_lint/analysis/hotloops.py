@@ -22,7 +22,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.branches import BranchQueries
 from torchsync_lint.analysis.engine_handlers import step_handlers
-from torchsync_lint.analysis.gates import fills_cache, is_bounded, is_step_interval, step_counters
+from torchsync_lint.analysis.gates import fills_cache, is_bounded, is_step_interval, memo_hit_index, step_counters
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import ModuleIndex
 from torchsync_lint.analysis.tree import LOOP_TYPES, SCOPE_TYPES
@@ -89,6 +89,7 @@ class HotLoopAnalysis(BranchQueries):
         self._epoch_functions: set[cst.FunctionDef] = set()
         self._counters: frozenset[str] | None = None
         self._counted: frozenset[str] | None = None  # _step_counters
+        self._memo_hits: dict[cst.IndentedBlock, int | None] = {}  # _after_memo_hit
         self._compute()
 
     # -- classification -------------------------------------------------------------------
@@ -390,6 +391,8 @@ class HotLoopAnalysis(BranchQueries):
             elif kind is cst.IndentedBlock:
                 if self._leaves_loop(anc):
                     return None  # a failure branch: it runs once, then the loop is over
+                if self._after_memo_hit(anc, child):
+                    return None  # a memo's miss: once per key (gates.memo_hit_index)
             elif kind in LOOP_TYPES:
                 if anc in self.hot_loops and child is anc.body:
                     return HotContext(f"this loop {self.hot_loops[anc]}", gate)
@@ -415,6 +418,8 @@ class HotLoopAnalysis(BranchQueries):
             kind = type(anc)
             if kind is cst.If and child is anc.body and is_bounded(anc, self.index, self._step_counters()):
                 return None, False  # a bounded number of times, whoever calls it
+            if kind is cst.IndentedBlock and self._after_memo_hit(anc, child):
+                return None, False  # once per key, whoever calls it
             if kind is cst.If and child is anc.body and is_step_interval(anc.test, self.index.tree, self._step_counters()):
                 gated = True
             if kind in LOOP_TYPES and child is anc.body:
@@ -423,6 +428,13 @@ class HotLoopAnalysis(BranchQueries):
                 return None, gated
             child = anc
         return None, gated
+
+    def _after_memo_hit(self, block: cst.IndentedBlock, stmt: cst.CSTNode) -> bool:
+        """Does ``stmt`` of ``block`` come after a memo's early return there?"""
+        if block not in self._memo_hits:
+            self._memo_hits[block] = memo_hit_index(block)
+        hit = self._memo_hits[block]
+        return hit is not None and any(s is stmt for s in block.body[hit + 1 :])
 
     def _step_counters(self) -> frozenset[str]:
         if self._counted is None:

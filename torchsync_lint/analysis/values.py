@@ -95,6 +95,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._module_facts: dict[str, tuple] = {}  # "accelerator" (devices.py), "graph" (evidence.py)
         self._type_tests: set[str] | None = None  # names tested with isinstance/is_tensor (evidence.py)
         self._batch_functions: dict | None = None  # functions an engine runs per batch (class_queries.py)
+        self._operand_helpers: dict[cst.FunctionDef, bool] = {}  # functions computing where their operands are (calls.py)
         self._instances: dict[int, object] = {}  # binding -> the instance it holds (instances.py)
         self._instance_values: dict[tuple[int, int], object] = {}
         self._clean: set[object] = set()  # memo keys whose answer asked the project nothing
@@ -396,7 +397,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             return remote if remote is not None else Kind.UNKNOWN
         if self._not_a_tensor_here(node, defs):
             return Kind.HOST  # the `else` of `isinstance(value, torch.Tensor)`
-        kinds = [self._def(d) for d in defs]
+        kinds = [Kind.HOST if len(defs) > 1 and self.converted_before(node, d) else self._def(d) for d in defs]
         if any(d.how == "assign" and (type(d.value) in (cst.List, cst.Dict) or empty_container_call(d.value, self.index)) for d in defs) and self._device_added_to(node):
             kinds.append(Kind.CONTAINER)  # `res = []` ... `res.append(acc.mul_(100))`: it holds device tensors
         return join(kinds) if any(k is not None for k in kinds) else None

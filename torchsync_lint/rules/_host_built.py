@@ -31,12 +31,39 @@ def keeps_place(method: str) -> bool:
     return method in torch_knowledge.RESHAPING_METHODS or (method.endswith("_") and not method.startswith("_"))
 
 
+def stays_in_place(analysis, call: cst.Call) -> bool:
+    """A method call whose result is its receiver where it is: a reshape or in-place fill
+    (keeps_place), or a cast to a dtype, `.to(dtype)` / `.type(torch.float16)` / `.to(x.dtype)`
+    (`torch.tensor(0).to(dtype).cuda()` is built on the host, then copied)."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    method = call.func.attr.value
+    if keeps_place(method):
+        return True
+    if method not in ("to", "type") or not call.args or any(a.keyword is not None and a.keyword.value != "dtype" for a in call.args):
+        return False
+    return all(_is_dtype(analysis, a.value) for a in call.args if not a.star)
+
+
+def _is_dtype(analysis, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """`torch.float16`, `x.dtype`, or a name every definition of which binds one."""
+    if isinstance(expr, cst.Attribute):
+        if expr.attr.value == "dtype":
+            return True
+        qn = analysis.qualname(expr) or ""
+        return qn.startswith("torch.") and qn.count(".") == 1 and qn.rsplit(".", 1)[1] in torch_knowledge.DTYPE_NAMES
+    if isinstance(expr, cst.Name) and depth < 3:
+        defs = analysis.values.reaching_defs(expr)
+        return bool(defs) and all(d.how == "assign" and d.value is not None and _is_dtype(analysis, d.value, depth + 1) for d in defs)
+    return False
+
+
 def fresh_host_fill(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str | None:
     """The factory (`zeros`, `randn`...) of a tensor filled on the CPU that ``expr`` is, else
     None: the call itself, reshaped or filled in place there (TorchTidy's "Extra CUDA Copy"),
     or a name every definition of which binds one (`noise = torch.randn(n)`, then
     `noise = noise.cuda()` a line later)."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and keeps_place(expr.func.attr.value):
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and stays_in_place(analysis, expr):
         expr = expr.func.value
     if isinstance(expr, cst.Call):
         qn = analysis.qualname(expr.func) or ""
@@ -59,7 +86,7 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
     values gathered in a list); through
     reshapes and casts, arithmetic with host numbers or other such tensors
     (`torch.ones(s) * alpha`), and names every definition of which binds one."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and keeps_place(expr.func.attr.value):
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and stays_in_place(analysis, expr):
         expr = expr.func.value
     if expr is None or depth > 4:
         return None
@@ -106,7 +133,13 @@ def _is_size(positional: list[cst.Arg]) -> bool:
     size allocates (a fill on the CPU), it copies no data."""
     if len(positional) > 1:
         return True
-    value = positional[0].value
+    return _names_size(positional[0].value)
+
+
+def _names_size(value: cst.BaseExpression) -> bool:
+    """`x.shape`, `x.size()`, and a size extended by a tuple (`x.size() + (n,)`: a torch.Size)."""
     if isinstance(value, cst.Attribute):
         return value.attr.value == "shape"
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+        return _names_size(value.left) or _names_size(value.right)
     return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size"

@@ -16,7 +16,7 @@ from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import integer_arange, movable_factory, plain_device
 from torchsync_lint.rules._host_float_sources import _NESTED_FUNCTIONS, HostFloatSources
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, GETITEM_LINE, TRANSFORM_LINE, dataset_script, pipeline, torchvision_script
-from torchsync_lint.rules._host_built import CPU_FACTORIES, FRESH_HOST_TENSOR, LEGACY_CONSTRUCTORS, host_built, keeps_place
+from torchsync_lint.rules._host_built import CPU_FACTORIES, FRESH_HOST_TENSOR, LEGACY_CONSTRUCTORS, host_built, stays_in_place
 from torchsync_lint.rules.input_pipeline import _append_keyword, _render
 from torchsync_lint.types import Applicability, Invalid, Valid
 
@@ -445,7 +445,7 @@ class HostTensorInLoop(Rule):
         a tensor built on the CPU in the step, copied (the chained forms `torch.randn(n).cuda()`
         and `torch.tensor(v).cuda()` are found from the factory)."""
         receiver = copy.func.value  # type: ignore[union-attr]
-        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and keeps_place(receiver.func.attr.value):
+        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and stays_in_place(self.analysis, receiver):
             receiver = receiver.func.value
         if not isinstance(receiver, (cst.Name, cst.BinaryOperation)):
             return
@@ -501,10 +501,10 @@ class HostTensorInLoop(Rule):
         """The `.to(<accelerator>)` / `.cuda()` call applied directly to ``node`` (or, with
         ``through_reshapes``, after reshaping methods that keep it on the host), if any."""
         parent = self.analysis.index.parent(node)
-        while through_reshapes and isinstance(parent, cst.Attribute) and keeps_place(parent.attr.value):
+        while through_reshapes and isinstance(parent, cst.Attribute):
             call = self.analysis.index.parent(parent)
-            if not isinstance(call, cst.Call) or call.func is not parent:
-                return None
+            if not isinstance(call, cst.Call) or call.func is not parent or not stays_in_place(self.analysis, call):
+                break  # (a copy, or no call: judged below)
             node, parent = call, self.analysis.index.parent(call)
         if not isinstance(parent, cst.Attribute) or parent.attr.value not in COPY_METHODS:
             return None
