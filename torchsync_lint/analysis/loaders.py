@@ -106,9 +106,46 @@ class LoaderTracker(DatasetQueries):
             if subclass is not None:
                 return ArgValue("unknown")  # a subclass's own signature says what this position is
             return self._value_of(positional[position])
-        if any(a.star == "**" for a in call.args):
-            return ArgValue("unknown")  # `**loader_kwargs` may set it
+        for a in call.args:
+            if a.star == "**":
+                entries = self._literal_dict(a.value)
+                if entries is None:
+                    return ArgValue("unknown")  # `**loader_kwargs` may set it
+                if name in entries:  # `params = {"num_workers": 4, ...}; DataLoader(ds, **params)`: as if written here
+                    return self._value_of(cst.Arg(value=entries[name]))
         return ArgValue("absent")
+
+    def _literal_dict(self, node: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
+        """key -> value of a dict display with string keys that ``node`` is, or that a name
+        bound once to one holds and nothing in its scope changes (no item store, no `update`,
+        no alias or other use than `**name`); None otherwise."""
+        if isinstance(node, cst.Name):
+            defs = self.values.reaching_defs(node)
+            if len(defs) != 1 or defs[0].how != "assign" or not isinstance(defs[0].value, cst.Dict):
+                return None
+            scope = self.index.scope_of(defs[0].stmt)
+            for other in self.index.tree.walk_subtree(scope):
+                if type(other) is cst.Name and other.value == node.value and other is not node and not self._binds(other, defs[0]):
+                    parent = self.index.parent(other)
+                    if not (isinstance(parent, cst.Arg) and parent.star == "**"):
+                        return None  # changed, aliased or handed on: not what the display says
+            node = defs[0].value
+        if not isinstance(node, cst.Dict):
+            return None
+        entries: dict[str, cst.BaseExpression] = {}
+        for element in node.elements:
+            if not isinstance(element, cst.DictElement):
+                return None  # `{**base, ...}`
+            ok, key = literal_value(element.key)
+            if not ok or not isinstance(key, str):
+                return None
+            entries[key] = element.value
+        return entries
+
+    def _binds(self, name: cst.Name, d) -> bool:
+        """Is ``name`` the target of ``d``'s own assignment?"""
+        parent = self.index.parent(name)
+        return isinstance(parent, cst.AssignTarget) and self.index.parent(parent) is d.stmt
 
     def _value_of(self, arg: cst.Arg) -> ArgValue:
         ok, value = self.known_value(arg.value)

@@ -20,7 +20,12 @@ LOADER_CLASSES = frozenset(
         "monai.data.DataLoader",
     }
 )
+# The modules tqdm exports its progress bar from (tqdm 4.67: tqdm/__init__, auto, autonotebook,
+# std, notebook, rich, asyncio, contrib.telegram...: the same class or a subclass).
+TQDM_MODULES = ("tqdm", "tqdm.auto", "tqdm.autonotebook", "tqdm.std", "tqdm.notebook", "tqdm.rich", "tqdm.asyncio")
+TQDM_BARS = tuple(f"{m}.tqdm" for m in TQDM_MODULES)
+TQDM_RANGES = tuple(f"{m}.trange" for m in TQDM_MODULES)
 # Calls that yield the items of their first argument (`tqdm(loader)`).
-ITEM_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm", "rich.progress.track", "itertools.islice", "itertools.cycle"})
+ITEM_WRAPPERS = frozenset({*TQDM_BARS, "rich.progress.track", "itertools.islice", "itertools.cycle"})
 # Builtins with the same behaviour (`enumerate` and `zip` shape their items: see calls.py).
 BUILTIN_WRAPPERS = frozenset({"iter", "reversed"})

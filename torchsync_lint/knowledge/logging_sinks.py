@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from torchsync_lint.knowledge.loaders import TQDM_BARS, TQDM_RANGES
+
 
 @dataclass(frozen=True)
 class Reads:
@@ -53,7 +55,7 @@ _TB_WHERE = "tensorboard's `make_np` calls `.detach().cpu().numpy()` on it"
 # tensorboardX/x2num.py (2.6.5): make_np -> prepare_pytorch -> `x.cpu().numpy()`.
 _TBX_WHERE = "tensorboardX's `make_np` calls `.cpu().numpy()` on it"
 _FABRIC = ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric")
-_TQDM = ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.std.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm", "tqdm.trange", "tqdm.auto.trange")
+_TQDM = (*TQDM_BARS, *TQDM_RANGES)
 _MLFLOW_CLIENT = ("mlflow.MlflowClient", "mlflow.tracking.MlflowClient", "mlflow.client.MlflowClient")
 _COMET = ("comet_ml.Experiment", "comet_ml.OfflineExperiment", "comet_ml.ExistingExperiment", "comet_ml.start")
 

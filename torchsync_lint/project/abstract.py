@@ -14,6 +14,7 @@ from torchsync_lint.analysis.calls import is_operand_function
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import DEVICE_VALUES, Kind
 from torchsync_lint.knowledge import torch as tk
+from torchsync_lint.knowledge.loaders import TQDM_BARS
 from torchsync_lint.project import absval
 from torchsync_lint.analysis.index import is_none, param_index
 from torchsync_lint.analysis.tree import SCOPE_TYPES, innermost
@@ -26,7 +27,7 @@ _MAX_NAMES_AT_CUT = 32  # (names of an expression cut off at MAX_DEPTH looked at
 _IDENTITY_TESTS = frozenset({cst.Is, cst.IsNot, cst.In, cst.NotIn})  # comparisons whose result is a bool
 # Values a call may run project code through.
 _CALLABLE_VALUES = frozenset({"class", "func", "any", "member", "sym", "param", "entry"})
-_WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "itertools.islice", "islice"})
+_WRAPPERS = frozenset({"enumerate", "iter", "reversed", "zip", "tqdm", *TQDM_BARS, "itertools.islice", "islice"})
 # Tensor methods whose result is a tensor where the receiver is.
 _TENSOR_METHODS = tk.TENSOR_METHODS - tk.HOST_RESULT_METHODS - tk.SHARED_METHODS
 

@@ -223,7 +223,11 @@ class HostTensorInLoop(Rule):
       (Python numbers, lists, NumPy arrays) with an accelerator `device=` argument, or
       followed by `.to(device)`/`.cuda()`;
     - a tensor filled on the CPU and then copied: `torch.zeros(n).to(device)`,
-      `torch.randn(b, z).cuda()` (TorchTidy's "Extra CUDA Copy" pattern).
+      `torch.randn(b, z).cuda()` (TorchTidy's "Extra CUDA Copy" pattern), also through
+      reshapes and dtype casts (`torch.tensor(0).to(dtype).cuda()`) and names;
+    - a legacy CUDA constructor of host data: `torch.cuda.FloatTensor(np.ones(n))`, or
+      through a name bound to one (`Tensor = torch.cuda.FloatTensor if cuda else
+      torch.FloatTensor`; `Tensor(b, n)`, a size, allocates on the device and is not flagged).
 
     `torch.full((), v, device=d)`, `torch.zeros(..., device=d)` and other factories that
     fill memory on the device are not flagged, nor is `as_tensor` of a device tensor.
@@ -350,6 +354,20 @@ class HostTensorInLoop(Rule):
             self._filled_then_copied(node, qn[6:])
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("new", "new_tensor") and not qn:
             self._new_from_host_data(node)
+        elif (qn.startswith("torch.cuda.") or isinstance(node.func, cst.Name)) and self.analysis.values.names_cuda_tensor_type(node.func):
+            self._cuda_constructor_of_host_data(node)
+
+    def _cuda_constructor_of_host_data(self, node: cst.Call) -> None:
+        """`torch.cuda.FloatTensor(np.ones(n))`, `Tensor(np.zeros(...))` with `Tensor =
+        torch.cuda.FloatTensor if cuda else torch.FloatTensor`: host data read into a CUDA
+        tensor, a blocking copy. Given a size (`torch.cuda.FloatTensor(b, n)`) it allocates on
+        the device: no copy."""
+        positional = [a for a in node.args if a.keyword is None]
+        if len(positional) != 1 or positional[0].star or not _host_data(self.analysis, positional[0].value):
+            return
+        hot = self.hot(node)
+        if hot is not None:
+            self.report(node, hot=hot, expr=self.snippet(node), advice=self._HOIST)
 
     def _new_from_host_data(self, node: cst.Call) -> None:
         """`loss.new([...])` / `t.new_tensor(data)`: host data copied to `t`'s device."""
@@ -512,6 +530,19 @@ class HostTensorInLoop(Rule):
         if not isinstance(call, cst.Call) or call.func is not parent:
             return None
         return call if self._moves_to_accelerator(call) else None
+
+
+def _host_data(analysis, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Data, not a size: a list or tuple display, a NumPy call's array (`np.ones(...)`,
+    `np.random.normal(...)`), or a name every definition of which binds one."""
+    if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(expr, cst.Call):
+        return (analysis.qualname(expr.func) or "").startswith("numpy.")
+    if isinstance(expr, cst.Name) and depth < 3:
+        defs = analysis.values.reaching_defs(expr)
+        return bool(defs) and all(d.how == "assign" and d.value is not None and _host_data(analysis, d.value, depth + 1) for d in defs)
+    return False
 
 
 __all__ = ["HostFloatNormalization", "HostTensorInLoop"]
