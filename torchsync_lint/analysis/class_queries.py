@@ -67,27 +67,36 @@ class ClassQueries:
 
     def batch_function(self, func: cst.FunctionDef) -> int | None:
         """For a function this module hands an engine that runs it once per batch (ignite's
-        `Engine(_update)`): the position of its batch parameter; None for any other function."""
+        `Engine(_update)`, or a project factory that builds one: `create_trainer(train_step)` of
+        `def create_trainer(step): return Engine(step)`): the position of its batch parameter;
+        None for any other function."""
         if self._batch_functions is None:
             found: dict[cst.FunctionDef, int] = {}
             for call in self.index.calls:
-                runner = trainer_frameworks.BATCH_FUNCTION_RUNNERS.get(self.qualname(call.func) or "")
-                positional = [a.value for a in call.args if a.keyword is None and not a.star]
-                if runner is not None and runner[0] < len(positional) and isinstance(positional[runner[0]], cst.Name):
-                    for d in self.reaching_defs(positional[runner[0]]):
+                for arg, batch in self._engine_arguments(call):
+                    for d in self.reaching_defs(arg):
                         if isinstance(d.stmt, cst.FunctionDef):
-                            found[d.stmt] = runner[1]
+                            found[d.stmt] = batch
             self._batch_functions = found
         return self._batch_functions.get(func)
 
     def batch_function_of(self, call: cst.Call) -> cst.FunctionDef | None:
-        """The function of this module an engine construction (`Engine(_update)`) runs per batch."""
-        runner = trainer_frameworks.BATCH_FUNCTION_RUNNERS.get(self.qualname(call.func) or "")
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        if runner is None or runner[0] >= len(positional) or not isinstance(positional[runner[0]], cst.Name):
-            return None
-        found = {d.stmt for d in self.reaching_defs(positional[runner[0]]) if isinstance(d.stmt, cst.FunctionDef)}
+        """The function of this module an engine construction (`Engine(_update)`, a project
+        factory of one) runs per batch."""
+        found = {d.stmt for arg, _ in self._engine_arguments(call) for d in self.reaching_defs(arg) if isinstance(d.stmt, cst.FunctionDef)}
         return found.pop() if len(found) == 1 else None
+
+    def _engine_arguments(self, call: cst.Call) -> list[tuple[cst.Name, int]]:
+        """The names ``call`` hands an engine to run once per batch, each with the position of
+        its batch parameter: the engine's own argument, or what another module's function
+        passes on to one (its summary's "engines")."""
+        runner = trainer_frameworks.BATCH_FUNCTION_RUNNERS.get(self.qualname(call.func) or "")
+        if runner is None:
+            return [(arg, batch) for arg, batch in self.env.engine_arguments(call) if isinstance(arg, cst.Name)]
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if runner[0] < len(positional) and isinstance(positional[runner[0]], cst.Name):
+            return [(positional[runner[0]], runner[1])]
+        return []
 
     def is_framework_trainer(self, cls: cst.ClassDef) -> bool:
         return self._derives_from(cls, self.names_framework_trainer)

@@ -212,6 +212,12 @@ class Env:
         """Does ``call`` hand a model to a function of another module that calls it?"""
         return False
 
+    def engine_arguments(self, call: cst.Call) -> list[tuple[cst.BaseExpression, int]]:
+        """The arguments ``call`` (of another module's function) hands an engine that runs them
+        once per batch (`create_trainer(train_step)` of `def create_trainer(f): Engine(f)`),
+        each with the position of its batch parameter."""
+        return []
+
     def is_step_like(self, qualname: str) -> bool:
         """Does the project function ``qualname`` run a training step (backward, optimizer step,
         forward) in its own body?"""

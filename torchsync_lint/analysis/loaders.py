@@ -314,10 +314,9 @@ class LoaderTracker(DatasetQueries):
         if factory is not None:  # `trainer = create_trainer(model, opt, device=device)` of this module
             return any(self.engine_feeds_accelerator(r, depth + 1) for r in self.index.returns.get(factory, []))
         qn = self.values.qualname(made.func) or ""
-        if qn not in ignite.ENGINE_FACTORIES and qn not in ignite.ENGINES:
-            return False
         if qn in ignite.ENGINE_FACTORIES:
             return self._to_accelerator(argument(made, *ignite.ENGINE_FACTORIES[qn][0]))
+        # an engine, or another module's factory of one (`create_trainer(train_step)`)
         process = self.values.batch_function_of(made)
         return process is not None and self.function_feeds_accelerator(process)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 # The fields of a function's record and of a call's record that are computed on first read.
-FUNCTION_FIELDS = ("returns", "yielded", "step", "epoch", "forwards", "line", "mask")
+FUNCTION_FIELDS = ("returns", "yielded", "step", "epoch", "forwards", "line", "mask", "engines")
 CALL_FIELDS = ("args", "kwargs", "line", "hot", "gated", "loop", "needs", "literals")
 
 

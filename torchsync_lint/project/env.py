@@ -431,6 +431,23 @@ class ModuleEnv(Env):
                 return True
         return False
 
+    def engine_arguments(self, call: cst.Call) -> list[tuple[cst.BaseExpression, int]]:
+        found = self._callee_target_and_shift(call)
+        if found is None:
+            return []
+        path, qual = found[0].split(":", 1)
+        record = self.view.function(path, qual)
+        if not record or not record.get("engines"):
+            return []
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        out = []
+        for i, batch in record["engines"]:
+            arg = positional[i - found[1]] if 0 <= i - found[1] < len(positional) else named.get(record["params"][i]) if i < len(record["params"]) else None
+            if arg is not None:
+                out.append((arg, batch))
+        return out
+
     def _callee_targets(self, call: cst.Call, picked: bool = True) -> list[tuple[str, int]]:
         """Every project function of another module ``call`` may run, with how many leading
         parameters the call fills itself (one per class of an object that may be one of

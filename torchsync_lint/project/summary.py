@@ -33,7 +33,7 @@ from torchsync_lint.analysis.loaders import argument, loaders
 from torchsync_lint.analysis.masks import mask_evidence
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.kinds import Kind
-from torchsync_lint.knowledge import ignite, libraries, transformers
+from torchsync_lint.knowledge import ignite, libraries, trainer_frameworks, transformers
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval, deferred
 from torchsync_lint.project.abstract import AbstractValues
@@ -48,7 +48,7 @@ def unknown_field(field: str, kind: str = "fn"):
     if field.startswith(("args.", "kwargs.")):
         return {"k": "unknown"}
     # (silent: not per step, a whole pass where that keeps a call from counting as per step)
-    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None, "literals": [], "mask": None}
+    silent = {"step": False, "epoch": True, "hot": "no", "gated": False, "loop": None, "needs": None, "literals": [], "mask": None, "engines": []}
     return {"returns": {"k": "unknown"}, "yielded": None, "forwards": [], "line": 0, "args": [], "kwargs": {}, **silent}[field]
 
 
@@ -145,6 +145,8 @@ class Summarizer:
             return self.index.line(func)
         if field == "mask":  # returns a bool/uint8 tensor (TSL105's evidence for `x[f(...)]`)
             return mask_evidence(self.a).function_returns(func)
+        if field == "engines":
+            return self._engine_params(func)
         return self._called_params(func)  # "forwards"
 
     def _record(self, fields: dict, kind: str, key, names: tuple[str, ...]) -> dict:
@@ -196,6 +198,25 @@ class Summarizer:
                     if position is not None:
                         found.add(position)
         return sorted(found)
+
+    def _engine_params(self, func: cst.FunctionDef) -> list[list[int]]:
+        """[position, batch position] for each parameter ``func`` hands an engine that runs it
+        once per batch (`def create_trainer(step, ...): trainer = Engine(step)`): the function
+        a caller passes there runs every batch, its batch parameter holding the loader's batch."""
+        found = set()
+        for node in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if not isinstance(node, cst.Call):
+                continue
+            runner = trainer_frameworks.BATCH_FUNCTION_RUNNERS.get(self.values.qualname(node.func) or "")
+            positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            if runner is None or runner[0] >= len(positional) or not isinstance(positional[runner[0]], cst.Name):
+                continue
+            defs = self.values.reaching_defs(positional[runner[0]])
+            if defs and all(d.how == "param" and d.func is func for d in defs):
+                position = param_index(func, defs[0].param)
+                if position is not None:
+                    found.add((position, runner[1]))
+        return [list(pair) for pair in sorted(found)]
 
     def _runs_epoch(self, func: cst.FunctionDef) -> bool:
         """Does ``func`` hold a pass over a data loader (a loop the hot-loop analysis reads as
