@@ -43,6 +43,7 @@ _IMMEDIATE_CALLERS = frozenset(
     {"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential", "torch.func.vmap", "torch.func.grad", "torch.vmap", "functools.reduce"}
 )
 _IMMEDIATE_BUILTINS = frozenset({"map", "filter", "sorted", "min", "max"})
+_JUMPS = (cst.Continue, cst.Break, cst.Return, cst.Raise)
 # Exact node types for the walks up from a node (tree.exact_types: isinstance is slow here).
 _FUNCTIONS = frozenset({cst.FunctionDef, cst.Lambda})
 
@@ -393,6 +394,8 @@ class HotLoopAnalysis(BranchQueries):
                     return None  # a failure branch: it runs once, then the loop is over
                 if self._after_memo_hit(anc, child):
                     return None  # a memo's miss: once per key (gates.memo_hit_index)
+                if after_jump(anc, child):
+                    return None  # dead code: a `continue`/`return` before it in its block
             elif kind in LOOP_TYPES:
                 if anc in self.hot_loops and child is anc.body:
                     return HotContext(f"this loop {self.hot_loops[anc]}", gate)
@@ -418,8 +421,8 @@ class HotLoopAnalysis(BranchQueries):
             kind = type(anc)
             if kind is cst.If and child is anc.body and is_bounded(anc, self.index, self._step_counters()):
                 return None, False  # a bounded number of times, whoever calls it
-            if kind is cst.IndentedBlock and self._after_memo_hit(anc, child):
-                return None, False  # once per key, whoever calls it
+            if kind is cst.IndentedBlock and (self._after_memo_hit(anc, child) or after_jump(anc, child)):
+                return None, False  # once per key, or never, whoever calls it
             if kind is cst.If and child is anc.body and is_step_interval(anc.test, self.index.tree, self._step_counters()):
                 gated = True
             if kind in LOOP_TYPES and child is anc.body:
@@ -455,3 +458,15 @@ class HotLoopAnalysis(BranchQueries):
                         found.add(target.elements[0].value.value)
             self._counters = frozenset(found)
         return self._counters
+
+
+def after_jump(block: cst.IndentedBlock, stmt: cst.CSTNode) -> bool:
+    """Does ``stmt`` follow, in ``block``, a statement line that always leaves it (`continue`,
+    `break`, `return`, `raise`)? Such code never runs: a left-over after a `continue` that
+    disabled it is not per-step code."""
+    for sibling in block.body:
+        if sibling is stmt:
+            return False
+        if isinstance(sibling, cst.SimpleStatementLine) and any(isinstance(small, _JUMPS) for small in sibling.body):
+            return True
+    return False
