@@ -124,6 +124,7 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "simclr-spijkervet": {"remove": ["simclr/modules/sync_batchnorm/"]},
     "simcse-hf-trainer": {"remove": ["SentEval/"]},
     "ssd-lufficc": {"remove": ["ssd/modeling/backbone/efficient_net/"]},
+    "ssd-qfgaohao": {"remove": ["prune_alexnet.py", "vision/prunning/", "vision/nn/alexnet.py", "convert_to_caffe2_models.py", "run_ssd_live_caffe2.py", "vision/utils/box_utils_numpy.py", "extract_tf_weights.py", "translate_tf_mobilenetv1.py", "visual_tf_models.py", "vision/test/"]},
     "stylegan2-pytorch": {"remove": ["lpips/", "inception.py"]},
     "wav2lip": {"remove": ["face_detection/"]},
 }
