@@ -382,22 +382,31 @@ class ModuleIndex:
             info = self._instance_class(defs) if defs else None
         return dispatch.field_stores(self, info, parts[1]) if info is not None else None
 
-    def _instance_class(self, defs: list[Def]) -> ClassInfo | None:
+    def _instance_class(self, defs: list[Def], depth: int = 0) -> ClassInfo | None:
         """The one class of this module every binding makes an instance of: `Net(...)`, also
         placed or switched on the way (`Net(...).to(device)`, `.cuda()`, `.eval()`: the same
-        object); a `net.to(device)` statement rebinds nothing."""
+        object), and so is a name rebound to itself placed (`net = net.to(device)`) or another
+        name's object (`ema = net`); a
+        `net.to(device)` statement rebinds nothing."""
         classes = set()
-        for d in self._through_moves(defs):
+        for d in self.through_moves(defs):
             made = d.value if d.how == "assign" else literal_element(d) if d.how == "unpack" else None
             while isinstance(made, cst.Call) and type(made.func) is cst.Attribute and made.func.attr.value in MODEL_METHODS_RETURNING_MODEL:
                 made = made.func.value
+            if type(made) is cst.Name and depth < 4:
+                earlier = self._bindings().reaching_defs(made)  # `net = net.to(device)`: the object it placed
+                info = self._instance_class(earlier, depth + 1) if earlier else None
+                if info is None:
+                    return None
+                classes.add(info.node.name.value)
+                continue
             value = made.func if isinstance(made, cst.Call) else None
             if value is None or self.local_class(value) is None:
                 return None
             classes.add(value.value)
         return self.classes[classes.pop()] if len(classes) == 1 else None
 
-    def _through_moves(self, defs: list[Def], depth: int = 0) -> list[Def]:
+    def through_moves(self, defs: list[Def], depth: int = 0) -> list[Def]:
         """``defs`` with each `net.to(device)` statement replaced by the bindings of `net` it
         moves (the same object, placed)."""
         out = []
@@ -405,7 +414,7 @@ class ModuleIndex:
             if d.how != "module-move":
                 out.append(d)
             elif depth < 4:  # (the indexer makes one only of a `name.to(...)` statement)
-                out += self._through_moves(self._bindings().reaching_defs(d.stmt.value.func.value), depth + 1)
+                out += self.through_moves(self._bindings().reaching_defs(d.stmt.value.func.value), depth + 1)
             else:
                 return []  # a chain of moves too long to follow: no class known
         return out

@@ -211,7 +211,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
             sides = [s for s in (expr.body, expr.orelse) if not is_none(s)]
             return self.origin_qualname(sides[0], depth + 1) if len(sides) == 1 else None
         if kind is cst.Name:
-            defs = self.reaching_defs(expr)
+            defs = self.index.through_moves(self.reaching_defs(expr))  # `net.to(device)` as a statement: the object it placed
             if defs and all(d.how == "param" for d in defs):
                 return self._param_origin(defs[0], depth) if len(defs) == 1 else None
             # `writer = SummaryWriter(...) if log else None`: the object, when there is one;
