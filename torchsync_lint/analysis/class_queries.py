@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchsync_lint.analysis import dispatch
+from torchsync_lint.analysis.index import param_index
 from torchsync_lint.knowledge import lightning, trainer_frameworks
 from torchsync_lint.knowledge import loaders as loader_knowledge
 
@@ -67,35 +69,105 @@ class ClassQueries:
 
     def batch_function(self, func: cst.FunctionDef) -> int | None:
         """For a function this module hands an engine that runs it once per batch (ignite's
-        `Engine(_update)`, or a project factory that builds one: `create_trainer(train_step)` of
-        `def create_trainer(step): return Engine(step)`): the position of its batch parameter;
-        None for any other function."""
+        `Engine(_update)`, `Engine(Trainer.train_step)`, an `Engine` subclass whose `__init__`
+        passes it to `super().__init__`, or a factory that builds one, here or in another
+        module: `create_trainer(train_step)` of `def create_trainer(step): return
+        Engine(step)`): the position of its batch parameter; None for any other function."""
         if self._batch_functions is None:
             found: dict[cst.FunctionDef, int] = {}
             for call in self.index.calls:
                 for arg, batch in self._engine_arguments(call):
-                    for d in self.reaching_defs(arg):
-                        if isinstance(d.stmt, cst.FunctionDef):
-                            found[d.stmt] = batch
+                    for target in self._functions_named(arg):
+                        found[target] = batch
             self._batch_functions = found
         return self._batch_functions.get(func)
 
     def batch_function_of(self, call: cst.Call) -> cst.FunctionDef | None:
         """The function of this module an engine construction (`Engine(_update)`, a project
         factory of one) runs per batch."""
-        found = {d.stmt for arg, _ in self._engine_arguments(call) for d in self.reaching_defs(arg) if isinstance(d.stmt, cst.FunctionDef)}
+        found = {target for arg, _ in self._engine_arguments(call) for target in self._functions_named(arg)}
         return found.pop() if len(found) == 1 else None
 
-    def _engine_arguments(self, call: cst.Call) -> list[tuple[cst.Name, int]]:
-        """The names ``call`` hands an engine to run once per batch, each with the position of
-        its batch parameter: the engine's own argument, or what another module's function
-        passes on to one (its summary's "engines")."""
-        runner = trainer_frameworks.BATCH_FUNCTION_RUNNERS.get(self.qualname(call.func) or "")
-        if runner is None:
-            return [(arg, batch) for arg, batch in self.env.engine_arguments(call) if isinstance(arg, cst.Name)]
+    def engine_runner(self, call: cst.Call) -> tuple[int, int] | None:
+        """(position of the function among ``call``'s arguments, position of its batch
+        parameter) when ``call`` builds an engine that runs a function once per batch: the
+        engine class itself, or `super().__init__(...)` in a subclass of one."""
+        runners = trainer_frameworks.BATCH_FUNCTION_RUNNERS
+        found = runners.get(self.qualname(call.func) or "")
+        if found is not None:
+            return found
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value == "__init__" and type(func.value) is cst.Call and type(func.value.func) is cst.Name and func.value.func.value == "super":
+            info = self.index.class_of(call)
+            if info is not None:
+                for base in info.node.bases:
+                    if (self.qualname(base.value) or "") in runners:
+                        return runners[self.qualname(base.value)]
+        return None
+
+    def engine_params(self, func: cst.FunctionDef) -> list[tuple[int, int]]:
+        """(position, batch position) of each parameter ``func`` hands an engine that runs it
+        once per batch (`def create_trainer(step): return Engine(step)`; an engine subclass's
+        `def __init__(self, func, model): ... super().__init__(func)`), itself or through a
+        function or a base class's `__init__` it hands the parameter to, sorted."""
+        memo = self._engine_params_memo
+        if func in memo:
+            return memo[func]
+        memo[func] = []  # (recursion guard: a function that hands itself on hands nothing)
+        found = set()
+        for node in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if type(node) is not cst.Call:
+                continue
+            for arg, batch in self._engine_arguments(node):
+                defs = self.reaching_defs(arg) if type(arg) is cst.Name else []
+                if defs and all(d.how == "param" and d.func is func for d in defs):
+                    position = param_index(func, defs[0].param)
+                    if position is not None:
+                        found.add((position, batch))
+        memo[func] = sorted(found)
+        return memo[func]
+
+    def _engine_arguments(self, call: cst.Call) -> list[tuple[cst.BaseExpression, int]]:
+        """The expressions ``call`` hands an engine to run once per batch, each with the
+        position of its batch parameter: the engine's own argument, what a function or an
+        engine subclass of this module passes on to one, or another module's (its summary's
+        "engines")."""
+        runner = self.engine_runner(call)
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        if runner[0] < len(positional) and isinstance(positional[runner[0]], cst.Name):
-            return [(positional[runner[0]], runner[1])]
+        if runner is not None:
+            return [(positional[runner[0]], runner[1])] if runner[0] < len(positional) else []
+        local = self._local_callee(call)
+        if local is None:
+            return list(self.env.engine_arguments(call))
+        target, shift = local
+        named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        params = [*target.params.posonly_params, *target.params.params]
+        out = []
+        for position, batch in self.engine_params(target):
+            arg = positional[position - shift] if 0 <= position - shift < len(positional) else named.get(params[position].name.value)
+            if arg is not None:
+                out.append((arg, batch))
+        return out
+
+    def _local_callee(self, call: cst.Call) -> tuple[cst.FunctionDef, int] | None:
+        """The function of this module a call by name runs, and how many leading parameters
+        the call fills itself (`Sub(...)` runs `Sub.__init__`, its `self` filled)."""
+        if type(call.func) is not cst.Name:
+            return None
+        if self.index.local_class(call.func) is not None:
+            init = dispatch.lookup(self.index, self.index.classes[call.func.value], "__init__")
+            return (init, 1) if init is not None else None
+        target = self.index.resolve_function(call.func, call)
+        return (target, 0) if target is not None and self.index.class_of_method.get(target) is None else None
+
+    def _functions_named(self, expr: cst.BaseExpression) -> list[cst.FunctionDef]:
+        """The functions of this module ``expr`` names: a name bound by a `def`, or
+        `Cls.method` of a class of this module (a static method handed on: `Engine(Trainer.train)`)."""
+        if type(expr) is cst.Name:
+            return [d.stmt for d in self.reaching_defs(expr) if isinstance(d.stmt, cst.FunctionDef)]
+        if type(expr) is cst.Attribute and type(expr.value) is cst.Name and self.index.local_class(expr.value) is not None:
+            method = dispatch.lookup(self.index, self.index.classes[expr.value.value], expr.attr.value)
+            return [method] if method is not None else []
         return []
 
     def is_framework_trainer(self, cls: cst.ClassDef) -> bool:

@@ -95,6 +95,7 @@ class ValueAnalysis(CallKinds, DeviceArguments, ElementKinds, AttributeKinds, Ev
         self._module_facts: dict[str, tuple] = {}  # "accelerator" (devices.py), "graph" (evidence.py)
         self._type_tests: set[str] | None = None  # names tested with isinstance/is_tensor (evidence.py)
         self._batch_functions: dict | None = None  # functions an engine runs per batch (class_queries.py)
+        self._engine_params_memo: dict = {}  # function -> the parameters it hands an engine (class_queries.py)
         self._operand_helpers: dict[cst.FunctionDef, bool] = {}  # functions computing where their operands are (calls.py)
         self._instances: dict[int, object] = {}  # binding -> the instance it holds (instances.py)
         self._instance_values: dict[tuple[int, int], object] = {}

@@ -201,22 +201,9 @@ class Summarizer:
 
     def _engine_params(self, func: cst.FunctionDef) -> list[list[int]]:
         """[position, batch position] for each parameter ``func`` hands an engine that runs it
-        once per batch (`def create_trainer(step, ...): trainer = Engine(step)`): the function
-        a caller passes there runs every batch, its batch parameter holding the loader's batch."""
-        found = set()
-        for node in self.index.tree.walk_subtree(func.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            if not isinstance(node, cst.Call):
-                continue
-            runner = trainer_frameworks.BATCH_FUNCTION_RUNNERS.get(self.values.qualname(node.func) or "")
-            positional = [a.value for a in node.args if a.keyword is None and not a.star]
-            if runner is None or runner[0] >= len(positional) or not isinstance(positional[runner[0]], cst.Name):
-                continue
-            defs = self.values.reaching_defs(positional[runner[0]])
-            if defs and all(d.how == "param" and d.func is func for d in defs):
-                position = param_index(func, defs[0].param)
-                if position is not None:
-                    found.add((position, runner[1]))
-        return [list(pair) for pair in sorted(found)]
+        once per batch (class_queries.engine_params): the function a caller passes there runs
+        every batch, its batch parameter holding the loader's batch."""
+        return [list(pair) for pair in self.values.engine_params(func)]
 
     def _runs_epoch(self, func: cst.FunctionDef) -> bool:
         """Does ``func`` hold a pass over a data loader (a loop the hot-loop analysis reads as
