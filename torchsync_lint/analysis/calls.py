@@ -168,6 +168,8 @@ class CallKinds(OperandHelpers):
         last = qn.rsplit(".", 1)[-1]
         if qn.startswith(HOST_MODULE_PREFIXES):
             return Kind.HOST
+        if _is_stdlib_predicate(qn):
+            return Kind.HOST  # `inspect.isfunction(d)`, `operator.is_(a, b)`: a Python bool, whatever it is given
         if _makes_no_device_tensor(qn):
             return Kind.UNKNOWN  # `hashlib.sha1(t)`, `pickle.loads(b)`, `queue.Queue()`: not a tensor it made
         keywords = frozenset(a.keyword.value for a in call.args if a.keyword is not None)
@@ -490,6 +492,14 @@ _CONTAINER_METHODS = {
     **dict.fromkeys(("keys", "__len__", "count", "index", "__contains__"), Kind.HOST),
     **dict.fromkeys(("values", "items", "copy", "_asdict", "_replace"), Kind.CONTAINER),  # (`_asdict`: a namedtuple's)
 }
+
+
+def _is_stdlib_predicate(qn: str) -> bool:
+    """Is ``qn`` a predicate of the standard library (`inspect.isfunction`, `inspect.isclass`,
+    `operator.is_`, `keyword.iskeyword`): the stdlib names every such function `is...`, and
+    each returns a bool (typeshed's annotations: `-> bool` / `TypeGuard[...]`)?"""
+    root, _, last = qn.rpartition(".")
+    return bool(root) and root.partition(".")[0] in _STDLIB and last.startswith("is") and last != "islice"  # (itertools.islice: an iterator)
 
 
 def _makes_no_device_tensor(qn: str) -> bool:

@@ -453,11 +453,11 @@ class LoaderTracker(DatasetQueries):
                 if k in (Kind.HOST_TENSOR, Kind.DEVICE):
                     return k  # iterating a batch (a tuple or dict of tensors) yields its tensors
         k = self.values._def(d)  # noqa: SLF001 - same package
-        if k in (None, Kind.UNKNOWN) and d.how == "for" and self._is_batch_loop(d.stmt):
+        if k in (None, Kind.UNKNOWN) and d.how == "for" and self.is_batch_loop(d.stmt):
             return Kind.HOST_TENSOR
         return k if k is not None else Kind.UNKNOWN
 
-    def _is_batch_loop(self, loop: cst.CSTNode) -> bool:
+    def is_batch_loop(self, loop: cst.CSTNode) -> bool:
         """A per-step loop over an iterable we cannot place (a loader built elsewhere, a
         parameter): what it yields are batches from the host, which the loop moves to the
         device itself. Iterables known to yield device values (an accelerate-prepared loader,

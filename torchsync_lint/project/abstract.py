@@ -416,7 +416,7 @@ class AbstractValues:
                 found.append(_like(self.abs_of(d.stmt.target, depth + 1)) or self.kind_or_device(expr))  # `rt /= world_size`
             elif d.how == "for" and not d.path and d.value is not None:
                 inner = self.abs_of(self.unwrap(d.value), depth + 1)
-                batch = self.loaders._is_batch_loop(d.stmt)  # noqa: SLF001 - a per-step loop's items are batches
+                batch = self.loaders.is_batch_loop(d.stmt)  # a per-step loop's items are batches
                 if inner["k"] in ("param", "call", "sym", "loader", "attr", "any") or (inner["k"] == "tuple" and any(v.get("k") in ("instance", "call", "vcall") for v in inner["items"])):
                     found.append({"k": "item", "of": inner, "batch": batch})
                 else:

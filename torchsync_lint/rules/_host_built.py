@@ -13,6 +13,7 @@ import libcst as cst
 
 from torchsync_lint.analysis import Kind
 from torchsync_lint.analysis.kinds import HOST_KINDS
+from torchsync_lint.analysis.loaders import loaders
 from torchsync_lint.knowledge import torch as torch_knowledge
 
 LEGACY_CONSTRUCTORS = torch_knowledge.LEGACY_CONSTRUCTORS
@@ -105,6 +106,8 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
             kind = analysis.kind(data)
             if kind is Kind.DEVICE or kind is Kind.MOVED:
                 return None  # of a device tensor: on the device already
+            if is_batch_item(analysis, data):
+                return None  # `torch.LongTensor(labels).to(device)` of the loader's batch: the data itself, cast; its copy is TSL301's, chained or named
             if qn in ("torch.as_tensor", "torch.asarray") and kind not in HOST_KINDS:
                 return None  # `as_tensor(x)` of something we cannot place keeps it where it is
             if depth and not (type(data) in _DISPLAYS or kind is Kind.CONTAINER or (qn in LEGACY_CONSTRUCTORS and _is_size(positional))):
@@ -126,6 +129,16 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
         found = {host_built(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
         return found.pop() if len(found) == 1 and None not in found else None
     return None
+
+
+def is_batch_item(analysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a name every binding of which is an item of a per-step loop over a loader
+    (`for data, label in loader`): data the step is handed, not built in it?"""
+    if type(expr) is not cst.Name:
+        return False
+    defs = analysis.values.reaching_defs(expr)
+    batches = loaders(analysis)
+    return bool(defs) and all(d.how == "for" and batches.is_batch_loop(d.stmt) for d in defs)
 
 
 def _is_size(positional: list[cst.Arg]) -> bool:

@@ -16,7 +16,7 @@ from torchsync_lint.rule import Rule
 from torchsync_lint.rules._fix_guards import integer_arange, movable_factory, plain_device
 from torchsync_lint.rules._host_float_sources import _NESTED_FUNCTIONS, HostFloatSources
 from torchsync_lint.rules._pipeline_cases import COPY_LINE, GETITEM_LINE, TRANSFORM_LINE, dataset_script, pipeline, torchvision_script
-from torchsync_lint.rules._host_built import CPU_FACTORIES, FRESH_HOST_TENSOR, LEGACY_CONSTRUCTORS, host_built, stays_in_place
+from torchsync_lint.rules._host_built import CPU_FACTORIES, FRESH_HOST_TENSOR, LEGACY_CONSTRUCTORS, host_built, is_batch_item, stays_in_place
 from torchsync_lint.rules.input_pipeline import _append_keyword, _render
 from torchsync_lint.types import Applicability, Invalid, Valid
 
@@ -415,6 +415,8 @@ class HostTensorInLoop(Rule):
                 return  # built on the CPU, or a device we cannot place
         elif copy is None:
             return  # a CPU tensor: no copy here
+        if is_batch_item(self.analysis, data):
+            return  # `torch.LongTensor(labels).to(device)` of the loader's batch: its copy is TSL301's (_host_built)
         kind = self.analysis.kind(data)
         if kind is Kind.DEVICE:
             return  # already on the device: no host round trip (a list of device tensors is read into a host tensor)
