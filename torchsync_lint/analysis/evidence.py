@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchsync_lint.analysis.index import Def
+from torchsync_lint.analysis.index import Def, literal_element
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import registry
 from torchsync_lint.pytree import evaluated_literal
@@ -33,6 +33,8 @@ _HOST_TYPE_NAMESPACES = ("numpy.", "pandas.", "PIL.")
 _BACKWARD_METHODS = frozenset({"manual_backward"})
 # Reductions whose result is backpropagated into every term of the container they reduce.
 _SUMMING = frozenset({"sum", "torch.sum", "torch.stack", "torch.cat", "torch.mean"})
+# How many bindings back the graph is followed from the value backward runs on.
+_GRAPH_HOPS = 4
 
 
 def _graph_terms(value: cst.BaseExpression | None) -> list[cst.Name]:
@@ -144,13 +146,48 @@ class Evidence:
         return self._reused(self._module_facts, "graph", self._find_graph_defs).get(id(d))
 
     def _find_graph_defs(self) -> dict[int, str]:
+        """Every binding whose value is in a backpropagated graph: the names backward runs on,
+        the terms summed into each of their bindings (`loss = loss_real + loss_fake`), and what
+        a function of this module returns there (`d_loss, parts = compute_d_loss(...)`:
+        compute_d_loss's first returned element, and its terms), at most _GRAPH_HOPS bindings
+        away."""
         found: dict[int, str] = {}
-        for call in self.index.calls:
-            for value in _graph_terms(self._backpropagated_value(call)):
-                for d in self.reaching_defs(value):
-                    found.setdefault(id(d), "value")
-                    self._mark_terms(d, found)
+        work = [(value, 0) for call in self.index.calls for value in _graph_terms(self._backpropagated_value(call))]
+        while work:
+            value, hops = work.pop()
+            for d in self.reaching_defs(value):
+                if id(d) in found and found[id(d)] == "value":
+                    continue
+                found[id(d)] = "value"
+                self._mark_terms(d, found)
+                if hops < _GRAPH_HOPS:
+                    work += [(term, hops + 1) for term in self._graph_sources(d)]
         return found
+
+    def _graph_sources(self, d: Def) -> list[cst.Name]:
+        """The names a binding in the graph is made of: the terms of its value, or of what the
+        function of this module it calls returns (the element it unpacks)."""
+        if d.how not in ("assign", "unpack") or d.value is None:
+            return []
+        if d.how == "assign" and type(d.value) is not cst.Call:
+            return _graph_terms(d.value)
+        if d.how == "unpack" and type(d.value) is not cst.Call:
+            return _graph_terms(literal_element(d))  # `loss, aux = a + b, c`
+        call = d.value
+        func = self.index.resolve_function(call.func, call) if type(call) is cst.Call else None
+        if func is None or self.index.class_of_method.get(func) is not None and type(call.func) is cst.Name:
+            return []  # (a constructor's `__init__` returns no value)
+        path = d.path if d.how == "unpack" else ()
+        if len(path) > 1:
+            return []
+        terms = []
+        for returned in self.index.returns.get(func, []):
+            if path:
+                if type(returned) is not cst.Tuple or path[0] >= len(returned.elements) or returned.elements[path[0]].value is None:
+                    continue
+                returned = returned.elements[path[0]].value
+            terms += _graph_terms(returned)
+        return terms
 
     def _backpropagated_value(self, call: cst.Call) -> cst.BaseExpression | None:
         func = call.func
