@@ -23,6 +23,7 @@ from torchsync_lint.types import Applicability, Invalid, Valid
 HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 HOST_CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
 # Functions that convert their argument with `float()` first: a read of a device tensor.
+_LITERAL_BOUNDS = frozenset({cst.Integer, cst.UnaryOperation})  # `x[1:-1]`: no tensor to read
 IMPLICIT_FLOAT_FUNCTIONS = frozenset(
     f"math.{name}" for name in "isnan isinf isfinite exp log log2 log10 sqrt floor ceil fabs pow expm1 log1p trunc".split()
 )
@@ -38,6 +39,10 @@ class HostReadInLoop(Rule):
     ## What it does
     Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.to("cpu")` and `float()`/`int()`/`bool()`
     of a device tensor inside a loop that runs every training step.
+
+    Also the reads Python makes itself: a device tensor as a slice bound (`pred[:length]`) or
+    an argument of `range(...)` (both call `__index__`), and `math.sqrt(t)`-style functions
+    (they call `float`).
 
     ## Why is this bad?
     CUDA runs asynchronously: the host queues kernels and moves on. Reading a value back
@@ -200,6 +205,8 @@ class HostReadInLoop(Rule):
             on_device = self._on_device(node.args[0].value)
         elif (self.analysis.qualname(func) or "") in IMPLICIT_FLOAT_FUNCTIONS and node.args:
             on_device = self._on_device(node.args[0].value)  # `math.isnan(t)` calls `float(t)`
+        elif isinstance(func, cst.Name) and func.value == "range" and not self.analysis.index.binds_locally("range", func):
+            on_device = any(self._on_device(a.value) for a in node.args if not a.star)  # `range(t)` calls `t.__index__()`
         else:
             return
         if not on_device:
@@ -208,6 +215,19 @@ class HostReadInLoop(Rule):
         if hot is None:
             return  # a single read outside the per-step path is fine
         self.report(node, expr=self.snippet(node, 40), hot=hot, fix=_accumulate.accumulate_fix(self, node))
+
+    def visit_Slice(self, node: cst.Slice) -> None:
+        """`x[:n]` with `n` a device tensor: a slice bound is converted with `__index__`, one
+        host read of the 0-d tensor (a length taken from a device lengths tensor)."""
+        bounds = [b for b in (node.lower, node.upper, node.step) if b is not None and type(b) not in _LITERAL_BOUNDS]
+        device = next((b for b in bounds if self._on_device(b)), None)
+        if device is None:
+            return
+        hot = self.hot(node)
+        if hot is not None:
+            self.report(node, self.INDEX_MESSAGE, expr=self.snippet(device, 40), hot=hot)
+
+    INDEX_MESSAGE = "`{expr}` is a device tensor used as a slice bound: Python reads it on the host (`__index__`) and waits for the GPU in a per-step loop; take the bound from host data (a list of lengths), or mask on the device"
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # `cpu_losses[k] = loss`: storing a device value into a CPU tensor copies it back.
