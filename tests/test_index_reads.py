@@ -61,3 +61,46 @@ def test_host_bounds_are_not_reads(body):
 def test_a_device_bound_outside_the_loop_is_read_once():
     before = 'lengths0 = torch.ones(3, dtype=torch.long, device="cuda")\nhead = torch.zeros(9)[:lengths0[0]]  # clean\n'
     assert _marked("    pass", before=before) == []
+
+
+MODELS = """\
+    import torch
+
+
+    class Decoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x, lengths):
+            decode_lengths = (lengths - 1).tolist()
+            return self.lin(x), decode_lengths, lengths
+"""
+
+TRAIN = """\
+    import torch
+    from models import Decoder
+
+
+    def main(loader, device):
+        decoder = Decoder().to(device)
+        opt = torch.optim.SGD(decoder.parameters(), lr=0.1)
+        for x, lengths in loader:
+            scores, decode_lengths, dev_lengths = decoder(x.to(device, non_blocking=True), lengths.to(device, non_blocking=True))
+            for j in range(8):
+                kept = scores[j][:{bound}]
+            scores.sum().backward()
+            opt.step()
+"""
+
+
+@pytest.mark.parametrize("bound,expected", [
+    ("decode_lengths[j]", {}),  # the forward returns a Python list there
+    ("dev_lengths[j]", {("train.py", 11, "TSL101"): 1}),  # and the device lengths here
+    ("scores[j].argmax()", {("train.py", 11, "TSL101"): 1}),
+], ids=["host-list-element", "device-element", "device-result"])
+def test_what_a_project_model_returns_decides_the_bound(tmp_path, capsys, bound, expected):
+    from tests.test_objects import project
+
+    found = project(tmp_path, {"models.py": MODELS, "train.py": TRAIN.replace("{bound}", bound)}, capsys, select="TSL101")
+    assert {k: v for k, v in found.items() if k[0] == "train.py"} == expected, found

@@ -404,6 +404,10 @@ class CallKinds(OperandHelpers):
             remote = self.env.call_element(qn, call, position, self)
             if remote is not None:
                 return [remote]
+        elif type(func) in (cst.Name, cst.Attribute):
+            maker = self.origin_qualname(func)  # `scores, lengths = decoder(x)`: an instance of a project class, called
+            if maker is not None and self.env.forward_element_is_host(maker, position):
+                return [Kind.HOST]  # its forward returns a host value there (`lengths.tolist()`)
         return None
 
     def _unpacked_as_env_step(self, call: cst.Call) -> bool:

@@ -41,6 +41,11 @@ class Env:
         """Kind of element ``position`` of a project function's (tuple) result."""
         return None
 
+    def forward_element_is_host(self, origin: str, position: int) -> bool:
+        """Does the `forward` (or `__call__`) of the project class ``origin`` return a host
+        value (a number, a list, a host tensor) as element ``position`` of its tuple?"""
+        return False
+
     def generator_source(self, call: cst.Call, values):
         """The argument of ``call`` whose items a project generator yields (`log_every(loader)`)."""
         return None

@@ -111,6 +111,14 @@ class ModuleEnv(Env):
             return None
         return absval.kind_of(absval.element(returned, position))
 
+    def forward_element_is_host(self, origin: str, position: int) -> bool:
+        for method in ("forward", "__call__"):
+            found = self.view.resolve_name(f"{origin}.{method}", self.path)
+            if found is not None and found[0] == "function":
+                returned = self.view.returns(found[1], found[2])
+                return returned.get("k") == "tuple" and absval.is_host_value(absval.element(returned, position))
+        return False
+
     def generator_source(self, call: cst.Call, values):
         qualname = values.qualname(call.func)
         bound = 0
