@@ -23,6 +23,9 @@ FRESH_HOST_TENSOR = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray
 _DEFAULT_PLACED = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.Tensor"})
 CPU_FACTORIES = frozenset("zeros ones empty full rand randn randint randperm arange linspace eye normal".split())
 _DISPLAYS = frozenset({cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float})
+# NumPy calls and array methods that view or cast an array: the batch they are given, shaped.
+_ARRAY_VIEWS = frozenset({"numpy.transpose", "numpy.asarray", "numpy.ascontiguousarray", "numpy.array", "numpy.stack"})
+_ARRAY_VIEW_METHODS = frozenset({"astype", "transpose", "reshape", "copy"})
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power)
 
 
@@ -133,7 +136,18 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
 
 def is_batch_item(analysis, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` a name every binding of which is an item of a per-step loop over a loader
-    (`for data, label in loader`): data the step is handed, not built in it?"""
+    (`for data, label in loader`): data the step is handed, not built in it? Also through the
+    NumPy views and casts a batch is put in shape with (`np.transpose(imgs, (0, 3, 1, 2))`,
+    `np.asarray(x)`, `x.astype(np.float32)`)."""
+    for _ in range(4):
+        if type(expr) is cst.Call and expr.args and not expr.args[0].star:
+            if (analysis.qualname(expr.func) or "") in _ARRAY_VIEWS:
+                expr = expr.args[0].value
+                continue
+        if type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _ARRAY_VIEW_METHODS and analysis.qualname(expr.func) is None:
+            expr = expr.func.value
+            continue
+        break
     if type(expr) is not cst.Name:
         return False
     defs = analysis.values.reaching_defs(expr)
