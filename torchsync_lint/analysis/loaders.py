@@ -267,11 +267,15 @@ class LoaderTracker(DatasetQueries):
                 if loop not in info.loops:
                     info.loops.append(loop)
         # `batch = next(batches)` inside a loop reads the loader once per iteration, like a
-        # `for` over it (StyleGAN's `sample_data` generator).
+        # `for` over it (StyleGAN's `sample_data` generator); so does `next(iter(val_loader))`
+        # in a function the step loop calls (a sample sheet every N steps): its body is where
+        # the batch goes.
         for call in self.index.calls:
             if isinstance(call.func, cst.Name) and call.func.value == "next" and call.args:
                 loop = next((a for a in self.index.ancestors(call) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)
-                if isinstance(loop, (cst.For, cst.While)):
+                if isinstance(loop, cst.FunctionDef) and loop not in self.analysis.hot.hot_functions:
+                    continue
+                if loop is not None:
                     for info in self.loaders_of(call.args[0].value):
                         if loop not in info.loops:
                             info.loops.append(loop)
