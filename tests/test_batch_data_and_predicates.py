@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchsync_lint.api import lint_text
-from torchsync_lint.config import Config
+from tests._marked import marked_findings
 
 LOADER_LOOP = '''import inspect
 import operator
@@ -35,13 +34,7 @@ def train(model, loader, opt, device, helper):
 
 def _marked(body: str) -> list[tuple[str, str]]:
     source = LOADER_LOOP.format(body=body)
-    lines = source.splitlines()
-    found = []
-    for f in lint_text(source, "train.py", Config()):
-        text = lines[f.line - 1]
-        if "# flag" in text or "# clean" in text:
-            found.append((f.code, "flag" if "# flag" in text else "clean"))
-    return sorted(found)
+    return marked_findings(source)
 
 
 @pytest.mark.parametrize("body", [

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchsync_lint.api import lint_text
-from torchsync_lint.config import Config
+from tests._marked import marked_findings
 
 PRELUDE = '''import torch
 
@@ -36,13 +35,7 @@ for step in range(100):
 
 def _marked(helper: str, body: str) -> list[tuple[str, str]]:
     source = PRELUDE.format(helper=helper, body=body)
-    lines = source.splitlines()
-    found = []
-    for f in lint_text(source, "train.py", Config()):
-        text = lines[f.line - 1]
-        if "# flag" in text or "# clean" in text:
-            found.append((f.code, "flag" if "# flag" in text else "clean"))
-    return sorted(found)
+    return marked_findings(source)
 
 
 @pytest.mark.parametrize("body", [

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchsync_lint.api import lint_text
-from torchsync_lint.config import Config
+from tests._marked import marked_findings
 
 HEAD = '''import torch
 import torch.nn.functional as F
@@ -39,13 +38,7 @@ def train(nets, optim, fetcher, total):
 
 def _marked(helpers: str, body: str, place: str = 'nets.to("cuda")') -> list[tuple[str, str]]:
     source = HEAD.format(helpers=helpers, body=body, place=place)
-    lines = source.splitlines()
-    found = []
-    for f in lint_text(source, "train.py", Config()):
-        text = lines[f.line - 1]
-        if "# flag" in text or "# clean" in text:
-            found.append((f.code, "flag" if "# flag" in text else "clean"))
-    return sorted(found)
+    return marked_findings(source)
 
 
 TERMS = "        real = adv_loss(nets.d(x), 1)\n        fake = adv_loss(nets.d(nets.g(x)), 0)\n"

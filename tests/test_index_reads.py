@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchsync_lint.api import lint_text
-from torchsync_lint.config import Config
+from tests._marked import marked_findings
 
 LOOP = '''import torch
 
@@ -29,13 +28,7 @@ for step in range(100):
 
 def _marked(body: str, before: str = "") -> list[tuple[str, str]]:
     source = LOOP.format(body=body, before=before)
-    lines = source.splitlines()
-    found = []
-    for f in lint_text(source, "train.py", Config()):
-        text = lines[f.line - 1]
-        if "# flag" in text or "# clean" in text:
-            found.append((f.code, "flag" if "# flag" in text else "clean"))
-    return sorted(found)
+    return marked_findings(source)
 
 
 @pytest.mark.parametrize("body", [
