@@ -1,6 +1,7 @@
 """A value backward runs on is in the model's graph, and so is what it is made of (issue 38,
 DESIGN "evidence"): the terms summed into each of its bindings (`loss = loss_real + loss_fake`),
-the elements of a display it unpacks (`loss, aux = a + b, c`), and what a helper of this module
+the elements of a display it unpacks (`loss, aux = a + b, c`), the receiver (and addend) of
+tensor arithmetic methods (`loss.div(n)`, `ce.add(kl).sum()`), and what a helper of this module
 returns there (`d_loss, parts = compute_d_loss(...)`: the first returned element and its terms).
 Reading such a term on the host per step is TSL101.
 
@@ -46,6 +47,7 @@ TERMS = "        real = adv_loss(nets.d(x), 1)\n        fake = adv_loss(nets.d(n
 INVALID = {
     "summed-here": ("", TERMS + "        loss = real + fake\n        print(real.item())  # flag"),
     "display-unpacked": ("", TERMS + "        loss, n = real + fake, 3\n        print(fake.item())  # flag"),
+    "tensor-methods": ("", TERMS + "        total = real.add(fake).sum()\n        loss = total.div(x.size(0))\n        print(float(fake))  # flag"),
     "helper-tuple": (
         "def compute(nets, x):\n    real = adv_loss(nets.d(x), 1)\n    fake = adv_loss(nets.d(nets.g(x)), 0)\n"
         "    return real + fake, dict(real=real.item())  # flag",
@@ -72,6 +74,7 @@ VALID = {
         "        loss, stats = compute(nets, x, fetcher.stats)\n        print(stats.item())  # clean",
     ),
     "two-names-multiplied": ("", TERMS + "        w = fetcher.weight\n        loss = w * real\n        print(w.item())  # clean"),
+    "mul-by-a-name": ("", TERMS + "        w = fetcher.weight\n        loss = real.mul(w)\n        print(w.item())  # clean"),
 }
 
 

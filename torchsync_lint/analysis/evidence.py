@@ -33,6 +33,8 @@ _HOST_TYPE_NAMESPACES = ("numpy.", "pandas.", "PIL.")
 _BACKWARD_METHODS = frozenset({"manual_backward"})
 # Reductions whose result is backpropagated into every term of the container they reduce.
 _SUMMING = frozenset({"sum", "torch.sum", "torch.stack", "torch.cat", "torch.mean"})
+# Tensor methods whose result is their receiver, reshaped, reduced or scaled by a number.
+_SAME_TERM_METHODS = frozenset("div mean sum float double half view reshape squeeze unsqueeze contiguous clone".split())
 # How many bindings back the graph is followed from the value backward runs on.
 _GRAPH_HOPS = 4
 
@@ -45,6 +47,15 @@ def _graph_terms(value: cst.BaseExpression | None) -> list[cst.Name]:
     kind = type(value)  # exact types (analysis/tree.exact_types): asked of every call
     if kind is cst.Name:
         return [value]
+    if kind is cst.Call and type(value.func) is cst.Attribute:
+        method = value.func.attr.value  # `loss.div(n)`, `loss.mean()`, `ce.add(kl)`: the tensor methods of arithmetic
+        if method in _SAME_TERM_METHODS:
+            return _graph_terms(value.func.value)
+        if method in ("add", "sub") and len(value.args) == 1:
+            return _graph_terms(value.func.value) + _graph_terms(value.args[0].value)
+        if method == "mul" and len(value.args) == 1 and type(value.args[0].value) is not cst.Name:
+            return _graph_terms(value.func.value)
+        return []
     if kind is cst.UnaryOperation and type(value.operator) is cst.Minus:
         return _graph_terms(value.expression)
     if kind is cst.BinaryOperation:
@@ -169,8 +180,10 @@ class Evidence:
         function of this module it calls returns (the element it unpacks)."""
         if d.how not in ("assign", "unpack") or d.value is None:
             return []
-        if d.how == "assign" and type(d.value) is not cst.Call:
-            return _graph_terms(d.value)
+        if d.how == "assign":
+            terms = _graph_terms(d.value)  # `loss = a + b`, `target = loss.div(n)`
+            if terms or type(d.value) is not cst.Call:
+                return terms
         if d.how == "unpack" and type(d.value) is not cst.Call:
             return _graph_terms(literal_element(d))  # `loss, aux = a + b, c`
         call = d.value
