@@ -4,8 +4,6 @@ tables in torchsync_lint/knowledge/). Part of ValueAnalysis (values.py)."""
 
 from __future__ import annotations
 
-import sys
-
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
@@ -23,7 +21,6 @@ SAME_KIND_BUILTINS = frozenset("abs min max sum sorted reversed list tuple iter"
 # ...of which these hold the very items they are given (`list(model.children())`).
 CONTAINER_BUILTINS = frozenset("sorted reversed list tuple iter".split())
 _FUNCTIONAL_BUILTINS = frozenset({"map", "filter"})
-_STDLIB = frozenset(sys.stdlib_module_names)
 _ALWAYS_HOST_FACTORIES = frozenset({"from_numpy", "frombuffer"})  # they share host memory, whatever the default device
 HOST_MODULE_PREFIXES = ("numpy.", "math.", "random.", "time.", "os.", "sys.", "json.", "pandas.", "statistics.", "np.", "pathlib.")
 
@@ -135,6 +132,10 @@ class CallKinds(OperandHelpers):
             return Kind.UNKNOWN if self._is_generator(func) else Kind.HOST  # returns None
         kinds = []
         for r in returns:
+            chosen = self._chosen_arguments(r, func, call) if call is not None else None
+            if chosen is not None:
+                kinds.append(join(self._eval(a) for a in chosen))  # `return v if exists(v) else d`: one of this call's arguments
+                continue
             passed = self._passed_for(r, func, call) if call is not None else None
             if passed is not None and self._not_a_tensor_here(r, self.reaching_defs(r)):
                 kinds.append(Kind.HOST)  # `if isinstance(data, np.ndarray): return data`: never the tensor passed
@@ -144,6 +145,19 @@ class CallKinds(OperandHelpers):
         if result in DEVICE_VALUES and call is not None and self._given_host_tensors(call) and self._places_like_operands(func):
             return Kind.HOST_TENSOR  # `iou(boxes.cpu(), anchors)`: computed where its operands are, the host
         return result
+
+    def _chosen_arguments(self, expr: cst.BaseExpression, func: cst.FunctionDef, call: cst.Call) -> list[cst.BaseExpression] | None:
+        """The arguments of ``call`` a return picks between, when it is a choice of bare
+        parameters (`v if exists(v) else d`, `v or d`); None otherwise."""
+        kind = type(expr)
+        if kind is cst.IfExp:
+            sides = (expr.body, expr.orelse)
+        elif kind is cst.BooleanOperation:
+            sides = (expr.left, expr.right)
+        else:
+            return None
+        passed = [self._passed_for(side, func, call) for side in sides]
+        return passed if all(p is not None for p in passed) else None
 
     def _passed_for(self, expr: cst.BaseExpression, func: cst.FunctionDef, call: cst.Call) -> cst.BaseExpression | None:
         """The argument ``call`` passes for the parameter ``expr`` reads, when it is one."""
@@ -168,9 +182,9 @@ class CallKinds(OperandHelpers):
         last = qn.rsplit(".", 1)[-1]
         if qn.startswith(HOST_MODULE_PREFIXES):
             return Kind.HOST
-        if _is_stdlib_predicate(qn):
+        if python.is_stdlib_predicate(qn):
             return Kind.HOST  # `inspect.isfunction(d)`, `operator.is_(a, b)`: a Python bool, whatever it is given
-        if _makes_no_device_tensor(qn):
+        if python.makes_no_device_tensor(qn):
             return Kind.UNKNOWN  # `hashlib.sha1(t)`, `pickle.loads(b)`, `queue.Queue()`: not a tensor it made
         keywords = frozenset(a.keyword.value for a in call.args if a.keyword is not None)
         known = registry.call_returns(qn, keywords)
@@ -496,22 +510,6 @@ _CONTAINER_METHODS = {
     **dict.fromkeys(("keys", "__len__", "count", "index", "__contains__"), Kind.HOST),
     **dict.fromkeys(("values", "items", "copy", "_asdict", "_replace"), Kind.CONTAINER),  # (`_asdict`: a namedtuple's)
 }
-
-
-def _is_stdlib_predicate(qn: str) -> bool:
-    """Is ``qn`` a predicate of the standard library (`inspect.isfunction`, `inspect.isclass`,
-    `operator.is_`, `keyword.iskeyword`): the stdlib names every such function `is...`, and
-    each returns a bool (typeshed's annotations: `-> bool` / `TypeGuard[...]`)?"""
-    root, _, last = qn.rpartition(".")
-    return bool(root) and root.partition(".")[0] in _STDLIB and last.startswith("is") and last != "islice"  # (itertools.islice: an iterator)
-
-
-def _makes_no_device_tensor(qn: str) -> bool:
-    """Is ``qn`` a function or class of a standard-library module that builds Python objects
-    (hashlib, pickle, struct, queue...), never a device tensor of its arguments, as an opaque
-    function would be taken to (knowledge/python.py)?"""
-    root = qn.partition(".")[0]
-    return "." in qn and root in _STDLIB and root not in python.VALUE_PASSING_MODULES
 
 
 def _is_false(node: cst.BaseExpression) -> bool:

@@ -3,6 +3,10 @@ whose calls never make a tensor."""
 
 from __future__ import annotations
 
+import sys
+
+_STDLIB = frozenset(sys.stdlib_module_names)
+
 # `copy.deepcopy(model)` is a module placed where the model is (an EMA copy); of a tensor, a
 # tensor on its device: "same" (the first argument's kind).
 CALLS: dict[str, str] = {
@@ -19,3 +23,19 @@ VALUE_PASSING_MODULES = frozenset(
     "builtins copy operator functools itertools collections typing dataclasses weakref types "
     "contextlib abc enum heapq bisect inspect".split()
 )
+
+
+def is_stdlib_predicate(qn: str) -> bool:
+    """Is ``qn`` a predicate of the standard library (`inspect.isfunction`, `inspect.isclass`,
+    `operator.is_`, `keyword.iskeyword`): the stdlib names every such function `is...`, and
+    each returns a bool (typeshed's annotations: `-> bool` / `TypeGuard[...]`)?"""
+    root, _, last = qn.rpartition(".")
+    return bool(root) and root.partition(".")[0] in _STDLIB and last.startswith("is") and last != "islice"  # (itertools.islice: an iterator)
+
+
+def makes_no_device_tensor(qn: str) -> bool:
+    """Is ``qn`` a function or class of a standard-library module that builds Python objects
+    (hashlib, pickle, struct, queue...), never a device tensor of its arguments, as an opaque
+    function would be taken to (VALUE_PASSING_MODULES above)?"""
+    root = qn.partition(".")[0]
+    return "." in qn and root in _STDLIB and root not in VALUE_PASSING_MODULES
