@@ -101,8 +101,9 @@ class ClassQueries:
             info = self.index.class_of(call)
             if info is not None:
                 for base in info.node.bases:
-                    if (self.qualname(base.value) or "") in runners:
-                        return runners[self.qualname(base.value)]
+                    found = runners.get(self.qualname(base.value) or "")
+                    if found is not None:
+                        return found
         return None
 
     def engine_params(self, func: cst.FunctionDef) -> list[tuple[int, int]]:

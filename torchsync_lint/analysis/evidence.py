@@ -167,7 +167,7 @@ class Evidence:
         while work:
             value, hops = work.pop()
             for d in self.reaching_defs(value):
-                if id(d) in found and found[id(d)] == "value":
+                if found.get(id(d)) == "value":
                     continue
                 found[id(d)] = "value"
                 self._mark_terms(d, found)

@@ -386,8 +386,7 @@ class ModuleIndex:
         """The one class of this module every binding makes an instance of: `Net(...)`, also
         placed or switched on the way (`Net(...).to(device)`, `.cuda()`, `.eval()`: the same
         object), and so is a name rebound to itself placed (`net = net.to(device)`) or another
-        name's object (`ema = net`); a
-        `net.to(device)` statement rebinds nothing."""
+        name's object (`ema = net`); a `net.to(device)` statement rebinds nothing."""
         classes = set()
         for d in self.through_moves(defs):
             made = d.value if d.how == "assign" else literal_element(d) if d.how == "unpack" else None

@@ -17,13 +17,7 @@ Read from pytorch-ignite 0.5.5 (`ignite/engine/__init__.py`, `engine.py`, `event
 
 from __future__ import annotations
 
-# The Engine classes (canonical qualnames; `ignite.engine.Engine` is re-exported).
-ENGINES = frozenset({
-    "ignite.engine.Engine",
-    "ignite.engine.engine.Engine",
-    "ignite.engine.DeterministicEngine",
-    "ignite.engine.deterministic.DeterministicEngine",
-})
+# The Engine classes and the function each runs per batch: trainer_frameworks.BATCH_FUNCTION_RUNNERS.
 
 # Factories of engines that move every batch to ``device`` themselves: qualname -> the position
 # (among the call's arguments) and keyword of ``device`` and of ``non_blocking`` (default False).

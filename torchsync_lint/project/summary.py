@@ -33,7 +33,7 @@ from torchsync_lint.analysis.loaders import argument, loaders
 from torchsync_lint.analysis.masks import mask_evidence
 from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.kinds import Kind
-from torchsync_lint.knowledge import ignite, libraries, trainer_frameworks, transformers
+from torchsync_lint.knowledge import ignite, libraries, transformers
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.project import absval, deferred
 from torchsync_lint.project.abstract import AbstractValues

@@ -22,8 +22,8 @@ from torchsync_lint.types import Applicability, Invalid, Valid
 
 HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 HOST_CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
-# Functions that convert their argument with `float()` first: a read of a device tensor.
 _LITERAL_BOUNDS = frozenset({cst.Integer, cst.UnaryOperation})  # `x[1:-1]`: no tensor to read
+# Functions that convert their argument with `float()` first: a read of a device tensor.
 IMPLICIT_FLOAT_FUNCTIONS = frozenset(
     f"math.{name}" for name in "isnan isinf isfinite exp log log2 log10 sqrt floor ceil fabs pow expm1 log1p trunc".split()
 )
