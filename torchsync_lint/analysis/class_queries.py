@@ -137,29 +137,25 @@ class ClassQueries:
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
         if runner is not None:
             return [(positional[runner[0]], runner[1])] if runner[0] < len(positional) else []
-        local = self._local_callee(call)
-        if local is None:
+        target = self._local_callee(call)
+        if target is None:
             return list(self.env.engine_arguments(call))
-        target, shift = local
-        named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         params = [*target.params.posonly_params, *target.params.params]
         out = []
         for position, batch in self.engine_params(target):
-            arg = positional[position - shift] if 0 <= position - shift < len(positional) else named.get(params[position].name.value)
-            if arg is not None:
+            arg = self.index.argument_for(call, target, params[position])
+            if arg is not None and arg is not params[position].default:
                 out.append((arg, batch))
         return out
 
-    def _local_callee(self, call: cst.Call) -> tuple[cst.FunctionDef, int] | None:
-        """The function of this module a call by name runs, and how many leading parameters
-        the call fills itself (`Sub(...)` runs `Sub.__init__`, its `self` filled)."""
+    def _local_callee(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The function of this module a call by name runs (`Sub(...)` runs `Sub.__init__`)."""
         if type(call.func) is not cst.Name:
             return None
         if self.index.local_class(call.func) is not None:
-            init = dispatch.lookup(self.index, self.index.classes[call.func.value], "__init__")
-            return (init, 1) if init is not None else None
+            return dispatch.lookup(self.index, self.index.classes[call.func.value], "__init__")
         target = self.index.resolve_function(call.func, call)
-        return (target, 0) if target is not None and self.index.class_of_method.get(target) is None else None
+        return target if target is not None and self.index.class_of_method.get(target) is None else None
 
     def _functions_named(self, expr: cst.BaseExpression) -> list[cst.FunctionDef]:
         """The functions of this module ``expr`` names: a name bound by a `def`, or

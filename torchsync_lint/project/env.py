@@ -83,14 +83,7 @@ class ModuleEnv(Env):
             returned = returned["of"]
         if not returned or returned.get("k") != "param" or returned["fn"] != f"{found[1]}:{found[2]}":
             return None
-        index = returned["i"]
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        if any(a.star for a in call.args):
-            return None
-        if index < len(positional):
-            return positional[index]
-        name = record["params"][index] if index < len(record["params"]) else None
-        return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+        return _argument_at(call, record, returned["i"])
 
     def call_mask(self, qualname: str, call: cst.Call):
         found = self.view.resolve_name(qualname, self.path)
@@ -447,11 +440,9 @@ class ModuleEnv(Env):
         record = self.view.function(path, qual)
         if not record or not record.get("engines"):
             return []
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         out = []
         for i, batch in record["engines"]:
-            arg = positional[i - found[1]] if 0 <= i - found[1] < len(positional) else named.get(record["params"][i]) if i < len(record["params"]) else None
+            arg = _argument_at(call, record, i, found[1])
             if arg is not None:
                 out.append((arg, batch))
         return out
@@ -485,3 +476,17 @@ class ModuleEnv(Env):
         qualname = values.qualname(call.func)
         target = self._call_target(qualname) if qualname else None
         return bool(target and self.view.function_flag(target[0], "epoch"))
+
+
+def _argument_at(call: cst.Call, record: dict, index: int, bound: int = 0) -> cst.BaseExpression | None:
+    """What ``call`` passes for parameter ``index`` of the project function ``record`` (its
+    summary), ``bound`` leading parameters filled by the call itself (a method's `self`): the
+    positional argument, else the keyword of the parameter's name; None when not passed or
+    not knowable (`*args` at the call site)."""
+    if any(a.star for a in call.args):
+        return None
+    positional = [a.value for a in call.args if a.keyword is None]
+    if 0 <= index - bound < len(positional):
+        return positional[index - bound]
+    name = record["params"][index] if index < len(record["params"]) else None
+    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
