@@ -24,6 +24,12 @@ VALUE_PASSING_MODULES = frozenset(
     "contextlib abc enum heapq bisect inspect".split()
 )
 
+# Dicts whose keys are also attributes (`nets = Munch(generator=g); nets.generator(x)`), built
+# from keyword arguments: the project view keeps them as dicts of what they hold.
+ATTRIBUTE_DICTS = frozenset({"munch.Munch", "munch.DefaultMunch", "easydict.EasyDict", "types.SimpleNamespace", "addict.Dict"})
+# A plain dict's own methods: `d.items()` is never the item "items".
+DICT_METHODS = frozenset("items keys values get pop popitem update setdefault copy clear fromkeys".split())
+
 
 def is_stdlib_predicate(qn: str) -> bool:
     """Is ``qn`` a predicate of the standard library (`inspect.isfunction`, `inspect.isclass`,

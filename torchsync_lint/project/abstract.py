@@ -15,6 +15,7 @@ from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import DEVICE_VALUES, Kind
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.knowledge.loaders import TQDM_BARS
+from torchsync_lint.knowledge.python import ATTRIBUTE_DICTS
 from torchsync_lint.project import absval
 from torchsync_lint.analysis.index import is_none, param_index
 from torchsync_lint.analysis.tree import SCOPE_TYPES, innermost
@@ -134,6 +135,9 @@ class AbstractValues:
         if kind is cst.IfExp and (is_none(expr.body) or is_none(expr.orelse)) and not (is_none(expr.body) and is_none(expr.orelse)):
             # `get_loader(...) if cfg.train else None`: the object, as for a `None` binding (_name)
             return self.abs_of(expr.orelse if is_none(expr.body) else expr.body, depth + 1)
+        if kind is cst.IfExp and not is_none(expr.body) and not is_none(expr.orelse):
+            # `Mapping() if args.mapping else Other()`: either object, as two bindings would be
+            return absval.join_abs([self.abs_of(expr.body, depth + 1), self.abs_of(expr.orelse, depth + 1)])
         if (kind is cst.Tuple or kind is cst.List) and not any(type(el) is cst.StarredElement for el in expr.elements):
             return {"k": "tuple", "items": [self.abs_of(el.value, depth + 1) for el in expr.elements]}
         if kind is cst.Dict and all(type(el) is cst.DictElement and type(el.key) is cst.SimpleString for el in expr.elements):
@@ -475,6 +479,9 @@ class AbstractValues:
             inner = self.abs_of(expr.args[0].value, depth + 1)  # `next(self.loaditer)`, `iter(self.loader)`
             if inner.get("k") in absval.SYMBOLIC or inner.get("k") in ("loader", "instance"):
                 return inner if func.value == "iter" else {"k": "item", "of": inner}
+        if self.values.qualname(func) in ATTRIBUTE_DICTS and all(a.keyword is not None and not a.star for a in expr.args):
+            # `Munch(generator=g, mapping=m)`: a dict of what it holds, read by key or attribute
+            return {"k": "dict", "items": {a.keyword.value: self.abs_of(a.value, depth + 1) for a in expr.args}}
         callee = self.names.callee(expr)
         if callee is not None and not callee.startswith(":"):
             return {

@@ -13,6 +13,7 @@ mixin of ProjectView (view.py), which provides ``summaries``, ``resolve``, ``res
 from __future__ import annotations
 
 from torchsync_lint.knowledge import torch as tk
+from torchsync_lint.knowledge.python import DICT_METHODS
 from torchsync_lint.project import absval
 from torchsync_lint.project.values import call_bindings
 
@@ -32,6 +33,8 @@ class ObjectAnswers:
             return found if found is not None else absval.UNKNOWN
         if kind == "any":
             return absval.join_abs([self.attribute_value(alt, name, depth + 1) for alt in base["of"]])
+        if kind == "dict" and name not in DICT_METHODS:
+            return base["items"].get(name, absval.UNKNOWN)  # `nets.generator` of a `Munch(generator=...)`
         return absval.UNKNOWN
 
     def class_attr(self, path: str, cls: str, attr: str, depth: int = 0, instance: dict | None = None, bind: dict | None = None) -> dict | None:
@@ -102,6 +105,9 @@ class ObjectAnswers:
             return found
         if kind == "func":
             return [(value["ref"], 0)] if method == "__call__" else []
+        if kind == "dict":  # `nets.generator(x)` of a `Munch(generator=G(...))`: the item called
+            item = value["items"].get(method) if method not in DICT_METHODS else None
+            return self.methods_of_value(self.resolve(item, from_path), "__call__", from_path) if item else []
         if kind == "class":
             path, cls = value["ref"].split(":", 1)
             if method != "__call__":

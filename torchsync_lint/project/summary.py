@@ -35,6 +35,7 @@ from torchsync_lint.analysis.metrics import metric_tracker
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import ignite, libraries, transformers
 from torchsync_lint.knowledge import torch as tk
+from torchsync_lint.knowledge.python import ATTRIBUTE_DICTS
 from torchsync_lint.project import absval, deferred
 from torchsync_lint.project.abstract import AbstractValues
 from torchsync_lint.project.callees import CalleeNames
@@ -107,7 +108,14 @@ class Summarizer:
             "datasets": self._datasets(),
             "trainer_models": self._trainer_models(),
             "lightning_loggers": trainer_loggers.module_logger_states(self.a),
+            "dict_attrs": self._dict_attrs(),
         }
+
+    def _dict_attrs(self) -> list[str]:
+        """The keys of the attribute dicts this module builds (`Munch(generator=g)`): names a
+        call of an object may run as an item (`nets.generator(x)`) rather than a method."""
+        qualname = self.values.qualname
+        return sorted({a.keyword.value for call in self.index.calls if qualname(call.func) in ATTRIBUTE_DICTS for a in call.args if a.keyword is not None})
 
     # -- functions and classes ----------------------------------------------------------------
     def _functions(self) -> dict:

@@ -37,7 +37,7 @@ from torchsync_lint.project.values import MAX_RESOLVE_DEPTH, ValueAnswers, passe
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 19
+SUMMARY_VERSION = 20
 
 _MAX_DEPTH = 12
 _MAX_NAME_DEPTH = 6  # re-exports and inherited methods followed
@@ -270,7 +270,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
             for n, call in enumerate(self.summaries[path]["calls"]):
                 for override in self.overrides(call.get("dispatch")):
                     direct.setdefault(override, []).append((path, n, call, 1))
-                if call["callee"].startswith(("^", "~", "@", "%")):  # resolving these needs values
+                if call["callee"].startswith(("^", "~", "@", "%")) or self._returned_maker(call["callee"], path):  # resolving these needs values
                     through.append((path, n, call))
                     continue
                 for target in self.call_targets_of(call["callee"], path, call["bound"]):
@@ -365,7 +365,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
         if found is None and callee.endswith(".__call__"):  # a module instance called: its forward
             found = self.resolve_name(callee[: -len("__call__")] + "forward", from_path)
         if found is None:
-            return []
+            return self._methods_of_returned(callee, from_path)
         if found[0] == "class":
             init = self._member(found[1], f"{found[2]}.__init__", 0)
             return [(f"{init[1]}:{init[2]}", 1)] if init and init[0] == "function" else []
@@ -377,12 +377,37 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
         record = self.function(fpath, qual)
         return [(f"{fpath}:{qual}", (record["bound"] if bound else 0))]
 
+    def _methods_of_returned(self, callee: str, from_path: str) -> list[tuple[str, int]]:
+        """`nets = build_model(args)` then `nets(x)` / `nets.encode(x)`: the summary names the
+        callee by the call that made the object (`models.build_model.__call__`), and when that
+        call runs a project function, the method is one of what the function returns (a
+        `Generator(...)` it builds, one of several by the config)."""
+        maker = self._returned_maker(callee, from_path)
+        if maker is None:
+            return []
+        returned = self.function(maker[1], maker[2])["returns"]
+        return self.methods_of_value(self.resolve(returned, maker[1]), callee.rpartition(".")[2], maker[1])
+
+    def _returned_maker(self, callee: str, from_path: str) -> tuple | None:
+        """The project function (as resolve_name names it) whose returned object ``callee``
+        calls a method of, when the callee names no project function itself."""
+        if callee[:1] in "^~@%!:*" or self.resolve_name(callee, from_path) is not None:
+            return None
+        head, _, method = callee.rpartition(".")
+        if not head or method == "__call__" and self.resolve_name(head + ".forward", from_path) is not None:
+            return None
+        maker = self.resolve_name(head, from_path)
+        if maker is None or maker[0] != "function":
+            return None
+        record = self.function(maker[1], maker[2])
+        return maker if record and record.get("returns") else None
+
     def _method_names(self) -> frozenset[str]:
         """Every name a project function of the component is defined under last (`m` of
-        `Cls.m`), and `__call__`: a method of an object that no class here defines runs no
+        `Cls.m`), the keys of its attribute dicts, and `__call__`: a method of an object that no class here defines runs no
         project code (methods_of_value finds a method by its name in a project class)."""
         if self._methods is None:
-            self._methods = frozenset({"__call__", *(q.rpartition(".")[2] for s in self.summaries.values() for q in s["functions"])})
+            self._methods = frozenset({"__call__", *(q.rpartition(".")[2] for s in self.summaries.values() for q in s["functions"]), *(k for s in self.summaries.values() for k in s.get("dict_attrs", ()))})
         return self._methods
 
     def call_target(self, callee: str, from_path: str) -> tuple[str, dict] | None:
