@@ -94,11 +94,15 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
         expr = expr.func.value
     if expr is None or depth > 4:
         return None
+    if isinstance(expr, cst.Subscript):  # `table[:n]`: a view of the host tensor, where it is
+        return host_built(analysis, expr.value, depth)
     if isinstance(expr, cst.Call):
         factory = fresh_host_fill(analysis, expr)
         if factory is not None:
             return factory
         qn = analysis.qualname(expr.func) or ""
+        if not qn.startswith("torch."):
+            return _helper_built(analysis, expr, depth)
         positional = [a for a in expr.args if a.keyword is None]
         if qn in _DEFAULT_PLACED and analysis.values.factories_default_to_accelerator():
             return None  # `torch.tensor(...)`, `torch.Tensor(...)` fill the default device, an accelerator here
@@ -127,11 +131,45 @@ def host_built(analysis, expr: cst.BaseExpression | None, depth: int = 0) -> str
             return None
         others = [s for s, b in zip((expr.left, expr.right), sides) if b is None]
         return built[0] if all(analysis.kind(o) is Kind.HOST for o in others) else None
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        # `torch.rand(shape) < p`: a mask computed on the host from a host fill and a number
+        other = expr.comparisons[0].comparator
+        built = host_built(analysis, expr.left, depth + 1)
+        return built if built is not None and analysis.kind(other) is Kind.HOST else None
     if isinstance(expr, cst.Name):
         defs = analysis.values.reaching_defs(expr)
         found = {host_built(analysis, d.value, depth + 1) if d.how == "assign" else None for d in defs}
         return found.pop() if len(found) == 1 and None not in found else None
     return None
+
+
+def _helper_built(analysis, call: cst.Call, depth: int) -> str | None:
+    """What a function of this module a call runs builds on the host and returns, every
+    `return` alike: `get_sinusoid_encoding_table(n, d)` returning `torch.FloatTensor(table)` of
+    an array it computes itself is built in the step that calls it (a tensor made of what the
+    helper is handed, `torch.from_numpy(image)`, stays the data itself: TSL301's)."""
+    target = analysis.index.resolve_function(call.func, call)
+    if target is None or depth > 2 or analysis.index.class_of_method.get(target) is not None:
+        return None
+    returns = [n.value for n in analysis.index.tree.walk_subtree(target.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if type(n) is cst.Return]
+    if not returns or any(r is None for r in returns):
+        return None
+    found = {host_built(analysis, r, depth + 1) or _built_of_own_data(analysis, r, target) for r in returns}
+    return found.pop() if len(found) == 1 and None not in found else None
+
+
+def _built_of_own_data(analysis, expr: cst.BaseExpression, func: cst.FunctionDef) -> str | None:
+    """"data" when ``expr`` is a host tensor constructor (`torch.FloatTensor(table)`) of a name
+    that only ``func``'s own assignments bind: data the function computed, not data handed in."""
+    if not (isinstance(expr, cst.Call) and (analysis.qualname(expr.func) or "") in FRESH_HOST_TENSOR):
+        return None
+    if any(a.keyword is not None and a.keyword.value == "device" for a in expr.args) or not expr.args or expr.args[0].star:
+        return None
+    data = expr.args[0].value
+    if not isinstance(data, cst.Name) or analysis.kind(data) is not Kind.HOST:
+        return None
+    defs = analysis.values.reaching_defs(data)
+    return "data" if defs and all(d.how == "assign" and analysis.index.enclosing_function(d.stmt) is func for d in defs) else None
 
 
 def is_batch_item(analysis, expr: cst.BaseExpression) -> bool:
