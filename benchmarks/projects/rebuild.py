@@ -119,6 +119,8 @@ TABLE: dict[str, dict[str, list[str]]] = {
         "implementations/wgan_gp/",
     ]},
     "pytorch-segmentation": {"remove": ["utils/sync_batchnorm/", "utils/lovasz_losses.py", "utils/torchsummary.py"]},
+    "parseq-lightning": {"remove": ["hubconf.py", "bench.py", "read.py", "tools/art_converter.py", "tools/case_sensitive_str_datasets_converter.py", "tools/coco_2_converter.py", "tools/coco_text_converter.py", "tools/create_lmdb_dataset.py", "tools/filter_lmdb.py", "tools/lsvt_converter.py", "tools/mlt19_converter.py", "tools/openvino_converter.py", "tools/textocr_converter.py"]},
+    "llm2vec-hf-trainer": {"remove": ["examples/", "setup.py"]},
     "pytorch-unet": {"extra": ["pyproject.toml", "setup.cfg"]},
     "pytorch-vae-antixk": {"remove": ["tests/"]},
     "pytorch-yolov3": {"extra": ["pyproject.toml"]},
