@@ -83,6 +83,7 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "e2-tts-accelerate": {"extra": ["pyproject.toml"]},
     "fastspeech2": {"remove": ["hifigan/"]},
     "styletts2-accelerate": {"remove": ["train_second.py", "train_finetune.py"]},
+    "denoiser-facebook": {"remove": ["denoiser/live.py", "hubconf.py", "setup.py"]},
     "flair1": {"extra": ["pyproject.toml", "setup.cfg"]},
     "lightning-hydra-template": {"remove": ["src/models/mnist_module.py"]},
     "lightning-transformers": {"extra": ["pyproject.toml", "setup.cfg"], "remove": ["docs/", "tests/"]},
