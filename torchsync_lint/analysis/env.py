@@ -183,6 +183,11 @@ class Env:
         (its items already in memory)?"""
         return False
 
+    def dataset_class_on_device(self, call: cst.Call, values) -> bool:
+        """Does ``call`` build an instance of a project class whose items are tensors it keeps
+        on the device (analysis/loader_datasets.items_on_device)?"""
+        return False
+
     def dataset_class_converts(self, call: cst.Call, values) -> bool:
         """Does ``call`` build an instance of a project class whose `__getitem__` itself turns
         images into floats?"""

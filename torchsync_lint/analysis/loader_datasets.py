@@ -12,6 +12,7 @@ import libcst as cst
 
 from torchsync_lint.analysis import dispatch
 from torchsync_lint.analysis.imports import dotted_parts
+from torchsync_lint.analysis.index import ClassInfo, literal_element
 from torchsync_lint.analysis.framework_loaders import trainer_calls
 from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.analysis.loader_info import LoaderInfo
@@ -26,13 +27,67 @@ def calls_nothing(tree, func: cst.FunctionDef) -> bool:
     return not any(type(n) is cst.Call for n in tree.walk_subtree(func))
 
 
+def items_on_device(analysis, info: ClassInfo) -> bool | None:
+    """Does the class's own `__getitem__` return only items of tensors its `__init__` leaves on
+    the device (`self.data = self.data.to("cuda")` ... `return self.data[i], self.targets[i]`)?
+    Then its loader's batches are device tensors: nothing to pin, copy or load in workers. None
+    when the class has no `__getitem__` of its own."""
+    getitem = info.methods.get("__getitem__")
+    if getitem is None:
+        return None
+    returns = analysis.index.returns.get(getitem, [])
+    if not returns or not calls_nothing(analysis.index.tree, getitem):
+        return False
+    return all(_device_items(analysis, info, r, 0) for r in returns)
+
+
+def _device_items(analysis, info: ClassInfo, expr: cst.BaseExpression | None, depth: int) -> bool:
+    """Is ``expr`` (what `__getitem__` returns) made only of items of device attributes: a
+    `self.<attr>[...]`, a tuple, list or dict of such, or a name bound to one?"""
+    if expr is None or depth > 4:
+        return False
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return bool(expr.elements) and all(type(el) is cst.Element and _device_items(analysis, info, el.value, depth + 1) for el in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return bool(expr.elements) and all(type(el) is cst.DictElement and _device_items(analysis, info, el.value, depth + 1) for el in expr.elements)
+    if isinstance(expr, cst.Subscript):
+        parts = dotted_parts(expr.value)
+        return bool(parts) and len(parts) == 2 and parts[0] == "self" and _attr_on_device(analysis, info, parts[1])
+    if isinstance(expr, cst.Name):
+        defs = analysis.values.reaching_defs(expr)
+        values = [d.value if d.how == "assign" else literal_element(d) if d.how == "unpack" else None for d in defs]
+        return bool(values) and all(_device_items(analysis, info, v, depth + 1) for v in values)
+    return False
+
+
+def _attr_on_device(analysis, info: ClassInfo, attr: str) -> bool:
+    """Is the last value `__init__` stores on `self.<attr>` a device tensor, with no other
+    method storing one (`self.data = self.data.float().div(255)`, then `.to("cuda")`)?"""
+    init = info.methods.get("__init__")
+    stores = info.self_attrs.get(attr, [])
+    if init is None or not stores or any(analysis.index.enclosing_function(d.stmt) is not init for d in stores):
+        return False
+    last = max(stores, key=lambda d: d.seq)
+    value = last.value if last.how == "assign" else literal_element(last) if last.how == "unpack" else None
+    return value is not None and analysis.values.kind(value) in (Kind.DEVICE, Kind.MOVED)
+
+
 class DatasetQueries:
     def dataset_on_device(self, info: LoaderInfo) -> bool:
-        """`DataLoader(TensorDataset(x.cuda(), ...))`: nothing to pin or load in workers."""
-        call = self._dataset_call(info.dataset)
-        if call is None or (self.analysis.qualname(call.func) or "") != "torch.utils.data.TensorDataset":
-            return False
-        return any(self.values.kind(a.value) in (Kind.DEVICE, Kind.MOVED) for a in call.args)  # tensors, moved
+        """`DataLoader(TensorDataset(x.cuda(), ...))`, or a dataset class whose items are
+        tensors it keeps on the device (items_on_device; of another module, through the
+        project view), also through `Subset`/`ConcatDataset`/`random_split` wrappers: nothing
+        to pin or load in workers, and its batches are already where they go."""
+        calls = [c for c in self.dataset_calls(info) if not self._wrapped_datasets(c)]
+        return bool(calls) and all(self._constructs_device_items(c) for c in calls)
+
+    def _constructs_device_items(self, call: cst.Call) -> bool:
+        if (self.analysis.qualname(call.func) or "") == "torch.utils.data.TensorDataset":
+            return any(self.values.kind(a.value) in (Kind.DEVICE, Kind.MOVED) for a in call.args)  # tensors, moved
+        cls = self.index.local_class(call.func)
+        if cls is None:
+            return self.analysis.env.dataset_class_on_device(call, self.values)  # a class of another module
+        return bool(items_on_device(self.analysis, cls))
 
     def dataset_in_memory(self, info: LoaderInfo) -> bool:
         """A `TensorDataset`, or a dataset class (of this module, or, with a project view, of

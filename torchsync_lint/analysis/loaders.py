@@ -324,6 +324,19 @@ class LoaderTracker(DatasetQueries):
         process = self.values.batch_function_of(made)
         return process is not None and self.function_feeds_accelerator(process)
 
+    def engine_run_loaders(self, func: cst.FunctionDef) -> list[LoaderInfo]:
+        """The loaders an engine running ``func`` once per batch is run over here
+        (`Engine(step).run(loader)`, `trainer = Engine(step); trainer.run(loader)`): where the
+        batch ``func`` is handed comes from."""
+        out: list[LoaderInfo] = []
+        for call in self.index.calls:
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == ignite.RUN_METHOD:
+                made = self._constructed_by(call.func.value)
+                data = argument(call, *ignite.RUN_DATA)
+                if made is not None and data is not None and self.values.batch_function_of(made) is func:
+                    out += self.loaders_of(data)
+        return out
+
     def _to_accelerator(self, device: cst.BaseExpression | None) -> bool:
         """A library's `device=` argument naming an accelerator (`None`: it moves nothing)."""
         return device is not None and not (isinstance(device, cst.Name) and device.value == "None") and self.values.device_of(device) == "accelerator"

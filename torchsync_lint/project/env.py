@@ -366,7 +366,12 @@ class ModuleEnv(Env):
     def dataset_class_in_memory(self, call: cst.Call, values) -> bool:
         qualname = values.qualname(call.func)
         found = self.view.resolve_name(qualname, self.path) if qualname else None
-        return bool(found and found[0] == "class" and self.view.class_getitem_plain(found[1], found[2]))
+        return bool(found and found[0] == "class" and self.view.class_getitem_flag(found[1], found[2], "getitem_plain"))
+
+    def dataset_class_on_device(self, call: cst.Call, values) -> bool:
+        qualname = values.qualname(call.func)
+        found = self.view.resolve_name(qualname, self.path) if qualname else None
+        return bool(found and found[0] == "class" and self.view.class_getitem_flag(found[1], found[2], "getitem_device"))
 
     def dataset_class_converts(self, call: cst.Call, values) -> bool:
         qualname = values.qualname(call.func)

@@ -28,7 +28,7 @@ from torchsync_lint.analysis import trainer_loggers
 from torchsync_lint.analysis.images import host_float_sites
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.index import param_index
-from torchsync_lint.analysis.loader_datasets import calls_nothing
+from torchsync_lint.analysis.loader_datasets import calls_nothing, items_on_device
 from torchsync_lint.analysis.loaders import argument, loaders
 from torchsync_lint.analysis.masks import mask_evidence
 from torchsync_lint.analysis.metrics import metric_tracker
@@ -242,6 +242,7 @@ class Summarizer:
                 "methods": sorted(info.methods),
                 "getitem": self._getitem_converts(info),
                 "getitem_plain": self._getitem_plain(info),
+                "getitem_device": items_on_device(self.a, info),
                 "masks": self._attr_masks(info),
             }
         return out

@@ -37,7 +37,7 @@ from torchsync_lint.project.values import MAX_RESOLVE_DEPTH, ValueAnswers, passe
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 20
+SUMMARY_VERSION = 21
 
 _MAX_DEPTH = 12
 _MAX_NAME_DEPTH = 6  # re-exports and inherited methods followed
@@ -215,13 +215,14 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
         """A class's list ``field``, with those of its project bases."""
         return sorted({item for _, _, record in self.lineage(path, cls) for item in record.get(field, ())})
 
-    def class_getitem_plain(self, path: str, cls: str) -> bool:
-        """Is the `__getitem__` the class runs (its own, else the first project base's that
-        has one) free of calls: items already in memory?"""
+    def class_getitem_flag(self, path: str, cls: str, flag: str) -> bool:
+        """A flag of the `__getitem__` the class runs (its own, else the first project base's
+        that has one): "getitem_plain", free of calls (items already in memory);
+        "getitem_device", items of tensors the class keeps on the device."""
         for _, _, record in self.lineage(path, cls):
-            plain = record.get("getitem_plain")
-            if plain is not None:
-                return plain
+            found = record.get(flag)
+            if found is not None:
+                return found
         return False
 
     def class_flag(self, path: str, cls: str, flag: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.fixed_params import caller_fixed
+from torchsync_lint.analysis.index import param_index
 from torchsync_lint.analysis.loaders import LoaderInfo, literal_value, loaders
 from torchsync_lint.knowledge.torch import COPY_METHODS
 from torchsync_lint.rule import Rule
@@ -220,6 +221,8 @@ class BlockingHostToDeviceCopy(Rule):
         while True:  # `batch["image"]`, `batch.items()`, `x.float()` -> the underlying name
             if isinstance(expr, (cst.Subscript, cst.Attribute)):
                 expr = expr.value
+            elif isinstance(expr, cst.Call) and (self.analysis.qualname(expr.func) or "").startswith("torch.") and expr.args and not expr.args[0].star:
+                expr = expr.args[0].value  # `F.one_hot(y, 10)`, `torch.stack(batch)`: made of the batch
             elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
                 expr = expr.func.value
             else:
@@ -237,4 +240,6 @@ class BlockingHostToDeviceCopy(Rule):
                 if d.how == "unpack" and isinstance(value, (cst.Tuple, cst.List)) and d.path and 0 <= d.path[0] < len(value.elements):
                     value = value.elements[d.path[0]].value
                 out += self._source_loaders(value, depth + 1)
+            elif d.how == "param" and self.analysis.values.batch_function(d.func) == param_index(d.func, d.param):
+                out += tracker.engine_run_loaders(d.func)  # `def step(engine, batch)` of `Engine(step).run(loader)`
         return out
