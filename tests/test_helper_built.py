@@ -77,3 +77,52 @@ def test_valid_data_handed_in_or_filled_on_the_device(body):
 def test_a_helper_copy_outside_the_step_is_not_flagged():
     source = HEAD.format(body="    pass") + "\npos = table(8, 4).to('cuda')  # clean\n"
     assert [f for f in marked_findings(source) if f[0] == "TSL305"] == []
+
+
+# -- built from built: torch functions, tensor methods, round trips, helpers of built tensors ----
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a grid of host aranges, stacked, repeated, cast
+        "    gx = torch.arange(0, 8).unsqueeze(1).repeat(1, 8)\n    grid = torch.stack([gx, gx.t()], dim=-1)\n    g = grid.unsqueeze(0).repeat(2, 1, 1, 1).float().to(x.device)  # flag",
+        # a kernel: a window times a helper of a host linspace scaled in place (`t *= math.pi`)
+        "    win = torch.hann_window(9, periodic=False)\n    t = torch.linspace(-4, 4, 9)\n    t *= math.pi\n    k = (sinc(t) * win).view(1, 1, -1).to(x)  # flag",
+        # a host copy of a device value, copied back
+        "    labels = model(x).argmax(1).cpu().unique()\n    labels = labels.cuda()  # flag",
+        # one-hot of a host fill
+        "    hot = F.one_hot(torch.zeros(8, dtype=torch.long), 4).float().to(x.device)  # flag",
+    ],
+)
+def test_built_from_built(body):
+    source = HEAD.replace("import numpy as np\n", "import math\n\nimport numpy as np\nimport torch.nn.functional as F\n").replace(
+        "def fill(n):", "def sinc(t):\n    return torch.where(t == 0, torch.tensor(1.0, device=t.device, dtype=t.dtype), torch.sin(t) / t)\n\n\ndef fill(n):"
+    )
+    assert marked_findings(source.format(body=body)) == [("TSL305", "flag")]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a host table built once, gathered with the batch's indices: the data (and non_blocking)
+        "    rows = table_once[x.cpu().long()].repeat(2).cuda(non_blocking=True)  # clean",
+        # filled on the device, or with device= of a device tensor
+        "    gx = torch.arange(0, 8, device=x.device).repeat(2)  # clean",
+        "    one = torch.full((), 1.0, device=x.device, dtype=x.dtype)  # clean",
+    ],
+)
+def test_valid_not_built_in_the_step(body):
+    source = HEAD.replace("model = torch.nn.Linear", "table_once = torch.zeros(8, 4)\nmodel = torch.nn.Linear")
+    assert [f for f in marked_findings(source.format(body=body)) if f[0] == "TSL305"] == []
+
+
+def test_math_constants_are_host_numbers():
+    """`t *= math.pi` keeps a host tensor a host tensor: `math.pi` is a Python number."""
+    import libcst as cst
+
+    from torchsync_lint.project.summarizing import analyse
+
+    analysis = analyse("import math\nimport torch\nt = torch.linspace(0, 1, 4)\nt *= math.pi\nu = t\n")
+    nodes = analysis.index.tree.nodes
+    pi = [analysis.values.kind(n).value for n in nodes if type(n) is cst.Attribute and n.attr.value == "pi"]
+    last_t = [n for n in nodes if type(n) is cst.Name and n.value == "t"][-1]
+    assert pi == ["host"] and analysis.values.kind(last_t).value == "host-tensor"

@@ -9,7 +9,7 @@ import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import HOST_KINDS, Kind, join
-from torchsync_lint.knowledge import registry
+from torchsync_lint.knowledge import python, registry
 from torchsync_lint.knowledge import torch as torch_knowledge
 
 
@@ -76,6 +76,8 @@ class AttributeKinds:
     def _qualified_value(self, qn: str, node: cst.Attribute) -> Kind:
         if qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in torch_knowledge.DTYPE_NAMES:
             return Kind.HOST
+        if python.makes_no_device_tensor(qn):
+            return Kind.HOST  # `math.pi`, `sys.maxsize`: a standard-library module's Python value
         remote = self.env.symbol_kind(qn)
         return remote if remote is not None else Kind.UNKNOWN
 

@@ -467,22 +467,25 @@ class HostTensorInLoop(Rule):
         receiver = copy.func.value  # type: ignore[union-attr]
         while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and stays_in_place(self.analysis, receiver):
             receiver = receiver.func.value
-        if not isinstance(receiver, (cst.Name, cst.BinaryOperation, cst.Comparison)) and not self._helper_result(receiver):
+        if isinstance(receiver, cst.Call) and self._found_at_factory(receiver):
             return
         factory = host_built(self.analysis, receiver)
         if factory is None or not self._moves_to_accelerator(copy) or not loaders(self.analysis).module_feeds_accelerator:
             return
         hot = self.hot(copy)
         if hot is not None:
-            advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy" if factory in CPU_FACTORIES else self._HOIST
+            if factory in CPU_FACTORIES:
+                advice = f"create it on the device: `torch.{factory}(..., device=...)` fills it there with no copy"
+            elif factory == "cpu":
+                advice = "keep it on the device: it was copied to the host in the step, and this copies it back"
+            else:
+                advice = self._HOIST
             self.report(copy, hot=hot, expr=self.snippet(copy), advice=advice)
 
-    def _helper_result(self, expr: cst.BaseExpression) -> bool:
-        """`table(n, d)` / `table(n, d)[:n]`: what a function of this module returns (a torch
-        constructor chained to its copy is found from the constructor instead)."""
-        while isinstance(expr, cst.Subscript):
-            expr = expr.value
-        return isinstance(expr, cst.Call) and not (self.analysis.qualname(expr.func) or "").startswith("torch.") and self.analysis.index.resolve_function(expr.func, expr) is not None
+    def _found_at_factory(self, receiver: cst.Call) -> bool:
+        """`torch.tensor(v).cuda()`, `torch.randn(n).cuda()`: reported from the factory itself."""
+        qn = self.analysis.qualname(receiver.func) or ""
+        return qn in FRESH_HOST_TENSOR or (qn.startswith("torch.") and qn.count(".") == 1 and qn[6:] in CPU_FACTORIES)
 
     def _moves_to_accelerator(self, copy: cst.Call) -> bool:
         """Does ``copy`` (a `.cuda()`, `.to(...)`, `.type(...)` or `.type_as(t)` call) move to an accelerator?"""
