@@ -11,13 +11,14 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.calls import is_operand_function
+from torchsync_lint.analysis.cli_options import declared_choices, option_choices
 from torchsync_lint.analysis.imports import dotted_parts
 from torchsync_lint.analysis.kinds import DEVICE_VALUES, Kind
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.knowledge.loaders import TQDM_BARS
 from torchsync_lint.knowledge.python import ATTRIBUTE_DICTS
 from torchsync_lint.project import absval
-from torchsync_lint.analysis.index import is_none, param_index
+from torchsync_lint.analysis.index import is_none, literal_element, param_index
 from torchsync_lint.analysis.tree import SCOPE_TYPES, innermost
 from torchsync_lint.project.callees import CalleeNames
 from torchsync_lint.project.describe import describe_metric
@@ -44,6 +45,14 @@ def _like(value: dict) -> dict | None:
 def _constant_index(expr: cst.Subscript) -> bool:
     """`d["key"]`, `t[0]`: one constant index (a registry is picked from by a config value)."""
     return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, (cst.SimpleString, cst.Integer))
+
+
+def _string_index(expr: cst.Subscript) -> str | None:
+    """The key of `d["name"]`: one string literal index."""
+    if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.SimpleString):
+        key = evaluated_literal(expr.slice[0].slice.value)
+        return key if isinstance(key, str) else None
+    return None
 
 
 def _integer_index(expr: cst.Subscript) -> int | None:
@@ -83,6 +92,12 @@ class AbstractValues:
         self._memo: dict[tuple, dict] = {}
         self._appends: dict[int, dict[str, list[cst.BaseExpression]]] | None = None  # class -> attr -> appended values
         self._fills: dict[int, list] | None = None  # empty-list binding -> appended values (None: filled otherwise)
+        self._options: dict[str, list[str]] | None = None  # argparse destination -> its choices
+
+    def _declared_options(self) -> dict[str, list[str]]:
+        if self._options is None:
+            self._options = declared_choices(self.index)
+        return self._options
 
     def abs_of(self, expr: cst.BaseExpression, depth: int = 0) -> dict:
         # An answer depends on the node, the depth left (the cut-off) and the stores being
@@ -253,7 +268,13 @@ class AbstractValues:
         base = self.abs_of(expr.value, depth) if isinstance(expr.value, (cst.Name, cst.Attribute, cst.Subscript)) else None
         registry = self.values.qualname(expr.value)
         if base is not None and registry is not None and base.get("k") in ("sym", "attr") and not _constant_index(expr):
+            choices = option_choices(self._declared_options(), expr.slice[0].slice.value) if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) else None
+            if choices is not None:
+                return {"k": "entry", "of": base, "name": registry, "keys": choices}  # `all_datasets[args.dataset]` of `choices=[...]`: those items
             return {"k": "entry", "of": base, "name": registry}  # `registry.BOX_HEADS[cfg.name]`: the view looks up what was registered
+        key = _string_index(expr)
+        if base is not None and registry is not None and base.get("k") in ("sym", "attr") and key is not None:
+            return {"k": "entry", "of": base, "name": registry, "key": key}  # `all_datasets["CIFAR10"]` of another module: that item
         if base is not None and base.get("k") in absval.SYMBOLIC and self.values.kind(expr) is Kind.UNKNOWN:
             position = _integer_index(expr)
             if position is not None:
@@ -572,6 +593,9 @@ class AbstractValues:
                     found = self._param_value(d)
                     if found is not None:
                         out.append(found)
+                elif d.how == "unpack" and d.value is not None:
+                    element = literal_element(d)  # `a, b = A(...), B(...)`: that element's sources
+                    out += self.sources(element, depth + 1) if element is not None else [self.abs_of(expr)]  # (`_, ds = build()`: its elem)
             if not out and self.abs_of(expr).get("k") == "sym":
                 out.append(self.abs_of(expr))  # `transform=TRAIN_TRANSFORMS` imported: the view resolves it
             return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from torchsync_lint.project import absval
 from torchsync_lint.project.memo import EVERY_ENTRY
 from torchsync_lint.project.values import passed_slot
 
@@ -76,6 +77,19 @@ class FeedAnswers:
                 self._mark_source(passed, caller_path, fed, depth + 1)
         elif kind == "instance":
             self._mark_class(*value["cls"].split(":", 1), fed, 0)
+        elif kind == "elem":  # `size, train_ds, test_ds = get_dataset()`: the helper built it
+            makers = self._dataset_makers(value["of"], path)
+            for ref in makers:
+                fed.functions.add(ref)
+                fpath, qual = ref.split(":", 1)
+                self._mark_source(absval.element(self.function(fpath, qual)["returns"], value["i"]), fpath, fed, depth + 1)
+            if not makers:
+                self._mark_source(value["of"], path, fed, depth + 1)
+        elif kind == "vcall":  # `all_datasets[name]()`: each function the picked value may be
+            for ref in self._dataset_makers(value, path):
+                fed.functions.add(ref)
+                fpath, qual = ref.split(":", 1)
+                self._mark_source(self.function(fpath, qual)["returns"], fpath, fed, depth + 1)
         elif kind == "sym":  # a module-level value of another module (a transform pipeline, a dataset)
             found = self.resolve_name(value["name"], path)
             if found is not None and found[0] == "value":
@@ -88,6 +102,18 @@ class FeedAnswers:
             elif found is not None and found[0] == "function":  # a helper elsewhere builds the dataset (or its transform)
                 fed.functions.add(f"{found[1]}:{found[2]}")
                 self._mark_source(self.function(found[1], found[2])["returns"], found[1], fed, depth + 1)
+
+    def _dataset_makers(self, call: dict, path: str) -> list[str]:
+        """The project functions a call value runs ("path:qual"): `get_dataset()` by name, or
+        `all_datasets[name]()` of a value that may be one of several functions."""
+        if call.get("k") == "call":
+            found = self.resolve_name(call["fn"], path)
+            return [f"{found[1]}:{found[2]}"] if found is not None and found[0] == "function" else []
+        if call.get("k") != "vcall":
+            return []
+        picked = self.resolve(call["of"], path)
+        alternatives = picked["of"] if picked.get("k") == "any" else [picked]
+        return sorted({alt["ref"] for alt in alternatives if alt.get("k") == "func" and self.function(*alt["ref"].split(":", 1)) is not None})
 
     def _mark_class(self, path: str, cls: str, fed: FedDatasets, depth: int) -> None:
         if f"{path}:{cls}" in fed.classes or depth > 6:

@@ -56,7 +56,7 @@ def unknown_field(field: str, kind: str = "fn"):
 # A call record's fields that say whether it runs per step (Summarizer._per_step).
 _PER_STEP_FIELDS = frozenset({"hot", "gated", "loop", "needs"})
 # What a fed loader's dataset (or its transform) may come from that another module decides.
-_DATASET_SOURCES = frozenset({"param", "call", "instance", "sym"})
+_DATASET_SOURCES = frozenset({"param", "call", "instance", "sym", "elem", "vcall"})
 _HANDOFF_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit", "validate", "test", "predict"})
 
 

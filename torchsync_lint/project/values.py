@@ -194,6 +194,12 @@ class ValueAnswers:
         if kind == "member":
             return self._member_value(self.resolve(value["of"], from_path, depth + 1, bind))
         if kind == "entry":
+            if "key" in value or "keys" in value:  # `all_datasets["CIFAR10"]`, or one of an option's choices
+                picked = self.resolve(value["of"], from_path, depth + 1, bind)
+                keys = value["keys"] if "keys" in value else [value["key"]]
+                if picked.get("k") != "dict":
+                    return absval.UNKNOWN
+                return absval.join_abs([picked["items"][k] for k in keys if k in picked["items"]])
             registered = self.registered_into(value["name"], from_path)
             if registered:
                 return absval.join_abs(registered)  # one of the classes or functions registered into it
