@@ -314,6 +314,10 @@ class ValueAnswers:
                 return returned  # `step = train_step(..., step)` returning its argument: the loop's own value
             if absval.kind_of(returned) is Kind.UNKNOWN and value.get("kind", "unknown") != "unknown":
                 return {"k": value["kind"]}  # what the calling module knew (a device model's forward)
+            if value.get("kind") == "device" and returned.get("k") == "tuple":
+                # `_, out = model(img)` of a device input: the elements the callee cannot place
+                # are where the calling module knew the output is, as it would say alone
+                return {"k": "tuple", "items": [item if absval.kind_of(item) is not Kind.UNKNOWN or item.get("k") == "cycle" else {"k": "device"} for item in returned["items"]]}
             if absval.kind_of(returned) is Kind.UNKNOWN and self._forward_of_placed_parameter(callee, bind):
                 return {"k": "device"}
             return returned
