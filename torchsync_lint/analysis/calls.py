@@ -82,6 +82,9 @@ class CallKinds(OperandHelpers):
             if name == "filter" and len(call.args) == 2 and not self.index.binds_locally(name, func):
                 return self._eval(call.args[1].value)  # `filter(pred, params)` keeps some of them, where they are
             if name in _FUNCTIONAL_BUILTINS and not self.index.binds_locally(name, func):
+                mapped = call.args[0].value if call.args else None
+                if name == "map" and type(mapped) is cst.Name and mapped.value in HOST_BUILTINS and not self.index.binds_locally(mapped.value, mapped):
+                    return Kind.HOST  # `map(len, labels)`: Python values, whatever it maps over
                 return Kind.UNKNOWN  # `map(lambda t: t.item(), ts)`: what the function makes of them
             cls = self.index.local_class(func)
             if cls is not None:
@@ -229,6 +232,8 @@ class CallKinds(OperandHelpers):
             return Kind.UNKNOWN
         if qn in lightning.LIGHTNING_MODULES:
             return Kind.MODEL
+        if python.passes_values(qn) and call.args and all(not a.star and self._eval(a.value) is Kind.HOST for a in call.args):
+            return Kind.HOST  # `itertools.permutations(range(n), n)`: made of the Python values it is given
         # A class or function imported from elsewhere: an opaque callable that gives device
         # results from device tensor inputs.
         return self._call_of(Kind.UNKNOWN, call)

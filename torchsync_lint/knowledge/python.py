@@ -39,6 +39,20 @@ def is_stdlib_predicate(qn: str) -> bool:
     return bool(root) and root.partition(".")[0] in _STDLIB and last.startswith("is") and last != "islice"  # (itertools.islice: an iterator)
 
 
+# Standard-library functions whose results are made of the values they are given, and nothing
+# else: iterators over them (not factories of callables or classes: `functools.partial(f, 1)`
+# and `collections.namedtuple("T", "a b")` are called later with anything).
+ITERATORS_OF_VALUES = frozenset(
+    f"itertools.{name}" for name in "permutations combinations combinations_with_replacement product chain islice repeat cycle zip_longest count".split()
+)
+
+
+def passes_values(qn: str) -> bool:
+    """Is ``qn`` a standard-library function whose results are made of the values it is given
+    (ITERATORS_OF_VALUES: `itertools.permutations(range(n), n)` of Python ints)?"""
+    return qn in ITERATORS_OF_VALUES
+
+
 def makes_no_device_tensor(qn: str) -> bool:
     """Is ``qn`` a function or class of a standard-library module that builds Python objects
     (hashlib, pickle, struct, queue...), never a device tensor of its arguments, as an opaque
