@@ -80,7 +80,8 @@ class ClassQueries:
                     for target in self._functions_named(arg):
                         found[target] = batch
             self._batch_functions = found
-        return self._batch_functions.get(func)
+        local = self._batch_functions.get(func)
+        return local if local is not None else self.env.engine_batch_param(func)
 
     def batch_function_of(self, call: cst.Call) -> cst.FunctionDef | None:
         """The function of this module an engine construction (`Engine(_update)`, a project

@@ -183,6 +183,11 @@ class Env:
         (its items already in memory)?"""
         return False
 
+    def engine_batch_param(self, func: cst.FunctionDef) -> int | None:
+        """The batch parameter's position when a project engine class elsewhere is built with
+        ``func`` as its process function (project/engines.py)."""
+        return None
+
     def dataset_class_on_device(self, call: cst.Call, values) -> bool:
         """Does ``call`` build an instance of a project class whose items are tensors it keeps
         on the device (analysis/loader_datasets.items_on_device)?"""

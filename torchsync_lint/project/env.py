@@ -437,6 +437,10 @@ class ModuleEnv(Env):
                 return True
         return False
 
+    def engine_batch_param(self, func: cst.FunctionDef) -> int | None:
+        ref = self._ref(func)
+        return self.view.engine_batch_param(ref) if ref else None
+
     def engine_arguments(self, call: cst.Call) -> list[tuple[cst.BaseExpression, int]]:
         found = self._callee_target_and_shift(call)
         if found is None:

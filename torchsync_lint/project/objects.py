@@ -33,6 +33,10 @@ class ObjectAnswers:
             return found if found is not None else absval.UNKNOWN
         if kind == "any":
             return absval.join_abs([self.attribute_value(alt, name, depth + 1) for alt in base["of"]])
+        if kind == "class":  # `Engine.train` of a class handed around: its function
+            path, cls = base["ref"].split(":", 1)
+            member = self._member(path, f"{cls}.{name}", 0)
+            return {"k": "func", "ref": f"{member[1]}:{member[2]}"} if member is not None and member[0] == "function" else absval.UNKNOWN
         if kind == "dict" and name not in DICT_METHODS:
             return base["items"].get(name, absval.UNKNOWN)  # `nets.generator` of a `Munch(generator=...)`
         return absval.UNKNOWN

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+from torchsync_lint.project.engines import EngineAnswers
 from torchsync_lint.project.feeds import FedDatasets, FeedAnswers
 from torchsync_lint.project.layout import Layout
 from torchsync_lint.project.memo import EVERY_ENTRY, CycleMemo, ReadLog
@@ -58,7 +59,7 @@ class CallSite:
         return f"{self.path}:{self.call['line']}"
 
 
-class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
+class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels, EngineAnswers):
     def __init__(self, layout: Layout, summaries: dict[str, dict], lazy: Callable[[str], dict] | None = None) -> None:
         self.layout = layout
         self.summaries = summaries  # relpath -> summary
@@ -312,6 +313,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels):
         self._fed_sites: set[str] | None = None
         self._fed_datasets: FedDatasets | None = None
         self._trainer_models = None  # (project/trainer_models.py: resolves models through the table)
+        self._engine_functions = None  # (project/engines.py: resolves process functions through it)
 
     def settle(self) -> ProjectView:
         """Compute, in a fixed order, what every file's lint shares."""
