@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchsync_lint.analysis.fixed_params import caller_fixed
 from torchsync_lint.analysis.gates import default_test, none_test, rebound_elsewhere
 
 # Statements after which the loop does not go on: the branch holding them runs once.
@@ -59,6 +60,11 @@ class BranchQueries:
         found = none_test(test)
         if found is not None and self.values.never_none(found[0]):
             return not found[1]
+        if isinstance(test, cst.Attribute):
+            # `if self.flag_for_pulse:` of a flag every construction fixes (`flag=False`, no
+            # caller passing another): analysis/fixed_params.py; `self` has index, values, env
+            fixed, value = caller_fixed(self, test)
+            return value if fixed and isinstance(value, bool) else None
         if not isinstance(test, cst.Name):
             return None
         defs = self.values.reaching_defs(test)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchsync_lint.analysis.imports import dotted_parts
-from torchsync_lint.analysis.loaders import loaders
+from torchsync_lint.analysis.loader_info import known_value
 
 _MAX_DEPTH = 3
 _NOT_FIXED = (False, None)
@@ -99,7 +99,7 @@ def _value(analysis, expr: cst.BaseExpression | None, depth: int) -> tuple[bool,
     """A literal, a name bound only to one, or a parameter its callers fix."""
     if expr is None:
         return _NOT_FIXED
-    found = loaders(analysis).known_value(expr)  # (the tracker reads literals through names)
+    found = known_value(analysis.values, expr)  # (literals, through names)
     if found[0]:
         return found
     return caller_fixed(analysis, expr, depth)

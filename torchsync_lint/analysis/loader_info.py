@@ -71,3 +71,16 @@ def literal_value(node: cst.BaseExpression):
         if ok and isinstance(v, (int, float)):
             return True, -v
     return False, None
+
+
+def known_value(values, node: cst.BaseExpression, depth: int = 0):
+    """(True, value) for a literal, or a name whose every reaching binding (``values``: the
+    module's ValueAnalysis) is the same literal; else (False, None)."""
+    ok, value = literal_value(node)
+    if ok or not isinstance(node, cst.Name) or depth > 3:
+        return ok, value
+    defs = values.reaching_defs(node)
+    if not defs or any(d.how != "assign" or d.value is None for d in defs):
+        return False, None  # a parameter, a loop variable, an import...
+    results = {known_value(values, d.value, depth + 1) for d in defs}
+    return results.pop() if len(results) == 1 else (False, None)

@@ -26,7 +26,7 @@ from torchsync_lint.analysis.index import literal_element
 from torchsync_lint.analysis.kinds import Kind, join
 from torchsync_lint.analysis.framework_loaders import trainer_loaders
 from torchsync_lint.analysis.loader_datasets import DatasetQueries
-from torchsync_lint.analysis.loader_info import DATALOADER, POSITIONS, ArgValue, LoaderInfo, literal_value
+from torchsync_lint.analysis.loader_info import DATALOADER, POSITIONS, ArgValue, LoaderInfo, known_value, literal_value
 from torchsync_lint.analysis.values import HOST_RESULT_METHODS
 from torchsync_lint.knowledge import ignite, lightning, transformers
 from torchsync_lint.knowledge import torch as tk
@@ -153,16 +153,7 @@ class LoaderTracker(DatasetQueries):
 
     def known_value(self, node: cst.BaseExpression, depth: int = 0):
         """A literal, or a name whose every reaching binding is the same literal."""
-        ok, value = literal_value(node)
-        if ok or not isinstance(node, cst.Name) or depth > 3:
-            return ok, value
-        defs = self.values.reaching_defs(node)
-        if not defs or any(d.how != "assign" or d.value is None for d in defs):
-            return False, None  # a parameter, a loop variable, an import...
-        results = {self.known_value(d.value, depth + 1) for d in defs}
-        if len(results) == 1:
-            return results.pop()
-        return False, None
+        return known_value(self.values, node, depth)
 
     # -- which loader an expression holds -------------------------------------------------------
     def loaders_of(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[LoaderInfo]:
