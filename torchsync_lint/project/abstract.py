@@ -42,6 +42,20 @@ def _like(value: dict) -> dict | None:
     return None
 
 
+def _accumulates(defs: list) -> bool:
+    """Are ``defs`` an accumulator's: a number literal it starts from, and augmented
+    assignments or assignments of arithmetic on itself (`total = 0` ... `total += x`,
+    `total = total ** (1 / p)`)?"""
+    starts = [d for d in defs if d.how == "assign" and type(d.value) in (cst.Integer, cst.Float)]
+    return bool(starts) and len(starts) < len(defs) and all(d in starts or d.how == "aug" or _updates_itself(d) for d in defs)
+
+
+def _updates_itself(d) -> bool:
+    """`total = total + x`, `norm = norm ** 0.5`: arithmetic with the bound name as an operand."""
+    value = d.value
+    return d.how == "assign" and type(value) is cst.BinaryOperation and any(type(side) is cst.Name and side.value == d.name for side in (value.left, value.right))
+
+
 def _constant_index(expr: cst.Subscript) -> bool:
     """`d["key"]`, `t[0]`: one constant index (a registry is picked from by a config value)."""
     return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, (cst.SimpleString, cst.Integer))
@@ -257,6 +271,7 @@ class AbstractValues:
         """A tensor computed from symbolic operands (a parameter, another module's result) and
         host values lives where the symbolic ones are: the view decides."""
         operands = [item for v in operands for item in (v["items"] if v.get("k") == "tuple" else [v])]  # `torch.cat([a, b])`
+        operands = [v for v in operands if v.get("k") != "cycle"] or operands  # `total = total + x` in its loop: what x adds
         symbolic = [v for v in operands if v.get("k") in absval.SYMBOLIC]
         if symbolic and all(v in symbolic or v.get("k") in ("host", "host-tensor") for v in operands):
             return _like(symbolic[0] if len(symbolic) == 1 else absval.join_abs(symbolic))
@@ -431,6 +446,10 @@ class AbstractValues:
         # the object is what it is; None adds nothing beside another value
         if len(defs) > 1 and not all(d.how == "assign" and is_none(d.value) for d in defs):
             defs = [d for d in defs if not (d.how == "assign" and is_none(d.value))]
+        if _accumulates(defs):
+            # `total = 0` then `total += ...` in a loop: the number is the accumulator's start,
+            # what it holds after the loop is what the additions make it
+            defs = [d for d in defs if not (d.how == "assign" and type(d.value) in (cst.Integer, cst.Float))]
         for d in defs:
             if d.how == "assign" and d.value is not None:
                 filled = self._filled_list(d, depth) if type(d.value) is cst.List and not d.value.elements else None
@@ -438,7 +457,10 @@ class AbstractValues:
             elif d.how == "unpack" and d.value is not None and len(d.path) == 1:
                 found.append(absval.element(self.abs_of(d.value, depth + 1), d.path[0]))
             elif d.how == "aug" and isinstance(d.stmt, cst.AugAssign):
-                found.append(_like(self.abs_of(d.stmt.target, depth + 1)) or self.kind_or_device(expr))  # `rt /= world_size`
+                # `rt /= world_size`: where `rt` was; `total = 0` ... `total += (p.grad ** 2).sum()`:
+                # a number accumulated with tensors is a tensor where the added ones are
+                added = _like(self.abs_of(d.value, depth + 1)) if _accumulates(self.values.reaching_defs(d.stmt.target)) and self.values.kind(d.value) is not Kind.HOST else None
+                found.append(added or _like(self.abs_of(d.stmt.target, depth + 1)) or self.kind_or_device(expr))
             elif d.how == "for" and not d.path and d.value is not None:
                 inner = self.abs_of(self.unwrap(d.value), depth + 1)
                 batch = self.loaders.is_batch_loop(d.stmt)  # a per-step loop's items are batches

@@ -12,6 +12,7 @@ mixin of ProjectView (view.py), which provides ``summaries``, ``resolve``, ``res
 
 from __future__ import annotations
 
+from torchsync_lint.analysis.kinds import Kind
 from torchsync_lint.knowledge import torch as tk
 from torchsync_lint.knowledge.python import DICT_METHODS
 from torchsync_lint.project import absval
@@ -37,6 +38,8 @@ class ObjectAnswers:
             path, cls = base["ref"].split(":", 1)
             member = self._member(path, f"{cls}.{name}", 0)
             return {"k": "func", "ref": f"{member[1]}:{member[2]}"} if member is not None and member[0] == "function" else absval.UNKNOWN
+        if name in tk.SAME_VALUE_ATTRIBUTES and absval.kind_of(base) in (Kind.DEVICE, Kind.HOST_TENSOR):
+            return {"k": absval.kind_of(base).value}  # `p.grad`, `t.data` of a tensor: where the tensor is
         if kind == "dict" and name not in DICT_METHODS:
             return base["items"].get(name, absval.UNKNOWN)  # `nets.generator` of a `Munch(generator=...)`
         return absval.UNKNOWN
