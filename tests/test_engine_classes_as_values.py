@@ -100,3 +100,25 @@ def test_valid_class_stored_never_built(tmp_path, capsys):
     trainer = "class SingleTrainer:\n    def __init__(self, engine_class, config):\n        self.engine_class = engine_class\n\n    def name(self):\n        return self.engine_class.__name__\n"
     files = {"engines.py": ENGINES, "trainers.py": trainer, "main.py": MAIN.replace(".train(model, optimizer, loader)", ".name()")}
     assert set(project(tmp_path, files, capsys, select="TSL101,TSL301")) == set()
+
+
+NORM = '''
+def param_norm(parameters):
+    total = 0
+    for p in parameters:
+        total += (p.data ** 2).sum()
+    return total
+'''
+
+
+@pytest.mark.parametrize(("move", "expected"), [(".cuda()", {("engines.py", 21, "TSL101")}), ("", set())], ids=["device-model", "cpu-model"])
+def test_the_engine_a_step_is_handed_holds_the_trainer_s_model(tmp_path, capsys, move, expected):
+    # `engine` (the step's first parameter) is the engine object built with the model: a norm of
+    # its device parameters, read with float() every step
+    engines = ENGINES.replace("from ignite.engine import Engine\n", "from ignite.engine import Engine\nfrom norms import param_norm\n").replace(
+        '        return {"loss": float(loss / 10)}', '        norm = float(param_norm(engine.model.parameters()))\n        return {"loss": float(loss / 10)}'
+    )
+    main = MAIN.replace("    model.cuda()\n", f"    model = model{move}\n" if move else "")
+    files = {"engines.py": engines, "norms.py": NORM, "trainers.py": TRAINERS["stored"], "main.py": main}
+    found = {k for k in project(tmp_path, files, capsys, select="TSL101") if k[0] == "engines.py" and k[1] == 21}
+    assert found == expected

@@ -91,6 +91,8 @@ class ValueAnswers:
             slot = passed_slot(call, index, name, shift)
             if slot is not None:
                 passed.append(self.resolve(slot[1], caller_path))
+        if not passed and index == 0:
+            return self.engine_instance(ref)  # `def train(engine, batch)` an ignite engine runs: that engine
         return absval.join_abs(passed) if passed else None
 
     def star_value(self, ref: str, keyword: bool) -> dict | None:

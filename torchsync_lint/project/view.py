@@ -314,6 +314,7 @@ class ProjectView(ValueAnswers, FeedAnswers, ObjectAnswers, TrainerModels, Engin
         self._fed_datasets: FedDatasets | None = None
         self._trainer_models = None  # (project/trainer_models.py: resolves models through the table)
         self._engine_functions = None  # (project/engines.py: resolves process functions through it)
+        self._engine_instances = None
 
     def settle(self) -> ProjectView:
         """Compute, in a fixed order, what every file's lint shares."""
