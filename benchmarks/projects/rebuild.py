@@ -146,6 +146,8 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "tevatron-hf-trainer": {"remove": ["examples/", "scripts/", "setup.py", "src/tevatron/eval/", "src/tevatron/megatron/", "src/tevatron/tevax/", "src/tevatron/retriever/tevax/", "src/tevatron/retriever/driver/jax_encode.py", "src/tevatron/retriever/driver/jax_train.py", "src/tevatron/retriever/driver/vllm_encode.py", "src/tevatron/retriever/driver/vllm_encode_mm.py", "src/tevatron/reranker/", "src/tevatron/utils/"]},
     "ssd-qfgaohao": {"remove": ["prune_alexnet.py", "vision/prunning/", "vision/nn/alexnet.py", "convert_to_caffe2_models.py", "run_ssd_live_caffe2.py", "vision/utils/box_utils_numpy.py", "extract_tf_weights.py", "translate_tf_mobilenetv1.py", "visual_tf_models.py", "vision/test/"]},
     "stylegan2-pytorch": {"remove": ["lpips/", "inception.py"]},
+    "srlane-fabric": {"remove": ["setup.py", "tools/analysis_tools/speed_measure.py", "configs/datasets/tusimple.py"]},
+    "pickscore-accelerate": {"remove": ["setup.py", "trainer/slurm_scripts/", "trainer/utils/FID/", "trainer/utils/slurm_utils.py", "trainer/utils/data_utils.py"]},
     "wav2lip": {"remove": ["face_detection/"]},
 }
 
