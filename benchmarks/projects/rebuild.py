@@ -147,6 +147,8 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "ssd-qfgaohao": {"remove": ["prune_alexnet.py", "vision/prunning/", "vision/nn/alexnet.py", "convert_to_caffe2_models.py", "run_ssd_live_caffe2.py", "vision/utils/box_utils_numpy.py", "extract_tf_weights.py", "translate_tf_mobilenetv1.py", "visual_tf_models.py", "vision/test/"]},
     "stylegan2-pytorch": {"remove": ["lpips/", "inception.py"]},
     "wav2lip": {"remove": ["face_detection/"]},
+    "e2e-asr-liu": {"remove": ["tests/test_audio.py", "tests/test_text.py", "util/generate_vocab_file.py"]},
+    "stcn-vos": {"remove": ["download_bl30k.py", "download_datasets.py", "download_model.py", "scripts/"]},
 }
 
 ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*(.*?)\s*\|\s*$", re.MULTILINE)
