@@ -149,6 +149,8 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "srlane-fabric": {"remove": ["setup.py", "tools/analysis_tools/speed_measure.py", "configs/datasets/tusimple.py"]},
     "pickscore-accelerate": {"remove": ["setup.py", "trainer/slurm_scripts/", "trainer/utils/FID/", "trainer/utils/slurm_utils.py", "trainer/utils/data_utils.py"]},
     "wav2lip": {"remove": ["face_detection/"]},
+    "e2e-asr-liu": {"remove": ["tests/test_audio.py", "tests/test_text.py", "util/generate_vocab_file.py"]},
+    "stcn-vos": {"remove": ["download_bl30k.py", "download_datasets.py", "download_model.py", "scripts/"]},
 }
 
 ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*(.*?)\s*\|\s*$", re.MULTILINE)
