@@ -147,6 +147,8 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "ssd-qfgaohao": {"remove": ["prune_alexnet.py", "vision/prunning/", "vision/nn/alexnet.py", "convert_to_caffe2_models.py", "run_ssd_live_caffe2.py", "vision/utils/box_utils_numpy.py", "extract_tf_weights.py", "translate_tf_mobilenetv1.py", "visual_tf_models.py", "vision/test/"]},
     "stylegan2-pytorch": {"remove": ["lpips/", "inception.py"]},
     "wav2lip": {"remove": ["face_detection/"]},
+    "semseg-meetps": {"remove": ["ptsemseg/caffe_pb2.py"]},
+    "pointnet2-yanx27": {"remove": ["log/", "visualizer/"]},
 }
 
 ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*(.*?)\s*\|\s*$", re.MULTILINE)
