@@ -151,6 +151,8 @@ TABLE: dict[str, dict[str, list[str]]] = {
     "wav2lip": {"remove": ["face_detection/"]},
     "e2e-asr-liu": {"remove": ["tests/test_audio.py", "tests/test_text.py", "util/generate_vocab_file.py"]},
     "stcn-vos": {"remove": ["download_bl30k.py", "download_datasets.py", "download_model.py", "scripts/"]},
+    "semseg-meetps": {"remove": ["ptsemseg/caffe_pb2.py"]},
+    "pointnet2-yanx27": {"remove": ["log/", "visualizer/"]},
 }
 
 ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*(.*?)\s*\|\s*$", re.MULTILINE)
