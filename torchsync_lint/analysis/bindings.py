@@ -60,7 +60,10 @@ class Bindings:
         # A use inside the statement that binds the name (`x = f(\n    x)`, the right-hand side
         # of a multi-line assignment) reads the *previous* binding.
         own = [d for d in defs if d.how in ("assign", "unpack", "aug") and index.inside(anchor, d.stmt)]
-        before = [d for d in defs if d not in own and self._binds_before(d, anchor, seq)]
+        # A binding in the `if` branch of a statement whose `else` holds the use did not run on
+        # the way there in this pass (it may still come round a loop: ``carried`` below).
+        exclusive = [d for d in defs if d not in own and d.seq < seq and self._other_branch(d, anchor)]
+        before = [d for d in defs if d not in own and d not in exclusive and self._binds_before(d, anchor, seq)]
         before = [d for d in before if not any(self._kills(later, d) for later in before if later.seq > d.seq)]
         loops = [a for a in self._ancestors_in_scope(anchor) if type(a) in LOOP_TYPES]
         dominating = [d for d in before if self.dominates(d, anchor)]
@@ -79,9 +82,18 @@ class Bindings:
             before = [killer] + [d for d in before if d.seq > killer.seq]
         later = [d for d in defs if d not in before and (cut is None or d.seq > cut_seq or d.seq > seq)]
         carried = [
-            d for d in later if (d.seq > seq or d in own) and any(index.inside(d.stmt, lp) and (cut is None or not (cut is lp or index.inside(cut, lp))) for lp in loops)
+            d for d in later if (d.seq > seq or d in own or d in exclusive) and any(index.inside(d.stmt, lp) and (cut is None or not (cut is lp or index.inside(cut, lp))) for lp in loops)
         ]
         return before + carried
+
+    def _other_branch(self, d: Def, use: cst.CSTNode) -> bool:
+        """Is ``d`` in the body of an `if` whose `else` (or `elif`) holds ``use``?"""
+        for anc in self.index.ancestors(d.stmt):
+            if type(anc) in _FRAME_TYPES:
+                return False
+            if type(anc) is cst.If and anc.orelse is not None and self.index.inside(d.stmt, anc.body) and self.index.inside(use, anc.orelse):
+                return True
+        return False
 
     def _every_path_barrier(self, defs: list[Def], anchor: cst.CSTNode) -> cst.CSTNode | None:
         """The last `if/else` or `try` statement before ``anchor``, in a block holding it, that

@@ -129,6 +129,13 @@ class Evidence:
         named = _type_name_test(test, name)
         if named is not None:
             return named
+        exact = self._exact_type_test(test, name)
+        if exact is not None:
+            return exact
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+            # `type(v) == float or type(v) == int`: a Python scalar wherever either holds
+            sides = [self._tensor_test(test.left, name), self._tensor_test(test.right, name)]
+            return False if sides == [False, False] else None
         if not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name) or test.args[0].value.value != name:
             return None
         func = test.func
@@ -142,6 +149,21 @@ class Evidence:
             if options and all(self._host_type(t) for t in options):
                 return False  # `isinstance(v, float)`, `isinstance(v, np.ndarray)` holds: no tensor in that branch
         return None
+
+    def _exact_type_test(self, test: cst.BaseExpression, name: str) -> bool | None:
+        """`type(name) == float` / `type(name) is int` (False: a Python scalar where it holds),
+        `!=` / `is not` (True: where it fails), None for any other test."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        left = test.left
+        if not (isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "type" and not self.index.binds_locally("type", left.func)):
+            return None
+        if len(left.args) != 1 or not isinstance(left.args[0].value, cst.Name) or left.args[0].value.value != name or not self._host_type(right):
+            return None
+        if isinstance(operator, (cst.Equal, cst.Is)):
+            return False
+        return True if isinstance(operator, (cst.NotEqual, cst.IsNot)) else None
 
     def _host_type(self, t: cst.BaseExpression) -> bool:
         """A Python scalar type (not rebound here) or a numpy / pandas / PIL class."""
