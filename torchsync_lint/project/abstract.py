@@ -522,6 +522,10 @@ class AbstractValues:
             inner = self.abs_of(expr.args[0].value, depth + 1)  # `next(self.loaditer)`, `iter(self.loader)`
             if inner.get("k") in absval.SYMBOLIC or inner.get("k") in ("loader", "instance"):
                 return inner if func.value == "iter" else {"k": "item", "of": inner}
+        if isinstance(func, cst.Attribute) and func.attr.value in ("items", "values") and not expr.args and self.values.qualname(func) is None:
+            receiver = self.abs_of(func.value, depth + 1)
+            if receiver.get("k") in absval.SYMBOLIC:
+                return receiver  # `batch.items()` of a parameter: a view of the same dict, its parts where the batch is
         if self.values.qualname(func) in ATTRIBUTE_DICTS and all(a.keyword is not None and not a.star for a in expr.args):
             # `Munch(generator=g, mapping=m)`: a dict of what it holds, read by key or attribute
             return {"k": "dict", "items": {a.keyword.value: self.abs_of(a.value, depth + 1) for a in expr.args}}

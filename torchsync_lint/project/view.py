@@ -38,7 +38,7 @@ from torchsync_lint.project.values import MAX_RESOLVE_DEPTH, ValueAnswers, passe
 
 # The format of the summaries this view reads (project/summary.py writes it; part of their
 # cache key, so it lives here, where no parser is imported).
-SUMMARY_VERSION = 24
+SUMMARY_VERSION = 25
 
 _MAX_DEPTH = 12
 _MAX_NAME_DEPTH = 6  # re-exports and inherited methods followed
