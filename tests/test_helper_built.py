@@ -126,3 +126,11 @@ def test_math_constants_are_host_numbers():
     pi = [analysis.values.kind(n).value for n in nodes if type(n) is cst.Attribute and n.attr.value == "pi"]
     last_t = [n for n in nodes if type(n) is cst.Name and n.value == "t"][-1]
     assert pi == ["host"] and analysis.values.kind(last_t).value == "host-tensor"
+
+
+def test_valid_pinned_staging_buffer_is_data():
+    """A pinned buffer built once and refilled with the batch every step is a staging area for
+    data: its copy is TSL301's (the fix is `non_blocking`), not a tensor built in the step."""
+    source = HEAD.replace("model = torch.nn.Linear", "staging = torch.empty(8, 4).pin_memory()\nmodel = torch.nn.Linear")
+    body = "    staging.copy_(torch.ones(8, 4))\n    xs = staging.to(x.device)  # clean"
+    assert [f for f in marked_findings(source.format(body=body)) if f[0] == "TSL305"] == []

@@ -175,8 +175,8 @@ def _method_of_built(analysis, call: cst.Call, depth: int, bound: frozenset) -> 
         # device value, or of a host one a no-op and a copy of what was built here)
         return "cpu" if analysis.kind(receiver) not in HOST_KINDS else host_built(analysis, receiver, depth + 1, bound)
     built = host_built(analysis, receiver, depth + 1, bound)
-    if built is None or call.func.attr.value in torch_knowledge.COPY_METHODS:
-        return None
+    if built is None or call.func.attr.value in torch_knowledge.COPY_METHODS or call.func.attr.value == "pin_memory":
+        return None  # (a pinned buffer is a staging area the step fills with data: its copy is TSL301's)
     return built if all(analysis.kind(a.value) is Kind.HOST for a in call.args) else None
 
 
