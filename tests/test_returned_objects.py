@@ -13,12 +13,8 @@ import pytest
 
 from tests.test_objects import project
 
-MODEL = '''
-import torch
-import torch.nn as nn
-
-
-class Mapping(nn.Module):
+# The module class both model files define (its lines are the tests' expected lines).
+MAPPING = '''class Mapping(nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = nn.Linear(4, 4)
@@ -26,7 +22,14 @@ class Mapping(nn.Module):
     def forward(self, z, y):
         idx = torch.LongTensor(range(y.size(0))).to(y.device)
         return self.lin(z)[idx]
+'''
 
+MODEL = '''
+import torch
+import torch.nn as nn
+
+
+''' + MAPPING + '''
     def sample(self, z):
         return self.lin(z) + torch.randn(4).cuda()
 
@@ -120,15 +123,7 @@ import torch.nn as nn
 {imports}
 
 
-class Mapping(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-
-    def forward(self, z, y):
-        idx = torch.LongTensor(range(y.size(0))).to(y.device)
-        return self.lin(z)[idx]
-
+''' + MAPPING + '''
 
 def build_model(args):
     mapping = nn.DataParallel(Mapping())

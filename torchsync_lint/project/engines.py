@@ -56,9 +56,12 @@ class EngineAnswers:
                         slot = passed_slot(call, position, name, shift) if not call["star"] else None
                         if slot is None:
                             continue
+                        refs = _function_refs(self.resolve(slot[1], caller_path))
+                        if not refs:
+                            continue  # (no process function handed over: its arguments are not read)
                         args = [self.resolve(v, caller_path) for v in call["args"]]
                         kwargs = {k: self.resolve(v, caller_path) for k, v in call["kwargs"].items()}
-                        for ref in _function_refs(self.resolve(slot[1], caller_path)):
+                        for ref in refs:
                             functions.setdefault(ref, batch)
                             owner = ref.rpartition(".")[0]  # "path:Class" of `Class.method`
                             instance = {"k": "instance", "cls": owner, "module": False, "args": args, "kwargs": kwargs}
